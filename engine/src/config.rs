@@ -1,0 +1,111 @@
+//! Engine configuration. Defaults are the reference engine's constants:
+//!
+//! | setting | default |
+//! |---|---|
+//! | `coalesce_ms` | 50 |
+//! | `stall_timeout_ms` | 0 (watchdog off) |
+//! | `recovery.enabled` | true |
+//! | `recovery.max_attempts` | 10 |
+//! | `recovery.stable_timeout_ms` | 10 000 |
+//! | `recovery.stable_retry_delay_ms` | 3 000 |
+//! | `recovery.no_progress_window_ms` | 300 000 |
+//! | `recovery.alarm_debounce_ms` | 30 000 |
+//! | `max_model_calls_empty_finish` | 3 |
+//! | `max_steps` | 16 |
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::regression::RegressionSet;
+
+/// Who answers a tool call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolKind {
+    /// The engine executes it.
+    Server,
+    /// The client answers it.
+    Client,
+    /// A client tool a person answers: may take minutes.
+    Human,
+    /// A server tool that needs the client's approval before it runs.
+    Approval,
+}
+
+impl ToolKind {
+    /// Answered by the client (or a person behind it), not the engine.
+    pub fn is_client_answered(self) -> bool {
+        matches!(self, Self::Client | Self::Human)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryConfig {
+    pub enabled: bool,
+    pub max_attempts: u32,
+    pub stable_timeout_ms: u64,
+    pub stable_retry_delay_ms: u64,
+    pub no_progress_window_ms: u64,
+    pub alarm_debounce_ms: u64,
+    pub terminal_message: String,
+}
+
+pub const DEFAULT_TERMINAL_MESSAGE: &str =
+    "The assistant was interrupted and could not recover. Please try again.";
+
+impl Default for RecoveryConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_attempts: 10,
+            stable_timeout_ms: 10_000,
+            stable_retry_delay_ms: 3_000,
+            no_progress_window_ms: 300_000,
+            alarm_debounce_ms: 30_000,
+            terminal_message: DEFAULT_TERMINAL_MESSAGE.to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineConfig {
+    /// Tool name → who answers it. A tool the model calls that is not listed
+    /// here is treated as a client tool.
+    pub tools: BTreeMap<String, ToolKind>,
+    pub coalesce_ms: u64,
+    /// Longest gap between chunks before the watchdog aborts the stream; 0 = off.
+    pub stall_timeout_ms: u64,
+    pub recovery: RecoveryConfig,
+    /// Model calls per step when the provider truncates (empty `unknown` finish).
+    pub max_model_calls_empty_finish: u32,
+    /// Model calls per step for 429/5xx before the error is surfaced.
+    pub max_model_calls_http_retry: u32,
+    pub max_steps: u32,
+    pub regressions: RegressionSet,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            coalesce_ms: 50,
+            stall_timeout_ms: 0,
+            recovery: RecoveryConfig::default(),
+            max_model_calls_empty_finish: 3,
+            max_model_calls_http_retry: 4,
+            max_steps: 16,
+            regressions: RegressionSet::default(),
+        }
+    }
+}
+
+impl EngineConfig {
+    pub fn tool_kind(&self, name: &str) -> ToolKind {
+        self.tools.get(name).copied().unwrap_or(ToolKind::Client)
+    }
+
+    pub fn is_client_tool(&self, name: &str) -> bool {
+        self.tool_kind(name).is_client_answered()
+    }
+}

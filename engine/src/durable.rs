@@ -1,0 +1,209 @@
+//! What the engine persists, and the writes that change it.
+//!
+//! A `DurableStore` commits a batch of writes atomically. The engine keeps a
+//! mirror of the durable state and applies each committed batch to it with the
+//! same `apply`, so the mirror and the store cannot drift apart.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::transcript::Message;
+
+/// Everything that survives an eviction.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DurableState {
+    pub messages: Vec<Message>,
+    /// Source of message and request ids; durable so ids never repeat.
+    pub next_id: u64,
+    /// A continuation is owed for the leaf's tool batch (goes beyond the
+    /// reference, where this lives only in memory).
+    pub continuation_intent: Option<ContinuationIntent>,
+    /// The turn that was running, so a restarted engine can recover it.
+    pub in_flight: Option<InFlightTurn>,
+    /// Open recovery incidents by incident id.
+    pub incidents: BTreeMap<String, Incident>,
+    /// Scheduled recovery wake-ups.
+    pub alarms: Vec<Alarm>,
+    /// Bumped on every durable flush of streamed output: recovery's progress signal.
+    pub progress: u64,
+    /// Messenger deliveries by delivery id.
+    pub deliveries: BTreeMap<String, DeliveryCheckpoint>,
+    /// Set when a turn ended out of band (recovery exhausted); replayed to
+    /// clients that connect later.
+    pub terminal_status: Option<TerminalStatus>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContinuationIntent {
+    /// The assistant message whose tool batch the continuation is for.
+    pub message_id: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnKind {
+    User,
+    Chat,
+    Continuation,
+    Recovery,
+}
+
+impl TurnKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Chat => "chat",
+            Self::Continuation => "continuation",
+            Self::Recovery => "recovery",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InFlightTurn {
+    pub request_id: String,
+    pub kind: TurnKind,
+    /// Root request of a recovery chain (the request that first failed).
+    pub root_request_id: String,
+    pub message_id: String,
+    /// Whether any model output of this turn reached the store.
+    pub stream_started: bool,
+    /// The `chat()` delivery this turn answers, if any.
+    pub delivery_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Incident {
+    pub id: String,
+    pub root_request_id: String,
+    pub attempt: u32,
+    pub first_seen_ms: u64,
+    pub last_attempt_ms: u64,
+    pub last_progress_ms: u64,
+    pub progress: u64,
+    pub status: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Alarm {
+    pub id: String,
+    pub due_ms: u64,
+    pub incident_id: String,
+    pub root_request_id: String,
+    pub message_id: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeliveryStage {
+    Accepted,
+    Streaming,
+    Completed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryCheckpoint {
+    pub id: String,
+    pub user_text: String,
+    pub stage: DeliveryStage,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalStatus {
+    pub request_id: String,
+    pub message: String,
+}
+
+/// One change to the durable state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Write {
+    /// Insert or replace a message by id (a new id is appended).
+    PutMessage(Message),
+    NextId(u64),
+    Intent(Option<ContinuationIntent>),
+    InFlight(Option<InFlightTurn>),
+    PutIncident(Incident),
+    RemoveIncident(String),
+    PutAlarm(Alarm),
+    RemoveAlarm(String),
+    Progress(u64),
+    PutDelivery(DeliveryCheckpoint),
+    Terminal(Option<TerminalStatus>),
+}
+
+impl Write {
+    /// A short stable rendering for timelines.
+    pub fn summary(&self) -> String {
+        match self {
+            Self::PutMessage(message) => {
+                format!("message {} ({} parts)", message.id, message.parts.len())
+            }
+            Self::NextId(next) => format!("next-id {next}"),
+            Self::Intent(Some(intent)) => format!("intent {}", intent.message_id),
+            Self::Intent(None) => "intent cleared".into(),
+            Self::InFlight(Some(turn)) => {
+                format!("in-flight {} {}", turn.request_id, turn.kind.as_str())
+            }
+            Self::InFlight(None) => "in-flight cleared".into(),
+            Self::PutIncident(incident) => {
+                format!("incident {} attempt {}", incident.id, incident.attempt)
+            }
+            Self::RemoveIncident(id) => format!("incident {id} closed"),
+            Self::PutAlarm(alarm) => format!("alarm {} due {}ms", alarm.id, alarm.due_ms),
+            Self::RemoveAlarm(id) => format!("alarm {id} done"),
+            Self::Progress(progress) => format!("progress {progress}"),
+            Self::PutDelivery(delivery) => format!("delivery {} {:?}", delivery.id, delivery.stage),
+            Self::Terminal(Some(status)) => format!("terminal {}", status.request_id),
+            Self::Terminal(None) => "terminal cleared".into(),
+        }
+    }
+
+    /// Writes that only move counters; timelines fold them away.
+    pub fn is_bookkeeping(&self) -> bool {
+        matches!(self, Self::NextId(_) | Self::Progress(_))
+    }
+}
+
+impl DurableState {
+    pub fn apply(&mut self, write: &Write) {
+        match write {
+            Write::PutMessage(message) => self.put_message(message),
+            Write::NextId(next) => self.next_id = *next,
+            Write::Intent(intent) => self.continuation_intent = intent.clone(),
+            Write::InFlight(turn) => self.in_flight = turn.clone(),
+            Write::PutIncident(incident) => {
+                self.incidents.insert(incident.id.clone(), incident.clone());
+            }
+            Write::RemoveIncident(id) => {
+                self.incidents.remove(id);
+            }
+            Write::PutAlarm(alarm) => {
+                self.alarms.retain(|existing| existing.id != alarm.id);
+                self.alarms.push(alarm.clone());
+            }
+            Write::RemoveAlarm(id) => self.alarms.retain(|alarm| &alarm.id != id),
+            Write::Progress(progress) => self.progress = *progress,
+            Write::PutDelivery(delivery) => {
+                self.deliveries
+                    .insert(delivery.id.clone(), delivery.clone());
+            }
+            Write::Terminal(status) => self.terminal_status = status.clone(),
+        }
+    }
+
+    fn put_message(&mut self, message: &Message) {
+        match self
+            .messages
+            .iter_mut()
+            .find(|existing| existing.id == message.id)
+        {
+            Some(existing) => *existing = message.clone(),
+            None => self.messages.push(message.clone()),
+        }
+    }
+
+    pub fn message(&self, id: &str) -> Option<&Message> {
+        self.messages.iter().find(|message| message.id == id)
+    }
+}

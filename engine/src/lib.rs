@@ -1,0 +1,29 @@
+//! turnsim-engine: a chat turn engine.
+//!
+//! It streams model output containing tool calls, persists the transcript
+//! durably, auto-continues after client tool results behind an event-driven
+//! barrier, and recovers from stalls, truncated provider streams and
+//! evictions. All I/O goes through the traits in [`ports`]; all time comes from
+//! tokio's clock, which is madsim's simulated clock under `cfg(madsim)`.
+
+pub mod chunk;
+mod clock;
+pub mod config;
+pub mod durable;
+pub mod events;
+pub mod messenger;
+pub mod ports;
+pub mod regression;
+pub mod session;
+pub mod transcript;
+
+pub use chunk::{Chunk, FinishReason, StreamError, Usage};
+pub use config::{EngineConfig, RecoveryConfig, ToolKind};
+pub use events::{EngineEvent, TurnStatus};
+pub use ports::{
+    Connection, DurableStore, Frame, ModelProvider, ModelRequest, Observer, Ports, ServerTools,
+    StreamCallback,
+};
+pub use regression::{Regression, RegressionSet, ALL_REGRESSIONS};
+pub use session::{Inspection, SessionHandle};
+pub use transcript::{Message, Part, Role, ToolOutcome, ToolPart, ToolResult, ToolState};

@@ -1,0 +1,147 @@
+//! Messenger delivery: a chat surface drives `chat()` with a text-collecting
+//! callback and posts the reply exactly once.
+//!
+//! The callback only reports what happened to the session (it runs inside
+//! the session's actor); the session posts through the [`MessengerSurface`]
+//! port and checkpoints each delivery durably (`accepted` → `streaming` →
+//! `completed`), so a restarted process knows whether to answer again,
+//! apologise, or do nothing.
+
+use crate::chunk::Chunk;
+use crate::ports::StreamCallback;
+use crate::session::{InboxSender, Input};
+
+pub const EMPTY_MESSENGER_RESPONSE: &str = "I couldn't produce a text response. Please try again.";
+pub const ERROR_MESSENGER_RESPONSE: &str =
+    "Sorry, I couldn't answer that right now. Please try again.";
+pub const INTERRUPTED_MESSENGER_RESPONSE: &str =
+    "Sorry, my reply was interrupted. Please send your message again if you'd like me to retry.";
+
+/// Longest single post; longer replies are split at whitespace where possible.
+pub const POST_SOFT_LIMIT_CHARS: usize = 2_000;
+
+/// A chat surface the reply is posted to.
+pub trait MessengerSurface: Send + Sync {
+    fn post(&self, delivery_id: &str, text: &str);
+}
+
+/// What the delivery's callback saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DeliveryEvent {
+    FirstText,
+    Done {
+        text: String,
+    },
+    Error,
+    Interrupted,
+    /// `chat()` resolved with no terminal callback: the messenger treats the
+    /// turn as finished and posts what it collected.
+    Returned {
+        text: String,
+    },
+}
+
+/// Collects text deltas and reports the outcome back to the session.
+pub(crate) struct MessengerCallback {
+    delivery_id: String,
+    text: String,
+    terminal: bool,
+    inbox: InboxSender,
+}
+
+impl MessengerCallback {
+    pub fn new(delivery_id: &str, inbox: InboxSender) -> Self {
+        Self {
+            delivery_id: delivery_id.to_string(),
+            text: String::new(),
+            terminal: false,
+            inbox,
+        }
+    }
+
+    fn report(&self, event: DeliveryEvent) {
+        let _ = self.inbox.send(Input::Delivery {
+            delivery_id: self.delivery_id.clone(),
+            event,
+        });
+    }
+}
+
+impl StreamCallback for MessengerCallback {
+    fn on_start(&mut self, _request_id: &str) {}
+
+    fn on_event(&mut self, chunk: &Chunk) {
+        if let Chunk::TextDelta { delta, .. } = chunk {
+            if self.text.is_empty() && !delta.is_empty() {
+                self.report(DeliveryEvent::FirstText);
+            }
+            self.text.push_str(delta);
+        }
+    }
+
+    fn on_done(&mut self) {
+        self.terminal = true;
+        let text = std::mem::take(&mut self.text);
+        self.report(DeliveryEvent::Done { text });
+    }
+
+    fn on_error(&mut self, _message: &str) {
+        self.terminal = true;
+        self.report(DeliveryEvent::Error);
+    }
+
+    fn on_interrupted(&mut self) {
+        self.terminal = true;
+        self.report(DeliveryEvent::Interrupted);
+    }
+}
+
+/// The turn let go of the callback: without a terminal call, `chat()` has
+/// resolved cleanly as far as the messenger can tell. (When the process
+/// dies, the session's inbox is gone first and nothing is reported.)
+impl Drop for MessengerCallback {
+    fn drop(&mut self) {
+        if !self.terminal {
+            let text = std::mem::take(&mut self.text);
+            self.report(DeliveryEvent::Returned { text });
+        }
+    }
+}
+
+/// Splits a reply into posts of at most `limit` characters, preferring to
+/// break after whitespace.
+pub fn split_text(text: &str, limit: usize) -> Vec<String> {
+    let mut posts = Vec::new();
+    let mut rest: Vec<char> = text.chars().collect();
+    while rest.len() > limit {
+        let window = &rest[..limit];
+        let cut = window
+            .iter()
+            .rposition(|character| character.is_whitespace())
+            .map_or(limit, |at| at + 1);
+        posts.push(rest[..cut].iter().collect());
+        rest.drain(..cut);
+    }
+    if !rest.is_empty() {
+        posts.push(rest.into_iter().collect());
+    }
+    posts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_text;
+
+    #[test]
+    fn split_breaks_after_whitespace_and_keeps_every_character() {
+        let posts = split_text("aaa bbb ccc", 5);
+        assert_eq!(posts, vec!["aaa ", "bbb ", "ccc"]);
+        assert_eq!(posts.concat(), "aaa bbb ccc");
+    }
+
+    #[test]
+    fn split_cuts_a_word_longer_than_the_limit() {
+        assert_eq!(split_text("abcdefgh", 3), vec!["abc", "def", "gh"]);
+        assert!(split_text("", 3).is_empty());
+    }
+}

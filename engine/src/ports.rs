@@ -1,0 +1,111 @@
+//! The engine's ports: the narrow traits through which it sees the world.
+//!
+//! A simulator (or a production host) implements these; the engine never
+//! reaches past them. Everything is synchronous except the model stream and
+//! server-tool results, which arrive on channels.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::chunk::{Chunk, StreamError};
+use crate::durable::{DurableState, Write};
+use crate::events::EngineEvent;
+use crate::transcript::{Message, ToolOutcome, ToolState};
+
+/// Transactional storage that survives eviction.
+pub trait DurableStore: Send + Sync {
+    fn load(&self) -> DurableState;
+    /// Commits the batch atomically: all writes or none.
+    fn commit(&self, writes: &[Write]) -> Result<(), StoreError>;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+/// What the engine sends a model for one call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    pub request_id: String,
+    pub step: u32,
+    pub continuation: bool,
+    pub messages: Vec<Message>,
+}
+
+/// Chunks of one model call; the stream ends when the sender is dropped.
+pub type ModelStream = mpsc::UnboundedReceiver<Result<Chunk, StreamError>>;
+
+pub trait ModelProvider: Send + Sync {
+    fn stream(&self, request: ModelRequest) -> ModelStream;
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerToolCall {
+    pub call_id: String,
+    pub tool_name: String,
+    pub input: serde_json::Value,
+}
+
+/// Executes server tools. The result arrives on the returned channel; a
+/// dropped sender means the execution died with the process.
+pub trait ServerTools: Send + Sync {
+    fn execute(&self, call: ServerToolCall) -> oneshot::Receiver<ToolOutcome>;
+}
+
+/// What the engine sends a connected client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Frame {
+    /// The whole transcript, sent on connect.
+    Messages(Vec<Message>),
+    /// A stream chunk of a turn.
+    Chunk { request_id: String, chunk: Chunk },
+    /// A tool call reached a state the client may act on.
+    Tool {
+        call_id: String,
+        tool_name: String,
+        state: ToolState,
+    },
+    /// A turn's stream ended normally.
+    Done {
+        request_id: String,
+        continuation: bool,
+    },
+    /// A turn's stream ended with an error (or a terminal recovery message).
+    Error { request_id: String, message: String },
+    /// Recovery is in progress (replayed on connect).
+    Recovering(bool),
+}
+
+/// One client connection (a WebSocket in production).
+pub trait Connection: Send {
+    /// Returns false once the connection is closed.
+    fn send(&self, frame: Frame) -> bool;
+}
+
+/// The `chat()` RPC callback: `on_start → on_event* → exactly one of
+/// on_done | on_error | on_interrupted`.
+pub trait StreamCallback: Send {
+    fn on_start(&mut self, request_id: &str);
+    fn on_event(&mut self, chunk: &Chunk);
+    fn on_done(&mut self);
+    fn on_error(&mut self, message: &str);
+    /// The attempt was cut (stall, recovery scheduled or exhausted): not done,
+    /// not a terminal error.
+    fn on_interrupted(&mut self);
+}
+
+/// Receives the engine's observability events.
+pub trait Observer: Send + Sync {
+    fn observe(&self, event: EngineEvent);
+}
+
+/// Everything the engine needs from its host.
+#[derive(Clone)]
+pub struct Ports {
+    pub store: Arc<dyn DurableStore>,
+    pub model: Arc<dyn ModelProvider>,
+    pub server_tools: Arc<dyn ServerTools>,
+    pub observer: Arc<dyn Observer>,
+    pub surface: Arc<dyn crate::messenger::MessengerSurface>,
+}

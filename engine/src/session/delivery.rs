@@ -1,0 +1,136 @@
+//! Messenger deliveries: checkpointed so each posts exactly once, across
+//! evictions too.
+
+use crate::durable::{DeliveryCheckpoint, DeliveryStage, Write};
+use crate::events::EngineEvent;
+use crate::messenger::{
+    split_text, DeliveryEvent, MessengerCallback, EMPTY_MESSENGER_RESPONSE,
+    ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE, POST_SOFT_LIMIT_CHARS,
+};
+
+use super::Session;
+
+impl Session {
+    pub(super) fn accept_delivery(&mut self, delivery_id: String, text: String) {
+        if self.durable.deliveries.contains_key(&delivery_id) {
+            return;
+        }
+        let checkpoint = DeliveryCheckpoint {
+            id: delivery_id.clone(),
+            user_text: text.clone(),
+            stage: DeliveryStage::Accepted,
+        };
+        let callback = Box::new(MessengerCallback::new(
+            &delivery_id,
+            self.inbox_sender.clone(),
+        ));
+        if self.store_and_enqueue(&text, Some(callback), vec![Write::PutDelivery(checkpoint)]) {
+            if let Some(queued) = self.queue.back_mut() {
+                queued.delivery_id = Some(delivery_id.clone());
+                let request_id = queued.request_id.clone();
+                self.observe(EngineEvent::DeliveryAccepted {
+                    delivery_id,
+                    request_id,
+                });
+            }
+        }
+    }
+
+    pub(super) fn on_delivery_event(&mut self, delivery_id: &str, event: DeliveryEvent) {
+        let Some(checkpoint) = self.durable.deliveries.get(delivery_id).cloned() else {
+            return;
+        };
+        if checkpoint.stage == DeliveryStage::Completed {
+            return;
+        }
+        let posts = match event {
+            DeliveryEvent::FirstText => {
+                return self.checkpoint(checkpoint, DeliveryStage::Streaming)
+            }
+            DeliveryEvent::Done { text } | DeliveryEvent::Returned { text }
+                if text.trim().is_empty() =>
+            {
+                vec![EMPTY_MESSENGER_RESPONSE.to_string()]
+            }
+            DeliveryEvent::Done { text } | DeliveryEvent::Returned { text } => {
+                split_text(&text, POST_SOFT_LIMIT_CHARS)
+            }
+            DeliveryEvent::Error => vec![ERROR_MESSENGER_RESPONSE.to_string()],
+            DeliveryEvent::Interrupted => vec![INTERRUPTED_MESSENGER_RESPONSE.to_string()],
+        };
+        self.post_once(checkpoint, &posts);
+    }
+
+    /// Checkpoints `completed` first: a crash between the two loses a post
+    /// rather than doubling it.
+    fn post_once(&mut self, checkpoint: DeliveryCheckpoint, posts: &[String]) {
+        let delivery_id = checkpoint.id.clone();
+        if !self.checkpoint_committed(checkpoint, DeliveryStage::Completed) {
+            return;
+        }
+        for post in posts {
+            self.ports.surface.post(&delivery_id, post);
+        }
+    }
+
+    fn checkpoint(&mut self, checkpoint: DeliveryCheckpoint, stage: DeliveryStage) {
+        self.checkpoint_committed(checkpoint, stage);
+    }
+
+    fn checkpoint_committed(
+        &mut self,
+        checkpoint: DeliveryCheckpoint,
+        stage: DeliveryStage,
+    ) -> bool {
+        self.commit(vec![Write::PutDelivery(DeliveryCheckpoint {
+            stage,
+            ..checkpoint
+        })])
+    }
+
+    /// After a restart: a delivery that never showed text is answered again;
+    /// one that was mid-stream gets the apology; a completed one, nothing.
+    pub(super) fn recover_deliveries(&mut self) {
+        let open: Vec<DeliveryCheckpoint> = self
+            .durable
+            .deliveries
+            .values()
+            .filter(|checkpoint| checkpoint.stage != DeliveryStage::Completed)
+            .cloned()
+            .collect();
+        for checkpoint in open {
+            match checkpoint.stage {
+                DeliveryStage::Accepted => self.answer_again(checkpoint),
+                DeliveryStage::Streaming => {
+                    self.post_once(checkpoint, &[INTERRUPTED_MESSENGER_RESPONSE.to_string()])
+                }
+                DeliveryStage::Completed => {}
+            }
+        }
+    }
+
+    fn answer_again(&mut self, checkpoint: DeliveryCheckpoint) {
+        let (request_id, write) = self.next_id("r");
+        self.commit(vec![write]);
+        let mut callback = Box::new(MessengerCallback::new(
+            &checkpoint.id,
+            self.inbox_sender.clone(),
+        ));
+        crate::ports::StreamCallback::on_start(callback.as_mut(), &request_id);
+        self.observe(EngineEvent::DeliveryAccepted {
+            delivery_id: checkpoint.id.clone(),
+            request_id: request_id.clone(),
+        });
+        self.enqueue_reply(request_id, Some(callback), Some(checkpoint.id));
+    }
+
+    /// A delivery still `accepted` will be answered again by its own turn.
+    pub(super) fn delivery_will_answer(&self, delivery_id: Option<&str>) -> bool {
+        let accepted =
+            |checkpoint: &DeliveryCheckpoint| checkpoint.stage == DeliveryStage::Accepted;
+        match delivery_id {
+            Some(id) => self.durable.deliveries.get(id).is_some_and(accepted),
+            None => self.durable.deliveries.values().any(accepted),
+        }
+    }
+}

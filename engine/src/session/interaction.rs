@@ -1,0 +1,102 @@
+//! Tool results and approvals: where they land, and what they tell the barrier.
+//!
+//! An apply lands in the in-flight accumulator when the open stream holds the
+//! part (and is flushed at once, so an acknowledged result survives an
+//! eviction), otherwise in the first stored message that holds it.
+
+use crate::durable::Write;
+use crate::events::EngineEvent;
+use crate::ports::Frame;
+use crate::transcript::{Message, ToolResult, ToolState};
+
+use super::Session;
+
+impl Session {
+    pub(super) fn on_tool_result(&mut self, result: ToolResult, auto_continue: bool) {
+        let call_id = result.call_id.clone();
+        self.apply_interaction(&call_id, auto_continue, |message| {
+            message.apply_tool_result(&result)
+        });
+        self.after_interaction(auto_continue);
+    }
+
+    pub(super) fn on_approval(&mut self, call_id: &str, approved: bool, auto_continue: bool) {
+        self.apply_interaction(call_id, auto_continue, |message| {
+            message.apply_approval(call_id, approved)
+        });
+        self.after_interaction(auto_continue);
+    }
+
+    fn after_interaction(&mut self, auto_continue: bool) {
+        if auto_continue {
+            self.schedule_auto_continuation();
+        } else {
+            self.rearm_pending_for_batch();
+        }
+    }
+
+    fn apply_interaction(
+        &mut self,
+        call_id: &str,
+        auto_continue: bool,
+        apply: impl Fn(&mut Message) -> bool,
+    ) {
+        let applied = self
+            .apply_to_accumulator(&apply)
+            .or_else(|| self.apply_to_store(call_id, &apply));
+        let Some((into, message)) = applied else {
+            self.observe(EngineEvent::ToolIgnored {
+                call_id: call_id.to_string(),
+            });
+            return;
+        };
+        let tool = message.tool(call_id).expect("an applied tool exists");
+        let (state, tool_name) = (tool.state, tool.tool_name.clone());
+        let event = EngineEvent::ToolApplied {
+            call_id: call_id.to_string(),
+            state,
+            into: into.into(),
+            auto_continue,
+        };
+        self.observe(event);
+        self.broadcast(Frame::Tool {
+            call_id: call_id.to_string(),
+            tool_name,
+            state,
+        });
+        if state == ToolState::ApprovalResponded {
+            self.broadcast(Frame::Messages(self.durable.messages.clone()));
+        }
+    }
+
+    fn apply_to_accumulator(
+        &mut self,
+        apply: &impl Fn(&mut Message) -> bool,
+    ) -> Option<(&'static str, Message)> {
+        let turn = self.turn.as_mut()?;
+        let mut candidate = turn.assistant.clone();
+        if !apply(&mut candidate) {
+            return None;
+        }
+        turn.assistant = candidate.clone();
+        self.flush_in_flight(true);
+        Some(("accumulator", candidate))
+    }
+
+    fn apply_to_store(
+        &mut self,
+        call_id: &str,
+        apply: &impl Fn(&mut Message) -> bool,
+    ) -> Option<(&'static str, Message)> {
+        let stored = self
+            .durable
+            .messages
+            .iter()
+            .find(|message| message.tool(call_id).is_some())?;
+        let mut candidate = stored.clone();
+        if !apply(&mut candidate) || !self.commit(vec![Write::PutMessage(candidate.clone())]) {
+            return None;
+        }
+        Some(("store", candidate))
+    }
+}

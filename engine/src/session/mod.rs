@@ -1,0 +1,274 @@
+//! One chat session: an actor that owns the transcript, the serial turn queue
+//! and the auto-continuation barrier.
+//!
+//! Every input (client frames, `chat()` calls, tool results, model chunks,
+//! timers) is handled one at a time by a single task, so applies commit in
+//! arrival order by construction and the engine's decisions depend only on
+//! the order inputs arrive in, which the runtime's seed fixes.
+
+mod barrier;
+mod delivery;
+mod handle;
+mod interaction;
+mod recovery;
+mod stall;
+mod step;
+mod turn;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use crate::clock::{self, Instant};
+use crate::config::EngineConfig;
+use crate::durable::{DurableState, Write};
+use crate::events::EngineEvent;
+use crate::ports::{Connection, Frame, ModelStream, Ports, StreamCallback};
+use crate::transcript::{ToolOutcome, ToolResult};
+
+pub(crate) use handle::InboxSender;
+pub use handle::{Inspection, SessionHandle};
+
+use barrier::Barrier;
+use turn::{QueuedTurn, Turn};
+
+/// What reaches the session actor.
+pub(crate) enum Input {
+    Connect {
+        connection_id: u64,
+        connection: Box<dyn Connection>,
+    },
+    Disconnect {
+        connection_id: u64,
+    },
+    UserMessage {
+        text: String,
+    },
+    Chat {
+        text: String,
+        callback: Box<dyn StreamCallback>,
+    },
+    Deliver {
+        delivery_id: String,
+        text: String,
+    },
+    Delivery {
+        delivery_id: String,
+        event: crate::messenger::DeliveryEvent,
+    },
+    ToolResult {
+        result: ToolResult,
+        auto_continue: bool,
+    },
+    Approval {
+        call_id: String,
+        approved: bool,
+        auto_continue: bool,
+    },
+    ServerToolDone {
+        request_id: String,
+        call_id: String,
+        outcome: Option<ToolOutcome>,
+    },
+}
+
+/// Deadlines the actor waits on besides its inbox and the model stream.
+#[derive(Default)]
+struct Timers {
+    coalesce: Option<Instant>,
+    /// Only under the `barrier-fixed-timeout` regression.
+    barrier_fixed: Option<Instant>,
+    stall: Option<Instant>,
+    retry: Option<Instant>,
+    alarm: Option<Instant>,
+    /// A due recovery waits for the session to go idle until this deadline.
+    stable: Option<Instant>,
+}
+
+impl Timers {
+    fn earliest(&self) -> Option<Instant> {
+        [
+            self.coalesce,
+            self.barrier_fixed,
+            self.stall,
+            self.retry,
+            self.alarm,
+            self.stable,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+pub(crate) struct Session {
+    config: EngineConfig,
+    ports: Ports,
+    durable: DurableState,
+    inbox: mpsc::UnboundedReceiver<Input>,
+    inbox_sender: InboxSender,
+    connections: BTreeMap<u64, Box<dyn Connection>>,
+    queue: VecDeque<QueuedTurn>,
+    /// The running turn; `Some` exactly while a stream is open (the
+    /// reference's `streaming_assistant`).
+    turn: Option<Turn>,
+    model_stream: Option<ModelStream>,
+    barrier: Barrier,
+    recovery_wait: Option<recovery::RecoveryWait>,
+    timers: Timers,
+    published: Arc<Mutex<Inspection>>,
+}
+
+impl Session {
+    /// Loads the durable state and runs the actor until its process dies.
+    async fn run(mut self) {
+        self.boot();
+        loop {
+            self.publish();
+            tokio::select! {
+                biased;
+                Some(input) = self.inbox.recv() => {
+                    self.on_input(input);
+                    self.inbox_sender.handled();
+                }
+                event = next_stream_event(&mut self.model_stream) => self.on_stream_event(event),
+                _ = sleep_until(self.timers.earliest()) => self.on_deadlines(),
+            }
+            self.pump_queue();
+        }
+    }
+
+    fn on_input(&mut self, input: Input) {
+        match input {
+            Input::Connect {
+                connection_id,
+                connection,
+            } => self.connect(connection_id, connection),
+            Input::Disconnect { connection_id } => {
+                self.connections.remove(&connection_id);
+            }
+            Input::UserMessage { text } => self.accept_user_message(text, None),
+            Input::Chat { text, callback } => self.accept_user_message(text, Some(callback)),
+            Input::Deliver { delivery_id, text } => self.accept_delivery(delivery_id, text),
+            Input::Delivery { delivery_id, event } => self.on_delivery_event(&delivery_id, event),
+            Input::ToolResult {
+                result,
+                auto_continue,
+            } => self.on_tool_result(result, auto_continue),
+            Input::Approval {
+                call_id,
+                approved,
+                auto_continue,
+            } => self.on_approval(&call_id, approved, auto_continue),
+            Input::ServerToolDone {
+                request_id,
+                call_id,
+                outcome,
+            } => self.on_server_tool_done(&request_id, &call_id, outcome),
+        }
+    }
+
+    fn on_deadlines(&mut self) {
+        let now = clock::now();
+        let due = |deadline: &mut Option<Instant>| {
+            deadline.is_some_and(|at| at <= now) && deadline.take().is_some()
+        };
+        if due(&mut self.timers.stall) {
+            self.on_stall_deadline();
+        }
+        if due(&mut self.timers.retry) {
+            self.on_retry_deadline();
+        }
+        if due(&mut self.timers.coalesce) {
+            self.on_coalesce_timer();
+        }
+        if due(&mut self.timers.barrier_fixed) {
+            self.on_barrier_fixed_timeout();
+        }
+        if due(&mut self.timers.alarm) {
+            self.on_alarm_deadline();
+        }
+        if due(&mut self.timers.stable) {
+            self.on_stable_deadline();
+        }
+    }
+
+    fn connect(&mut self, connection_id: u64, connection: Box<dyn Connection>) {
+        connection.send(Frame::Messages(self.durable.messages.clone()));
+        if let Some(status) = &self.durable.terminal_status {
+            let frame = Frame::Error {
+                request_id: status.request_id.clone(),
+                message: status.message.clone(),
+            };
+            connection.send(frame);
+        }
+        if !self.durable.alarms.is_empty() {
+            connection.send(Frame::Recovering(true));
+        }
+        self.connections.insert(connection_id, connection);
+    }
+
+    fn broadcast(&mut self, frame: Frame) {
+        self.connections
+            .retain(|_, connection| connection.send(frame.clone()));
+    }
+
+    fn observe(&self, event: EngineEvent) {
+        self.ports.observer.observe(event);
+    }
+
+    /// Commits a batch and mirrors it. A failed commit changes nothing.
+    fn commit(&mut self, writes: Vec<Write>) -> bool {
+        if writes.is_empty() {
+            return true;
+        }
+        if self.ports.store.commit(&writes).is_err() {
+            return false;
+        }
+        for write in &writes {
+            self.durable.apply(write);
+        }
+        true
+    }
+
+    /// A fresh id, durable so it never repeats after a restart.
+    fn next_id(&mut self, prefix: &str) -> (String, Write) {
+        self.durable.next_id += 1;
+        (
+            format!("{prefix}{}", self.durable.next_id),
+            Write::NextId(self.durable.next_id),
+        )
+    }
+
+    fn publish(&self) {
+        let inspection = Inspection {
+            pending: self.barrier.pending.is_some(),
+            barrier_active: false,
+            timer_armed: self.timers.coalesce.is_some(),
+            stream_open: self.turn.is_some(),
+            queued: self.queue.len(),
+            alarms: self.durable.alarms.len() + usize::from(self.recovery_wait.is_some()),
+            retry_armed: self.timers.retry.is_some(),
+            inputs_waiting: self.inbox_sender.waiting(),
+        };
+        let mut published = self.published.lock().expect("inspection lock");
+        *published = inspection;
+    }
+}
+
+async fn next_stream_event(
+    stream: &mut Option<ModelStream>,
+) -> Option<Result<crate::chunk::Chunk, crate::chunk::StreamError>> {
+    match stream {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,393 @@
+//! Bounded recovery: incidents, their attempt budget, durable alarms, the
+//! choice between continuing a partial and truncating it to regenerate, and
+//! recovery of a turn that died with its process.
+
+use std::time::Duration;
+
+use crate::clock;
+use crate::durable::{Alarm, InFlightTurn, Incident, TerminalStatus, TurnKind, Write};
+use crate::events::{EngineEvent, TurnStatus};
+use crate::ports::Frame;
+use crate::regression::Regression;
+use crate::transcript::{has_pending_interaction, leaf_assistant, Message, Part, Role, ToolState};
+
+use super::turn::{drop_trailing_step_start, QueuedTurn};
+use super::Session;
+
+/// A due alarm waiting for the session to go idle.
+pub(crate) struct RecoveryWait {
+    pub alarm: Alarm,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// A stall or an eviction was detected.
+    Detected,
+    /// A recovery attempt ended without progress.
+    FailedAttempt,
+    /// The session stayed busy past the stable timeout.
+    StableTimeout,
+}
+
+/// How a recovery turn treats the partial it resumes.
+pub fn recovery_strategy(message: Option<&Message>) -> &'static str {
+    let last_content = message.and_then(|message| {
+        message
+            .parts
+            .iter()
+            .rev()
+            .find(|part| !matches!(part, Part::StepStart))
+    });
+    match last_content {
+        Some(Part::Tool(tool)) if tool.state == ToolState::InputStreaming => "truncate",
+        _ => "continue",
+    }
+}
+
+impl Session {
+    pub(super) fn boot(&mut self) {
+        let restored_intent = self.restore_continuation_intent();
+        let in_flight = self.durable.in_flight.clone();
+        let event = EngineEvent::Boot {
+            restored_intent,
+            in_flight: in_flight.as_ref().map(|turn| turn.request_id.clone()),
+        };
+        self.observe(event);
+        match in_flight {
+            Some(turn) => self.recover_evicted_turn(turn),
+            None => self.recover_unanswered_user_message(),
+        }
+        self.recover_deliveries();
+        self.arm_alarm_timer();
+    }
+
+    /// The process died mid-turn: retry before the stream started, continue after.
+    fn recover_evicted_turn(&mut self, turn: InFlightTurn) {
+        self.commit(vec![Write::InFlight(None)]);
+        if self.delivery_will_answer(turn.delivery_id.as_deref()) && turn.delivery_id.is_some() {
+            return;
+        }
+        if let Some(message) = self.durable.message(&turn.message_id).cloned() {
+            let mut settled = message;
+            drop_trailing_step_start(&mut settled);
+            self.commit(vec![Write::PutMessage(settled)]);
+        }
+        self.begin_recovery(&turn.root_request_id, &turn.message_id, Cause::Detected, 0);
+    }
+
+    /// An acknowledged user message whose turn never started (it was queued
+    /// when the process died) is answered by a recovery retry.
+    fn recover_unanswered_user_message(&mut self) {
+        let Some(last) = self.durable.messages.last() else {
+            return;
+        };
+        if last.role != Role::User
+            || !self.durable.alarms.is_empty()
+            || self.delivery_will_answer(None)
+        {
+            return;
+        }
+        let root = format!("retry-{}", last.id);
+        let message_id = last.id.clone();
+        self.begin_recovery(&root, &message_id, Cause::Detected, 0);
+    }
+
+    pub(super) fn route_stall_to_recovery(&mut self) {
+        let Some(turn) = self.turn.as_ref() else {
+            return;
+        };
+        let (root, message_id) = (turn.root_request_id.clone(), turn.assistant.id.clone());
+        self.flush_in_flight(false);
+        self.begin_recovery(&root, &message_id, Cause::Detected, 0);
+        self.end_turn(TurnStatus::Interrupted, None);
+    }
+
+    /// Opens or advances the incident, then schedules the recovery alarm or
+    /// exhausts. Returns whether recovery was scheduled.
+    fn begin_recovery(
+        &mut self,
+        root: &str,
+        message_id: &str,
+        cause: Cause,
+        delay_ms: u64,
+    ) -> bool {
+        let (incident, exhausted) = self.advance_incident(root, cause);
+        if let Some(reason) = exhausted {
+            self.exhaust(incident, reason);
+            return false;
+        }
+        let strategy = recovery_strategy(self.durable.message(message_id)).to_string();
+        let alarm = Alarm {
+            id: format!("alarm-{}-{}", incident.id, incident.attempt),
+            due_ms: clock::wall_ms() + delay_ms,
+            incident_id: incident.id.clone(),
+            root_request_id: root.to_string(),
+            message_id: message_id.to_string(),
+        };
+        self.commit(vec![Write::PutAlarm(alarm)]);
+        self.observe(EngineEvent::RecoveryScheduled {
+            incident_id: incident.id,
+            attempt: incident.attempt,
+            strategy,
+        });
+        self.broadcast(Frame::Recovering(true));
+        self.arm_alarm_timer();
+        true
+    }
+
+    fn incident_id(&self, root: &str) -> String {
+        let latest_user = self
+            .durable
+            .messages
+            .iter()
+            .rev()
+            .find(|message| message.role == Role::User);
+        format!(
+            "{root}:{}",
+            latest_user.map(|message| message.id.as_str()).unwrap_or("")
+        )
+    }
+
+    fn advance_incident(&mut self, root: &str, cause: Cause) -> (Incident, Option<&'static str>) {
+        let recovery = &self.config.recovery;
+        let id = self.incident_id(root);
+        let now = clock::wall_ms();
+        let progress = self.durable.progress;
+        let mut incident = match self.durable.incidents.get(&id) {
+            None => Incident {
+                id: id.clone(),
+                root_request_id: root.to_string(),
+                attempt: 1,
+                first_seen_ms: now,
+                last_attempt_ms: now,
+                last_progress_ms: now,
+                progress,
+                status: String::new(),
+            },
+            Some(existing) => {
+                let made_progress = progress > existing.progress;
+                let debounced = cause == Cause::Detected
+                    && now.saturating_sub(existing.last_attempt_ms) < recovery.alarm_debounce_ms;
+                let attempt = match (made_progress, debounced) {
+                    (true, _) => 1,
+                    (false, true) => existing.attempt,
+                    (false, false) => existing.attempt + 1,
+                };
+                Incident {
+                    attempt,
+                    last_attempt_ms: now,
+                    last_progress_ms: if made_progress {
+                        now
+                    } else {
+                        existing.last_progress_ms
+                    },
+                    progress,
+                    ..existing.clone()
+                }
+            }
+        };
+        let exhausted =
+            if now.saturating_sub(incident.last_progress_ms) > recovery.no_progress_window_ms {
+                Some("no_progress_timeout")
+            } else if incident.attempt > recovery.max_attempts {
+                Some(if cause == Cause::StableTimeout {
+                    "stable_timeout"
+                } else {
+                    "max_attempts_exceeded"
+                })
+            } else {
+                None
+            };
+        incident.status = if exhausted.is_some() {
+            "exhausted"
+        } else {
+            "attempting"
+        }
+        .to_string();
+        self.commit(vec![Write::PutIncident(incident.clone())]);
+        (incident, exhausted)
+    }
+
+    /// The budget is spent: the terminal message goes out of band and is
+    /// recorded durably for clients that connect later.
+    fn exhaust(&mut self, incident: Incident, reason: &str) {
+        let terminal = self.config.recovery.terminal_message.clone();
+        let status = TerminalStatus {
+            request_id: incident.root_request_id.clone(),
+            message: terminal.clone(),
+        };
+        let alarms: Vec<Write> = self
+            .durable
+            .alarms
+            .iter()
+            .filter(|alarm| alarm.incident_id == incident.id)
+            .map(|alarm| Write::RemoveAlarm(alarm.id.clone()))
+            .collect();
+        let mut writes = vec![Write::Terminal(Some(status))];
+        writes.extend(alarms);
+        self.commit(writes);
+        let event = EngineEvent::RecoveryExhausted {
+            incident_id: incident.id,
+            attempt: incident.attempt,
+            reason: reason.to_string(),
+        };
+        self.observe(event);
+        self.broadcast(Frame::Error {
+            request_id: incident.root_request_id,
+            message: terminal,
+        });
+        self.broadcast(Frame::Recovering(false));
+    }
+
+    pub(super) fn arm_alarm_timer(&mut self) {
+        let Some(due_ms) = self.durable.alarms.iter().map(|alarm| alarm.due_ms).min() else {
+            self.timers.alarm = None;
+            return;
+        };
+        if self.recovery_wait.is_some() {
+            return;
+        }
+        let wait = Duration::from_millis(due_ms.saturating_sub(clock::wall_ms()));
+        self.timers.alarm = Some(clock::now() + wait);
+    }
+
+    pub(super) fn on_alarm_deadline(&mut self) {
+        let now = clock::wall_ms();
+        let due = self
+            .durable
+            .alarms
+            .iter()
+            .filter(|alarm| alarm.due_ms <= now)
+            .min_by_key(|alarm| alarm.due_ms)
+            .cloned();
+        let Some(alarm) = due else {
+            return self.arm_alarm_timer();
+        };
+        self.commit(vec![Write::RemoveAlarm(alarm.id.clone())]);
+        self.recovery_wait = Some(RecoveryWait { alarm });
+        let stable_timeout = Duration::from_millis(self.config.recovery.stable_timeout_ms);
+        self.timers.stable = Some(clock::now() + stable_timeout);
+        self.run_recovery_when_stable();
+    }
+
+    /// Runs a waiting recovery once no turn runs; parks it (no budget spent)
+    /// while a client interaction is pending.
+    pub(super) fn run_recovery_when_stable(&mut self) {
+        if self.recovery_wait.is_none() || self.turn.is_some() || !self.queue.is_empty() {
+            return;
+        }
+        let wait = self.recovery_wait.take().expect("checked above");
+        self.timers.stable = None;
+        let alarm = wait.alarm;
+        let config = &self.config;
+        if has_pending_interaction(&self.durable.messages, |name| config.is_client_tool(name)) {
+            self.park(&alarm);
+        } else {
+            self.enqueue_recovery_turn(alarm);
+        }
+        self.arm_alarm_timer();
+    }
+
+    fn park(&mut self, alarm: &Alarm) {
+        if let Some(mut incident) = self.durable.incidents.get(&alarm.incident_id).cloned() {
+            incident.status = "skipped".into();
+            self.commit(vec![Write::PutIncident(incident)]);
+        }
+        self.observe(EngineEvent::RecoveryParked {
+            incident_id: alarm.incident_id.clone(),
+        });
+        self.broadcast(Frame::Recovering(false));
+    }
+
+    fn enqueue_recovery_turn(&mut self, alarm: Alarm) {
+        let (request_id, write) = self.next_id("r");
+        self.commit(vec![write]);
+        self.enqueue(QueuedTurn {
+            request_id,
+            kind: TurnKind::Recovery,
+            root_request_id: alarm.root_request_id,
+            callback: None,
+            delivery_id: None,
+            incident_id: Some(alarm.incident_id),
+        });
+    }
+
+    /// The session stayed busy past the stable timeout: try again later,
+    /// spending an attempt.
+    pub(super) fn on_stable_deadline(&mut self) {
+        let Some(wait) = self.recovery_wait.take() else {
+            return;
+        };
+        let alarm = wait.alarm;
+        let delay_ms = self.config.recovery.stable_retry_delay_ms;
+        self.begin_recovery(
+            &alarm.root_request_id,
+            &alarm.message_id,
+            Cause::StableTimeout,
+            delay_ms,
+        );
+    }
+
+    /// Before a recovery turn's first model call: drop a tool call the
+    /// interruption left half-streamed, so the step is regenerated.
+    pub(super) fn truncate_unfinished_tool_call(&mut self) {
+        if self
+            .config
+            .regressions
+            .has(Regression::ContinueMidToolInput)
+        {
+            return;
+        }
+        let Some(leaf) = leaf_assistant(&self.durable.messages) else {
+            return;
+        };
+        if recovery_strategy(Some(leaf)) != "truncate" {
+            return;
+        }
+        let mut truncated = leaf.clone();
+        while let Some(part) = truncated.parts.pop() {
+            if matches!(part, Part::Tool(ref tool) if tool.state == ToolState::InputStreaming) {
+                break;
+            }
+        }
+        drop_trailing_step_start(&mut truncated);
+        self.commit(vec![Write::PutMessage(truncated)]);
+    }
+
+    /// A recovery turn ended: success closes the incident, anything else is
+    /// an attempt without progress.
+    pub(super) fn on_recovery_turn_finished(
+        &mut self,
+        incident_id: Option<String>,
+        root: &str,
+        message_id: &str,
+        status: TurnStatus,
+        produced_output: bool,
+    ) {
+        let Some(incident_id) = incident_id else {
+            return;
+        };
+        match status {
+            TurnStatus::Completed if produced_output => {
+                self.commit(vec![Write::RemoveIncident(incident_id.clone())]);
+                self.observe(EngineEvent::RecoveryCompleted { incident_id });
+                self.broadcast(Frame::Recovering(false));
+            }
+            TurnStatus::Interrupted | TurnStatus::Skipped => {}
+            _ => {
+                let delay_ms = self.config.recovery.stable_retry_delay_ms;
+                self.begin_recovery(root, message_id, Cause::FailedAttempt, delay_ms);
+            }
+        }
+    }
+
+    /// Whether to keep a tool part out of repair: only a half-streamed call,
+    /// and only under the regression that continues from it.
+    pub(super) fn repair_keeps(&self, state: ToolState) -> bool {
+        state == ToolState::InputStreaming
+            && self
+                .config
+                .regressions
+                .has(Regression::ContinueMidToolInput)
+    }
+}

@@ -1,0 +1,147 @@
+//! The stall watchdog and provider failures: what happens when a stream stops
+//! producing, fails, or finishes without output.
+
+use std::time::Duration;
+
+use crate::chunk::{FinishReason, StreamError};
+use crate::clock;
+use crate::events::{EngineEvent, TurnStatus};
+use crate::regression::Regression;
+use crate::transcript::Part;
+
+use super::turn::Phase;
+use super::Session;
+
+/// Backoff before provider retry `attempt` (1-based): 2 s doubling, at most 30 s.
+pub fn retry_delay_ms(attempt: u32) -> u64 {
+    let doubled = 2_000u64.saturating_mul(1 << attempt.saturating_sub(1).min(16));
+    doubled.min(30_000)
+}
+
+pub fn stall_message(timeout_ms: u64) -> String {
+    format!("Chat stream stalled: no activity for {timeout_ms}ms; the turn was aborted by the stall watchdog.")
+}
+
+impl Session {
+    /// Restarts the between-chunks clock. Server-tool execution counts too.
+    pub(super) fn arm_stall_watchdog(&mut self) {
+        let timeout_ms = self.config.stall_timeout_ms;
+        self.timers.stall =
+            (timeout_ms > 0).then(|| clock::now() + Duration::from_millis(timeout_ms));
+    }
+
+    pub(super) fn on_stall_deadline(&mut self) {
+        let Some(turn) = self.turn.as_ref() else {
+            return;
+        };
+        if turn.phase == Phase::RetryWait {
+            return;
+        }
+        let request_id = turn.request_id.clone();
+        let timeout_ms = self.config.stall_timeout_ms;
+        self.model_stream = None;
+        self.observe(EngineEvent::StreamStalled {
+            request_id,
+            timeout_ms,
+        });
+        if !self.config.recovery.enabled {
+            return self.end_turn(TurnStatus::Error, Some(stall_message(timeout_ms)));
+        }
+        self.route_stall_to_recovery();
+    }
+
+    /// A failed model call: 429/5xx back off and retry (keeping what was
+    /// streamed); anything else ends the turn with the error.
+    pub(super) fn on_stream_failure(&mut self, error: StreamError) {
+        self.model_stream = None;
+        self.timers.stall = None;
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        if !error.is_retryable() || turn.attempt >= self.config.max_model_calls_http_retry {
+            return self.end_turn(TurnStatus::Error, Some(error.message()));
+        }
+        super::turn::drop_trailing_step_start(&mut turn.assistant);
+        turn.phase = Phase::RetryWait;
+        let delay_ms = retry_delay_ms(turn.attempt);
+        let event = EngineEvent::ProviderRetry {
+            request_id: turn.request_id.clone(),
+            attempt: turn.attempt,
+            delay_ms,
+            reason: error.message(),
+        };
+        self.observe(event);
+        self.timers.retry = Some(clock::now() + Duration::from_millis(delay_ms));
+    }
+
+    pub(super) fn on_retry_deadline(&mut self) {
+        if self
+            .turn
+            .as_ref()
+            .is_some_and(|turn| turn.phase == Phase::RetryWait)
+        {
+            self.start_attempt();
+        }
+    }
+
+    /// The provider ended the step without output: retry, replacing the
+    /// failed attempt's parts, at most `max_model_calls_empty_finish` calls.
+    pub(super) fn on_truncated_finish(&mut self, reason: FinishReason) {
+        let keep_parts = self
+            .config
+            .regressions
+            .has(Regression::KeepFailedAttemptParts);
+        let cap = self.config.max_model_calls_empty_finish;
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        let benign = reason == FinishReason::Unknown
+            && !turn.attempt_output
+            && has_content(&turn.assistant.parts[..turn.part_floor]);
+        let floor = turn.part_floor;
+        if benign {
+            turn.assistant.parts.truncate(floor);
+            self.flush_in_flight(false);
+            return self.end_turn(TurnStatus::Completed, None);
+        }
+        let discarded_parts = if keep_parts {
+            0
+        } else {
+            turn.assistant.parts.len() - floor
+        };
+        if !keep_parts {
+            turn.assistant.parts.truncate(floor);
+        }
+        let attempt = turn.attempt;
+        let request_id = turn.request_id.clone();
+        self.observe(EngineEvent::EmptyFinish {
+            request_id,
+            attempt,
+            discarded_parts,
+        });
+        self.flush_in_flight(false);
+        if attempt >= cap {
+            let message = format!(
+                "EmptyOther: the provider ended the stream without output ({attempt} model calls)"
+            );
+            return self.end_turn(TurnStatus::Error, Some(message));
+        }
+        self.start_attempt();
+    }
+}
+
+/// Text, reasoning or tool content (a `step-start` alone is not content).
+fn has_content(parts: &[Part]) -> bool {
+    parts.iter().any(|part| !matches!(part, Part::StepStart))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_delay_ms;
+
+    #[test]
+    fn provider_backoff_doubles_from_two_seconds_up_to_thirty() {
+        let delays: Vec<u64> = (1..=6).map(retry_delay_ms).collect();
+        assert_eq!(delays, vec![2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+    }
+}

@@ -1,0 +1,333 @@
+//! One model step: the call, its chunks, its finish, and the server tools it
+//! leaves to run before the next step.
+
+use crate::chunk::{Chunk, FinishReason, StreamError, Usage};
+use crate::config::ToolKind;
+use crate::durable::{TurnKind, Write};
+use crate::events::{EngineEvent, TurnStatus};
+use crate::ports::{Frame, ModelRequest, ServerToolCall};
+use crate::regression::Regression;
+use crate::transcript::{Part, ToolOutcome, ToolResult, ToolState};
+
+use super::turn::Phase;
+use super::{Input, Session};
+
+/// Content chunks between durable flushes of the in-flight message.
+const FLUSH_EVERY_CHUNKS: u32 = 10;
+
+impl Session {
+    /// Opens a model call for the current step (a first try or a retry).
+    pub(super) fn start_attempt(&mut self) {
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        turn.attempt += 1;
+        turn.part_floor = turn.assistant.parts.len();
+        turn.assistant.parts.push(Part::StepStart);
+        turn.attempt_output = false;
+        turn.phase = Phase::Streaming;
+        let (request_id, step, attempt) = (turn.request_id.clone(), turn.step, turn.attempt);
+        let continuation = matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery);
+        let request = ModelRequest {
+            request_id,
+            step,
+            continuation,
+            messages: self.request_messages(),
+        };
+        let event = EngineEvent::ModelCall {
+            request_id: request.request_id.clone(),
+            step,
+            attempt,
+        };
+        self.observe(event);
+        self.model_stream = Some(self.ports.model.stream(request));
+        self.arm_stall_watchdog();
+    }
+
+    /// The durable transcript with the in-flight message in its place.
+    fn request_messages(&self) -> Vec<crate::transcript::Message> {
+        let mut messages = self.durable.messages.clone();
+        let Some(turn) = self.turn.as_ref() else {
+            return messages;
+        };
+        match messages
+            .iter_mut()
+            .find(|message| message.id == turn.assistant.id)
+        {
+            Some(existing) => *existing = turn.assistant.clone(),
+            None => messages.push(turn.assistant.clone()),
+        }
+        messages
+    }
+
+    pub(super) fn on_stream_event(&mut self, event: Option<Result<Chunk, StreamError>>) {
+        match event {
+            Some(Ok(chunk)) => self.on_chunk(chunk),
+            Some(Err(error)) => self.on_stream_failure(error),
+            None => self.on_stream_failure(StreamError::Cut),
+        }
+    }
+
+    fn on_chunk(&mut self, chunk: Chunk) {
+        self.arm_stall_watchdog();
+        match chunk {
+            Chunk::FinishStep { reason, usage } => self.on_finish_step(reason, usage),
+            Chunk::Finish { .. } => {}
+            Chunk::Error { message } => self.end_turn(TurnStatus::Error, Some(message)),
+            chunk => self.on_content_chunk(chunk),
+        }
+    }
+
+    fn on_content_chunk(&mut self, chunk: Chunk) {
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        turn.assistant.apply_chunk(&chunk);
+        turn.attempt_output = true;
+        turn.produced_output = true;
+        turn.unflushed_chunks += 1;
+        let request_id = turn.request_id.clone();
+        if let Some(callback) = turn.callback.as_mut() {
+            callback.on_event(&chunk);
+        }
+        let first_flush = turn.unflushed_chunks == 1 && !turn.flushed_once;
+        let flush_due = first_flush
+            || turn.unflushed_chunks >= FLUSH_EVERY_CHUNKS
+            || matches!(chunk, Chunk::ToolCall { .. });
+        let ready = match &chunk {
+            Chunk::ToolCall { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        self.broadcast(Frame::Chunk { request_id, chunk });
+        if flush_due {
+            self.flush_in_flight(true);
+        }
+        if let Some(call_id) = ready {
+            self.on_tool_ready(&call_id);
+        }
+    }
+
+    /// Persists the in-flight message; `progress` bumps the durable progress
+    /// counter recovery reads (new output or results, not a re-persist).
+    pub(super) fn flush_in_flight(&mut self, progress: bool) {
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        turn.unflushed_chunks = 0;
+        turn.flushed_once = true;
+        let mut writes = vec![Write::PutMessage(turn.assistant.clone())];
+        if progress {
+            writes.push(Write::Progress(self.durable.progress + 1));
+        }
+        if let Some(mut in_flight) = self
+            .durable
+            .in_flight
+            .clone()
+            .filter(|in_flight| !in_flight.stream_started)
+        {
+            in_flight.stream_started = true;
+            writes.push(Write::InFlight(Some(in_flight)));
+        }
+        self.commit(writes);
+    }
+
+    /// A tool call became `input-available` in the live stream.
+    fn on_tool_ready(&mut self, call_id: &str) {
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        let Some(tool) = turn.assistant.tool(call_id) else {
+            return;
+        };
+        let tool_name = tool.tool_name.clone();
+        if tool.state != ToolState::InputAvailable {
+            return;
+        }
+        let mut state = ToolState::InputAvailable;
+        if self.config.tool_kind(&tool_name) == ToolKind::Approval {
+            turn.assistant
+                .request_approval(call_id, &format!("approval-{call_id}"));
+            state = ToolState::ApprovalRequested;
+        }
+        self.observe(EngineEvent::ToolReady {
+            call_id: call_id.to_string(),
+            tool_name: tool_name.clone(),
+            state,
+        });
+        let frame = Frame::Tool {
+            call_id: call_id.to_string(),
+            tool_name,
+            state,
+        };
+        self.broadcast(frame);
+    }
+
+    fn on_finish_step(&mut self, reason: FinishReason, usage: Usage) {
+        self.model_stream = None;
+        self.timers.stall = None;
+        if self.is_truncated_finish(reason, usage) {
+            return self.on_truncated_finish(reason);
+        }
+        let finalised = match self.turn.as_mut() {
+            Some(turn) => turn.assistant.finalise_streamed_tools(),
+            None => return,
+        };
+        for call_id in &finalised {
+            self.on_tool_ready(call_id);
+        }
+        self.flush_in_flight(true);
+        if !self.run_step_server_tools() {
+            self.end_turn(TurnStatus::Completed, None);
+        }
+    }
+
+    /// An empty `unknown` finish, or an empty `stop` with no parts: the
+    /// provider cut the stream and called it a finish.
+    fn is_truncated_finish(&self, reason: FinishReason, usage: Usage) -> bool {
+        if usage.output_tokens > 0 || self.config.regressions.has(Regression::AcceptEmptyFinish) {
+            return false;
+        }
+        let attempt_output = self.turn.as_ref().is_some_and(|turn| turn.attempt_output);
+        match reason {
+            FinishReason::Unknown => true,
+            FinishReason::Stop => !attempt_output,
+            _ => false,
+        }
+    }
+
+    /// Starts this step's server tools (and approved approval tools).
+    /// Returns false when there are none: the turn is over.
+    fn run_step_server_tools(&mut self) -> bool {
+        let Some(turn) = self.turn.as_ref() else {
+            return false;
+        };
+        let calls: Vec<ServerToolCall> = turn.assistant.parts[turn.part_floor..]
+            .iter()
+            .filter_map(|part| match part {
+                Part::Tool(tool) if tool.state == ToolState::InputAvailable => Some(tool),
+                _ => None,
+            })
+            .filter(|tool| self.config.tool_kind(&tool.tool_name) == ToolKind::Server)
+            .map(|tool| ServerToolCall {
+                call_id: tool.call_id.clone(),
+                tool_name: tool.tool_name.clone(),
+                input: tool.input.clone().unwrap_or_default(),
+            })
+            .collect();
+        self.execute_server_tools(calls)
+    }
+
+    /// Approval tools approved since the last turn run before the model is called.
+    pub(super) fn run_approved_server_tools(&mut self) -> bool {
+        let Some(turn) = self.turn.as_ref() else {
+            return false;
+        };
+        let calls: Vec<ServerToolCall> = turn
+            .assistant
+            .tools()
+            .filter(|tool| tool.state == ToolState::ApprovalResponded)
+            .map(|tool| ServerToolCall {
+                call_id: tool.call_id.clone(),
+                tool_name: tool.tool_name.clone(),
+                input: tool.input.clone().unwrap_or_default(),
+            })
+            .collect();
+        self.execute_server_tools(calls)
+    }
+
+    fn execute_server_tools(&mut self, calls: Vec<ServerToolCall>) -> bool {
+        if calls.is_empty() {
+            return false;
+        }
+        let Some(turn) = self.turn.as_mut() else {
+            return false;
+        };
+        turn.phase = Phase::ServerTools;
+        turn.outstanding_server_tools = calls.iter().map(|call| call.call_id.clone()).collect();
+        let request_id = turn.request_id.clone();
+        for call in calls {
+            self.observe(EngineEvent::ServerToolStarted {
+                call_id: call.call_id.clone(),
+            });
+            let call_id = call.call_id.clone();
+            let result = self.ports.server_tools.execute(call);
+            let inbox = self.inbox_sender.clone();
+            let request_id = request_id.clone();
+            tokio::spawn(async move {
+                let outcome = result.await.ok();
+                let _ = inbox.send(Input::ServerToolDone {
+                    request_id,
+                    call_id,
+                    outcome,
+                });
+            });
+        }
+        self.arm_stall_watchdog();
+        true
+    }
+
+    pub(super) fn on_server_tool_done(
+        &mut self,
+        request_id: &str,
+        call_id: &str,
+        outcome: Option<ToolOutcome>,
+    ) {
+        let Some(turn) = self
+            .turn
+            .as_mut()
+            .filter(|turn| turn.request_id == request_id)
+        else {
+            return;
+        };
+        turn.outstanding_server_tools
+            .retain(|outstanding| outstanding != call_id);
+        let outcome = outcome
+            .unwrap_or_else(|| ToolOutcome::Error(Some("server tool execution was lost".into())));
+        turn.assistant.apply_tool_result(&ToolResult {
+            call_id: call_id.to_string(),
+            outcome,
+        });
+        let state = turn
+            .assistant
+            .tool(call_id)
+            .map(|tool| tool.state)
+            .unwrap_or(ToolState::OutputError);
+        let tool_name = turn
+            .assistant
+            .tool(call_id)
+            .map(|tool| tool.tool_name.clone())
+            .unwrap_or_default();
+        let done = turn.outstanding_server_tools.is_empty();
+        self.observe(EngineEvent::ToolApplied {
+            call_id: call_id.to_string(),
+            state,
+            into: "accumulator".into(),
+            auto_continue: false,
+        });
+        self.flush_in_flight(true);
+        self.broadcast(Frame::Tool {
+            call_id: call_id.to_string(),
+            tool_name,
+            state,
+        });
+        self.arm_stall_watchdog();
+        if done {
+            self.next_step();
+        }
+    }
+
+    fn next_step(&mut self) {
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        turn.step += 1;
+        turn.attempt = 0;
+        if turn.step > self.config.max_steps {
+            return self.end_turn(
+                TurnStatus::Error,
+                Some("the turn exceeded its step limit".into()),
+            );
+        }
+        self.start_attempt();
+    }
+}

@@ -1,0 +1,313 @@
+//! Turn lifecycle: accepting input, the serial queue, starting and ending turns.
+
+use crate::durable::{InFlightTurn, TurnKind, Write};
+use crate::events::{EngineEvent, TurnStatus};
+use crate::ports::{Frame, StreamCallback};
+use crate::transcript::{leaf_assistant, Message, Part, Role};
+
+use super::Session;
+
+/// A turn waiting its place in the serial queue.
+pub(crate) struct QueuedTurn {
+    pub request_id: String,
+    pub kind: TurnKind,
+    pub root_request_id: String,
+    pub callback: Option<Box<dyn StreamCallback>>,
+    pub delivery_id: Option<String>,
+    pub incident_id: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// A model call is streaming.
+    Streaming,
+    /// Server tools of the finished step are executing.
+    ServerTools,
+    /// Waiting out a provider retry backoff.
+    RetryWait,
+}
+
+/// The running turn. Its `assistant` is the in-flight accumulator.
+pub(crate) struct Turn {
+    pub request_id: String,
+    pub kind: TurnKind,
+    pub root_request_id: String,
+    pub callback: Option<Box<dyn StreamCallback>>,
+    pub incident_id: Option<String>,
+    pub assistant: Message,
+    pub step: u32,
+    /// Model calls made for the current step.
+    pub attempt: u32,
+    /// Parts at or past this index belong to the current attempt.
+    pub part_floor: usize,
+    /// The current attempt streamed content (text, reasoning or tool input).
+    pub attempt_output: bool,
+    /// Any attempt of this turn streamed content.
+    pub produced_output: bool,
+    /// Content chunks since the last durable flush.
+    pub unflushed_chunks: u32,
+    pub flushed_once: bool,
+    pub phase: Phase,
+    pub outstanding_server_tools: Vec<String>,
+}
+
+impl Session {
+    /// Stores a user message (the acknowledgement) and queues its turn.
+    pub(super) fn accept_user_message(
+        &mut self,
+        text: String,
+        callback: Option<Box<dyn StreamCallback>>,
+    ) {
+        self.store_and_enqueue(&text, callback, Vec::new());
+    }
+
+    /// Stores the user message together with `writes`, atomically, then queues
+    /// its turn. `on_start` comes first, as the `chat()` contract says.
+    pub(super) fn store_and_enqueue(
+        &mut self,
+        text: &str,
+        mut callback: Option<Box<dyn StreamCallback>>,
+        writes: Vec<Write>,
+    ) -> bool {
+        let (request_id, request_write) = self.next_id("r");
+        if let Some(callback) = callback.as_mut() {
+            callback.on_start(&request_id);
+        }
+        let (message_id, message_write) = self.next_id("m");
+        let message = Message::user(&message_id, text);
+        let mut batch = vec![request_write, message_write, Write::PutMessage(message)];
+        batch.extend(writes);
+        if !self.commit(batch) {
+            if let Some(mut callback) = callback {
+                callback.on_error("the message could not be stored; please try again");
+            }
+            return false;
+        }
+        self.observe(EngineEvent::UserMessageStored { message_id });
+        self.broadcast(Frame::Messages(self.durable.messages.clone()));
+        self.enqueue_reply(request_id, callback, None);
+        true
+    }
+
+    /// Queues the turn that answers the latest user message.
+    pub(super) fn enqueue_reply(
+        &mut self,
+        request_id: String,
+        callback: Option<Box<dyn StreamCallback>>,
+        delivery_id: Option<String>,
+    ) {
+        let kind = if callback.is_some() {
+            TurnKind::Chat
+        } else {
+            TurnKind::User
+        };
+        self.enqueue(QueuedTurn {
+            root_request_id: request_id.clone(),
+            request_id,
+            kind,
+            callback,
+            delivery_id,
+            incident_id: None,
+        });
+    }
+
+    pub(super) fn enqueue(&mut self, queued: QueuedTurn) {
+        self.observe(EngineEvent::TurnQueued {
+            request_id: queued.request_id.clone(),
+            kind: queued.kind,
+        });
+        self.queue.push_back(queued);
+    }
+
+    /// Starts the next queued turn when none is running.
+    pub(super) fn pump_queue(&mut self) {
+        while self.turn.is_none() {
+            let Some(queued) = self.queue.pop_front() else {
+                return;
+            };
+            self.start_turn(queued);
+        }
+    }
+
+    fn start_turn(&mut self, queued: QueuedTurn) {
+        match queued.kind {
+            TurnKind::Continuation => self.on_continuation_started(),
+            TurnKind::User | TurnKind::Chat => self.drop_unfired_continuation(),
+            TurnKind::Recovery => self.truncate_unfinished_tool_call(),
+        }
+        self.repair_transcript();
+        let assistant = self.turn_accumulator(queued.kind);
+        let in_flight = InFlightTurn {
+            request_id: queued.request_id.clone(),
+            kind: queued.kind,
+            root_request_id: queued.root_request_id.clone(),
+            message_id: assistant.id.clone(),
+            stream_started: false,
+            delivery_id: queued.delivery_id.clone(),
+        };
+        self.commit(vec![Write::InFlight(Some(in_flight))]);
+        self.observe(EngineEvent::TurnStarted {
+            request_id: queued.request_id.clone(),
+            kind: queued.kind,
+            message_id: assistant.id.clone(),
+        });
+        self.turn = Some(Turn {
+            request_id: queued.request_id,
+            kind: queued.kind,
+            root_request_id: queued.root_request_id,
+            callback: queued.callback,
+            incident_id: queued.incident_id,
+            assistant,
+            step: 1,
+            attempt: 0,
+            part_floor: 0,
+            attempt_output: false,
+            produced_output: false,
+            unflushed_chunks: 0,
+            flushed_once: false,
+            phase: super::turn::Phase::Streaming,
+            outstanding_server_tools: Vec::new(),
+        });
+        if !self.run_approved_server_tools() {
+            self.start_attempt();
+        }
+    }
+
+    /// Continuations and recoveries extend the leaf assistant message; a new
+    /// user message gets a fresh one.
+    fn turn_accumulator(&mut self, kind: TurnKind) -> Message {
+        let extends_leaf = matches!(kind, TurnKind::Continuation | TurnKind::Recovery);
+        let last_is_assistant = self
+            .durable
+            .messages
+            .last()
+            .is_some_and(|message| message.role == Role::Assistant);
+        if extends_leaf && last_is_assistant {
+            if let Some(leaf) = leaf_assistant(&self.durable.messages) {
+                return leaf.clone();
+            }
+        }
+        let (message_id, write) = self.next_id("m");
+        self.commit(vec![write]);
+        Message::assistant(message_id)
+    }
+
+    /// The backstop before every inference: no model request may contain a
+    /// tool call without a result.
+    fn repair_transcript(&mut self) {
+        let mut repaired_ids = Vec::new();
+        let mut writes = Vec::new();
+        for message in self
+            .durable
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::Assistant)
+        {
+            let mut repaired = message.clone();
+            let ids = repaired.repair_tools(|tool| self.repair_keeps(tool.state));
+            if !ids.is_empty() {
+                repaired_ids.extend(ids);
+                writes.push(Write::PutMessage(repaired));
+            }
+        }
+        if writes.is_empty() {
+            return;
+        }
+        self.commit(writes);
+        self.observe(EngineEvent::Repaired {
+            call_ids: repaired_ids,
+        });
+        self.broadcast(Frame::Messages(self.durable.messages.clone()));
+    }
+
+    /// Persists what the turn produced and ends it with `status`.
+    pub(super) fn end_turn(&mut self, status: TurnStatus, error: Option<String>) {
+        let Some(mut turn) = self.turn.take() else {
+            return;
+        };
+        self.model_stream = None;
+        self.timers.stall = None;
+        self.timers.retry = None;
+        drop_trailing_step_start(&mut turn.assistant);
+        let mut writes = vec![Write::InFlight(None)];
+        if !turn.assistant.parts.is_empty() {
+            writes.insert(0, Write::PutMessage(turn.assistant.clone()));
+        }
+        self.commit(writes);
+        self.deliver_end(&mut turn, status, error);
+        self.observe(EngineEvent::TurnFinished {
+            request_id: turn.request_id.clone(),
+            kind: turn.kind,
+            status,
+        });
+        if turn.kind == TurnKind::Continuation {
+            self.on_continuation_finished();
+        }
+        let rearms = status != TurnStatus::Interrupted
+            || self
+                .config
+                .regressions
+                .has(crate::Regression::StallRearmsCoalesceTimer);
+        if rearms {
+            self.on_stream_finalized();
+        }
+        if turn.kind == TurnKind::Recovery {
+            let message_id = turn.assistant.id.clone();
+            self.on_recovery_turn_finished(
+                turn.incident_id.clone(),
+                &turn.root_request_id,
+                &message_id,
+                status,
+                turn.produced_output,
+            );
+        }
+    }
+
+    fn deliver_end(&mut self, turn: &mut Turn, status: TurnStatus, error: Option<String>) {
+        let continuation = turn.kind == TurnKind::Continuation;
+        let request_id = turn.request_id.clone();
+        match (status, error) {
+            (TurnStatus::Error, message) => {
+                let message = message.unwrap_or_else(|| "the turn failed".to_string());
+                self.broadcast(Frame::Error {
+                    request_id,
+                    message: message.clone(),
+                });
+                if let Some(callback) = turn.callback.as_mut() {
+                    callback.on_error(&message);
+                }
+            }
+            (TurnStatus::Interrupted, _) => {
+                self.broadcast(Frame::Done {
+                    request_id,
+                    continuation,
+                });
+                if let Some(callback) = turn.callback.as_mut() {
+                    if !self
+                        .config
+                        .regressions
+                        .has(crate::Regression::SilentInterrupt)
+                    {
+                        callback.on_interrupted();
+                    }
+                }
+            }
+            _ => {
+                self.broadcast(Frame::Done {
+                    request_id,
+                    continuation,
+                });
+                if let Some(callback) = turn.callback.as_mut() {
+                    callback.on_done();
+                }
+            }
+        }
+    }
+}
+
+/// A `step-start` with nothing after it is an orphan: drop it.
+pub(super) fn drop_trailing_step_start(message: &mut Message) {
+    while matches!(message.parts.last(), Some(Part::StepStart)) {
+        message.parts.pop();
+    }
+}

@@ -1,0 +1,510 @@
+//! The transcript: messages made of parts, and the tool-part state machine.
+//!
+//! Three kinds of event move a tool part: stream chunks (first write wins, so a
+//! replayed chunk never regresses a part), client events (a tool result or an
+//! approval, applied only from the states the tables allow) and repair (an
+//! unsettled tool call rewritten to `output-error` before an inference).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::chunk::Chunk;
+
+/// Text of the error a repaired tool call carries.
+pub const REPAIR_ERROR_TEXT: &str = "The tool call was interrupted before a result was recorded.";
+/// Error text of an errored tool result that names none.
+pub const DEFAULT_TOOL_ERROR_TEXT: &str = "Tool execution denied by user";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextState {
+    Streaming,
+    Done,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Part {
+    StepStart,
+    Text {
+        id: String,
+        text: String,
+        state: TextState,
+    },
+    Reasoning {
+        id: String,
+        text: String,
+        state: TextState,
+    },
+    Tool(ToolPart),
+}
+
+/// The states of a tool part, in the order a call normally moves through them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolState {
+    InputStreaming,
+    InputAvailable,
+    ApprovalRequested,
+    ApprovalResponded,
+    OutputAvailable,
+    OutputError,
+    OutputDenied,
+}
+
+impl ToolState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InputStreaming => "input-streaming",
+            Self::InputAvailable => "input-available",
+            Self::ApprovalRequested => "approval-requested",
+            Self::ApprovalResponded => "approval-responded",
+            Self::OutputAvailable => "output-available",
+            Self::OutputError => "output-error",
+            Self::OutputDenied => "output-denied",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        ALL_TOOL_STATES
+            .into_iter()
+            .find(|state| state.as_str() == text)
+    }
+
+    /// A terminal output state: the call has its result.
+    pub fn is_output(self) -> bool {
+        matches!(
+            self,
+            Self::OutputAvailable | Self::OutputError | Self::OutputDenied
+        )
+    }
+
+    /// Waiting on someone: the batch predicate's "pending".
+    pub fn is_pending(self) -> bool {
+        matches!(self, Self::InputAvailable | Self::ApprovalRequested)
+    }
+
+    /// Counts as answered for the batch predicate.
+    pub fn is_settled(self) -> bool {
+        self.is_output() || self == Self::ApprovalResponded
+    }
+}
+
+pub const ALL_TOOL_STATES: [ToolState; 7] = [
+    ToolState::InputStreaming,
+    ToolState::InputAvailable,
+    ToolState::ApprovalRequested,
+    ToolState::ApprovalResponded,
+    ToolState::OutputAvailable,
+    ToolState::OutputError,
+    ToolState::OutputDenied,
+];
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: String,
+    pub approved: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolPart {
+    pub call_id: String,
+    pub tool_name: String,
+    pub state: ToolState,
+    /// Raw input text streamed so far (`tool-input-delta`s).
+    pub input_text: String,
+    pub input: Option<Value>,
+    pub output: Option<Value>,
+    pub error_text: Option<String>,
+    pub approval: Option<Approval>,
+    /// Set when repair, not a result, settled this call.
+    pub repaired: bool,
+}
+
+impl ToolPart {
+    fn streaming(call_id: &str, tool_name: &str) -> Self {
+        Self {
+            call_id: call_id.to_string(),
+            tool_name: tool_name.to_string(),
+            state: ToolState::InputStreaming,
+            input_text: String::new(),
+            input: None,
+            output: None,
+            error_text: None,
+            approval: None,
+            repaired: false,
+        }
+    }
+
+    /// A result is recorded: an output state or an output value.
+    pub fn is_result_settled(&self) -> bool {
+        self.state.is_output() || self.output.is_some()
+    }
+}
+
+/// A tool result as a client sends it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub outcome: ToolOutcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ToolOutcome {
+    Output(Value),
+    /// An errored result; `None` takes the default error text.
+    Error(Option<String>),
+}
+
+impl Message {
+    pub fn user(id: impl Into<String>, text: &str) -> Self {
+        let part = Part::Text {
+            id: "user".into(),
+            text: text.into(),
+            state: TextState::Done,
+        };
+        Self {
+            id: id.into(),
+            role: Role::User,
+            parts: vec![part],
+        }
+    }
+
+    pub fn assistant(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            role: Role::Assistant,
+            parts: Vec::new(),
+        }
+    }
+
+    pub fn tool(&self, call_id: &str) -> Option<&ToolPart> {
+        self.tools().find(|tool| tool.call_id == call_id)
+    }
+
+    pub fn tools(&self) -> impl Iterator<Item = &ToolPart> {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Tool(tool) => Some(tool),
+            _ => None,
+        })
+    }
+
+    fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolPart> {
+        self.parts.iter_mut().find_map(|part| match part {
+            Part::Tool(tool) if tool.call_id == call_id => Some(tool),
+            _ => None,
+        })
+    }
+
+    /// All text of the message's text parts, concatenated.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Applies one stream chunk. Returns whether the message changed.
+    pub fn apply_chunk(&mut self, chunk: &Chunk) -> bool {
+        match chunk {
+            Chunk::TextStart { id } => self.push_text(id, false),
+            Chunk::TextDelta { id, delta } => self.append_text(id, delta, false),
+            Chunk::TextEnd { id } => self.end_text(id, false),
+            Chunk::ReasoningStart { id } => self.push_text(id, true),
+            Chunk::ReasoningDelta { id, delta } => self.append_text(id, delta, true),
+            Chunk::ReasoningEnd { id } => self.end_text(id, true),
+            Chunk::ToolInputStart { id, name } => self.tool_input_start(id, name),
+            Chunk::ToolInputDelta { id, delta } => self.tool_input_delta(id, delta),
+            Chunk::ToolInputEnd { .. } => false,
+            Chunk::ToolCall { id, name, input } => {
+                self.tool_input_available(id, name, input.clone())
+            }
+            Chunk::FinishStep { .. } | Chunk::Finish { .. } | Chunk::Error { .. } => false,
+        }
+    }
+
+    fn push_text(&mut self, id: &str, reasoning: bool) -> bool {
+        let text = String::new();
+        let state = TextState::Streaming;
+        let id = id.to_string();
+        self.parts.push(match reasoning {
+            true => Part::Reasoning { id, text, state },
+            false => Part::Text { id, text, state },
+        });
+        true
+    }
+
+    /// Appends to the last text (or reasoning) part; creates one if missing.
+    fn append_text(&mut self, id: &str, delta: &str, reasoning: bool) -> bool {
+        let last = self
+            .parts
+            .iter_mut()
+            .rev()
+            .find_map(|part| match (part, reasoning) {
+                (Part::Text { text, .. }, false) | (Part::Reasoning { text, .. }, true) => {
+                    Some(text)
+                }
+                _ => None,
+            });
+        match last {
+            Some(text) => text.push_str(delta),
+            None => {
+                self.push_text(id, reasoning);
+                return self.append_text(id, delta, reasoning);
+            }
+        }
+        true
+    }
+
+    fn end_text(&mut self, id: &str, reasoning: bool) -> bool {
+        let found = self
+            .parts
+            .iter_mut()
+            .rev()
+            .find_map(|part| match (part, reasoning) {
+                (
+                    Part::Text {
+                        id: part_id, state, ..
+                    },
+                    false,
+                )
+                | (
+                    Part::Reasoning {
+                        id: part_id, state, ..
+                    },
+                    true,
+                ) if part_id == id => Some(state),
+                _ => None,
+            });
+        match found {
+            Some(state) if *state == TextState::Streaming => {
+                *state = TextState::Done;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// First write wins: a replayed start never resets an existing part.
+    fn tool_input_start(&mut self, call_id: &str, name: &str) -> bool {
+        if self.tool(call_id).is_some() {
+            return false;
+        }
+        self.parts
+            .push(Part::Tool(ToolPart::streaming(call_id, name)));
+        true
+    }
+
+    fn tool_input_delta(&mut self, call_id: &str, delta: &str) -> bool {
+        match self.tool_mut(call_id) {
+            Some(tool) if tool.state == ToolState::InputStreaming => {
+                tool.input_text.push_str(delta);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn tool_input_available(&mut self, call_id: &str, name: &str, input: Value) -> bool {
+        let Some(tool) = self.tool_mut(call_id) else {
+            let mut tool = ToolPart::streaming(call_id, name);
+            tool.state = ToolState::InputAvailable;
+            tool.input = Some(normalise_input(input));
+            self.parts.push(Part::Tool(tool));
+            return true;
+        };
+        if tool.state != ToolState::InputStreaming {
+            return false;
+        }
+        tool.state = ToolState::InputAvailable;
+        tool.input = Some(normalise_input(input));
+        true
+    }
+
+    /// Finalises every tool whose input finished streaming without a `tool-call`
+    /// chunk: the provider finalises those at `finish-step`.
+    pub fn finalise_streamed_tools(&mut self) -> Vec<String> {
+        let mut finalised = Vec::new();
+        for part in &mut self.parts {
+            if let Part::Tool(tool) = part {
+                if tool.state == ToolState::InputStreaming && !tool.input_text.is_empty() {
+                    if let Ok(input) = serde_json::from_str::<Value>(&tool.input_text) {
+                        tool.state = ToolState::InputAvailable;
+                        tool.input = Some(normalise_input(input));
+                        finalised.push(tool.call_id.clone());
+                    }
+                }
+            }
+        }
+        finalised
+    }
+
+    /// Marks the tool as awaiting approval (the provider's approval request).
+    pub fn request_approval(&mut self, call_id: &str, approval_id: &str) -> bool {
+        match self.tool_mut(call_id) {
+            Some(tool) if tool.state == ToolState::InputAvailable => {
+                tool.state = ToolState::ApprovalRequested;
+                tool.approval = Some(Approval {
+                    id: approval_id.to_string(),
+                    approved: None,
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Applies a tool result (client or server). Only `input-available`,
+    /// `approval-requested` and `approval-responded` parts take one; anything
+    /// else is a no-op and returns false.
+    pub fn apply_tool_result(&mut self, result: &ToolResult) -> bool {
+        let Some(tool) = self.tool_mut(&result.call_id) else {
+            return false;
+        };
+        let accepts = matches!(
+            tool.state,
+            ToolState::InputAvailable | ToolState::ApprovalRequested | ToolState::ApprovalResponded
+        );
+        if !accepts {
+            return false;
+        }
+        match &result.outcome {
+            ToolOutcome::Output(output) => {
+                tool.state = ToolState::OutputAvailable;
+                tool.output = Some(output.clone());
+            }
+            ToolOutcome::Error(text) => {
+                tool.state = ToolState::OutputError;
+                tool.error_text = Some(
+                    text.clone()
+                        .unwrap_or_else(|| DEFAULT_TOOL_ERROR_TEXT.into()),
+                );
+            }
+        }
+        true
+    }
+
+    /// Applies an approval response. Only `input-available` and
+    /// `approval-requested` parts take one; the approval id is kept.
+    pub fn apply_approval(&mut self, call_id: &str, approved: bool) -> bool {
+        let Some(tool) = self.tool_mut(call_id) else {
+            return false;
+        };
+        if !matches!(
+            tool.state,
+            ToolState::InputAvailable | ToolState::ApprovalRequested
+        ) {
+            return false;
+        }
+        tool.state = if approved {
+            ToolState::ApprovalResponded
+        } else {
+            ToolState::OutputDenied
+        };
+        let id = tool
+            .approval
+            .as_ref()
+            .map(|approval| approval.id.clone())
+            .unwrap_or_default();
+        tool.approval = Some(Approval {
+            id,
+            approved: Some(approved),
+        });
+        true
+    }
+
+    /// Rewrites every unsettled tool call to `output-error` with the repair text,
+    /// except `approval-responded` (kept verbatim) and calls `keep` says to keep.
+    /// Returns the repaired call ids.
+    pub fn repair_tools(&mut self, keep: impl Fn(&ToolPart) -> bool) -> Vec<String> {
+        let mut repaired = Vec::new();
+        for part in &mut self.parts {
+            let Part::Tool(tool) = part else { continue };
+            if tool.is_result_settled() || tool.state == ToolState::ApprovalResponded || keep(tool)
+            {
+                continue;
+            }
+            if tool.input.is_none() {
+                let parsed = serde_json::from_str::<Value>(&tool.input_text).unwrap_or(Value::Null);
+                tool.input = Some(normalise_input(parsed));
+            }
+            tool.state = ToolState::OutputError;
+            tool.error_text = Some(REPAIR_ERROR_TEXT.to_string());
+            tool.repaired = true;
+            repaired.push(tool.call_id.clone());
+        }
+        repaired
+    }
+
+    /// The batch predicate: at least one pending call next to at least one
+    /// settled call. An all-pending message is not an incomplete batch.
+    pub fn has_incomplete_tool_batch(&self) -> bool {
+        let pending = self.tools().any(|tool| tool.state.is_pending());
+        let settled = self.tools().any(|tool| tool.state.is_settled());
+        pending && settled
+    }
+
+    /// Call ids still waiting on someone (`input-available`, `approval-requested`).
+    pub fn pending_tool_ids(&self) -> Vec<String> {
+        self.tools()
+            .filter(|tool| tool.state.is_pending())
+            .map(|tool| tool.call_id.clone())
+            .collect()
+    }
+}
+
+/// Tool input is always an object: a JSON string is parsed, anything else
+/// that is not an object becomes `{}`.
+pub fn normalise_input(input: Value) -> Value {
+    match input {
+        Value::Object(_) => input,
+        Value::String(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(value @ Value::Object(_)) => value,
+            _ => Value::Object(Default::default()),
+        },
+        _ => Value::Object(Default::default()),
+    }
+}
+
+/// The last assistant message: the batch predicates look only at it.
+pub fn leaf_assistant(messages: &[Message]) -> Option<&Message> {
+    messages
+        .iter()
+        .rev()
+        .find(|message| message.role == Role::Assistant)
+}
+
+/// A client interaction is pending anywhere in the transcript: an approval
+/// request, or a client tool waiting for its result.
+pub fn has_pending_interaction(
+    messages: &[Message],
+    is_client_tool: impl Fn(&str) -> bool,
+) -> bool {
+    messages
+        .iter()
+        .filter(|message| message.role == Role::Assistant)
+        .any(|message| {
+            message.tools().any(|tool| match tool.state {
+                ToolState::ApprovalRequested => true,
+                ToolState::InputAvailable => is_client_tool(&tool.tool_name),
+                _ => false,
+            })
+        })
+}

@@ -1,0 +1,200 @@
+//! A scenario's own expectations, each read like the sentence in the bug
+//! report: "exactly one continuation", "tc-slow ends output-available".
+
+use turnsim_engine::{EngineEvent, Role};
+
+use super::{CheckInput, Violation};
+use crate::scenario::{CallbackCounts, RecoveryCounts};
+use crate::trace::Event;
+
+pub fn check(input: &CheckInput) -> Vec<Violation> {
+    let expect = &input.scenario.scenario.expect;
+    let mut violations = Vec::new();
+    let mut compare = |field: &str, expected: Option<u32>, actual: u32| {
+        if let Some(expected) = expected.filter(|expected| *expected != actual) {
+            violations.push(Violation::new(
+                &format!("expect.{field}"),
+                format!("expected {expected}, got {actual}"),
+            ));
+        }
+    };
+    compare(
+        "continuations",
+        expect.continuations,
+        count(input, |event| {
+            matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
+        }),
+    );
+    compare(
+        "model_calls",
+        expect.model_calls,
+        count(input, |event| matches!(event, Event::ModelCall { .. })),
+    );
+    if let Some(expected) = &expect.callbacks {
+        violations.extend(check_callbacks(input, expected));
+    }
+    if let Some(expected) = &expect.recovery {
+        violations.extend(check_recovery(input, expected));
+    }
+    violations.extend(check_tools(input));
+    violations.extend(check_repaired(input));
+    violations.extend(check_posts(input));
+    violations.extend(check_final_text(input));
+    violations
+}
+
+fn count(input: &CheckInput, matches: impl Fn(&Event) -> bool) -> u32 {
+    input
+        .run
+        .events
+        .iter()
+        .filter(|traced| matches(&traced.event))
+        .count() as u32
+}
+
+fn check_callbacks(input: &CheckInput, expected: &CallbackCounts) -> Vec<Violation> {
+    let actual = CallbackCounts {
+        on_done: count(input, |event| matches!(event, Event::CallbackDone { .. })),
+        on_error: count(input, |event| matches!(event, Event::CallbackError { .. })),
+        on_interrupted: count(input, |event| {
+            matches!(event, Event::CallbackInterrupted { .. })
+        }),
+        transport_break: count(input, |event| {
+            matches!(
+                event,
+                Event::CallbackDropped {
+                    terminal: false,
+                    ..
+                }
+            )
+        }),
+    };
+    if &actual == expected {
+        return Vec::new();
+    }
+    vec![Violation::new(
+        "expect.callbacks",
+        format!("expected {expected:?}, got {actual:?}"),
+    )]
+}
+
+fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violation> {
+    let engine = |name: &'static str| {
+        count(
+            input,
+            move |event| matches!(event, Event::Engine(engine) if engine.name() == name),
+        )
+    };
+    let actual = [
+        (
+            "scheduled",
+            expected.scheduled,
+            engine("recovery.scheduled"),
+        ),
+        (
+            "completed",
+            expected.completed,
+            engine("recovery.completed"),
+        ),
+        (
+            "exhausted",
+            expected.exhausted,
+            engine("recovery.exhausted"),
+        ),
+        ("parked", expected.parked, engine("recovery.parked")),
+    ];
+    actual
+        .into_iter()
+        .filter_map(|(field, expected, actual)| {
+            let expected = expected?;
+            (expected != actual).then(|| {
+                Violation::new(
+                    &format!("expect.recovery.{field}"),
+                    format!("expected {expected}, got {actual}"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn check_tools(input: &CheckInput) -> Vec<Violation> {
+    let messages = &input.run.final_state.messages;
+    let mut violations = Vec::new();
+    for (call_id, expected) in &input.scenario.scenario.expect.tools {
+        let actual = messages
+            .iter()
+            .find_map(|message| message.tool(call_id))
+            .map_or("absent", |tool| tool.state.as_str());
+        if actual != expected {
+            violations.push(Violation::new(
+                "expect.tools",
+                format!("{call_id}: expected {expected}, got {actual}"),
+            ));
+        }
+    }
+    violations
+}
+
+fn check_repaired(input: &CheckInput) -> Option<Violation> {
+    let expected = input.scenario.scenario.expect.repaired.as_ref()?;
+    let mut actual: Vec<String> = input
+        .run
+        .events
+        .iter()
+        .filter_map(|traced| match &traced.event {
+            Event::Engine(EngineEvent::Repaired { call_ids }) => Some(call_ids.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    actual.sort();
+    let mut expected = expected.clone();
+    expected.sort();
+    (actual != expected).then(|| {
+        Violation::new(
+            "expect.repaired",
+            format!("expected {expected:?}, got {actual:?}"),
+        )
+    })
+}
+
+fn check_posts(input: &CheckInput) -> Option<Violation> {
+    let expected = input.scenario.scenario.expect.messenger_posts.as_ref()?;
+    let actual: Vec<String> = input
+        .run
+        .events
+        .iter()
+        .filter_map(|traced| match &traced.event {
+            Event::MessengerPost { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    (&actual != expected).then(|| {
+        Violation::new(
+            "expect.messenger_posts",
+            format!("expected {expected:?}, got {actual:?}"),
+        )
+    })
+}
+
+fn check_final_text(input: &CheckInput) -> Option<Violation> {
+    let needle = input
+        .scenario
+        .scenario
+        .expect
+        .final_text_contains
+        .as_ref()?;
+    let messages = &input.run.final_state.messages;
+    let text = messages
+        .iter()
+        .rev()
+        .find(|message| message.role == Role::Assistant)
+        .map(|message| message.text())
+        .unwrap_or_default();
+    (!text.contains(needle.as_str())).then(|| {
+        Violation::new(
+            "expect.final_text_contains",
+            format!("the last assistant text {text:?} does not contain {needle:?}"),
+        )
+    })
+}

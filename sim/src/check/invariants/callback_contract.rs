@@ -1,0 +1,102 @@
+//! Invariant 1: each `chat()` callback sees `on_start`, then events, then
+//! exactly one terminal callback and nothing after it — or a transport break
+//! because the process died.
+
+use super::Invariant;
+use crate::check::{CheckInput, Violation};
+
+pub const INVARIANT: Invariant = Invariant {
+    name: "callback-contract",
+    rule: "each chat() gets on_start, events, then exactly one of on_done/on_error/on_interrupted (or a transport break on eviction)",
+    check,
+};
+
+const NAME: &str = "callback-contract";
+
+fn check(input: &CheckInput) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (chat, callbacks) in &input.facts.callbacks {
+        if let Some(violation) = check_chat(input, *chat, callbacks) {
+            violations.push(violation);
+        }
+    }
+    violations
+}
+
+fn check_chat(
+    input: &CheckInput,
+    chat: u32,
+    callbacks: &[crate::check::facts::CallbackFact],
+) -> Option<Violation> {
+    let mut terminal: Option<&str> = None;
+    for (position, callback) in callbacks.iter().enumerate() {
+        if let Some(first) = terminal {
+            return Some(Violation::at(
+                NAME,
+                callback.at,
+                format!("chat{chat}: {} after terminal {first}", callback.name),
+            ));
+        }
+        match callback.name {
+            "on_start" if position != 0 => {
+                return Some(Violation::at(
+                    NAME,
+                    callback.at,
+                    format!("chat{chat}: on_start twice"),
+                ))
+            }
+            "on_start" => {}
+            _ if position == 0 => {
+                return Some(Violation::at(
+                    NAME,
+                    callback.at,
+                    format!("chat{chat}: {} before on_start", callback.name),
+                ))
+            }
+            "on_event" => {}
+            "dropped" => return check_drop(input, chat, callbacks, callback.at),
+            name => terminal = Some(name),
+        }
+    }
+    if terminal.is_none() && input.run.end == crate::world::RunEnd::Quiescent {
+        let at = callbacks.last().map(|callback| callback.at);
+        let message =
+            format!("chat{chat}: the run settled but the callback never got a terminal call");
+        return Some(Violation {
+            check: NAME.into(),
+            message,
+            at_event: at,
+        });
+    }
+    None
+}
+
+/// A callback dropped without a terminal call is a transport break only if
+/// the process died: its last eviction is after the chat began and no
+/// restart came between that eviction and the drop.
+fn check_drop(
+    input: &CheckInput,
+    chat: u32,
+    callbacks: &[crate::check::facts::CallbackFact],
+    dropped_at: usize,
+) -> Option<Violation> {
+    let began = callbacks.first().map_or(0, |callback| callback.at);
+    let facts = &input.facts;
+    let died = facts
+        .evictions
+        .iter()
+        .rev()
+        .find(|&&at| at <= dropped_at)
+        .is_some_and(|&evicted| {
+            evicted >= began.saturating_sub(1)
+                && !facts
+                    .restarts
+                    .iter()
+                    .any(|&restart| restart > evicted && restart < dropped_at)
+        });
+    if died {
+        return None;
+    }
+    let message = format!("chat{chat}: chat() returned with no terminal callback (no on_done, on_error or on_interrupted)");
+    Some(Violation::at(NAME, dropped_at, message))
+}

@@ -1,0 +1,34 @@
+//! Invariant 9: once faults stop, every turn reaches a terminal state within
+//! the scenario's horizon, and nothing keeps the process busy for an
+//! orphaned batch. A run that ends any other way than quiescent fails here.
+
+use super::Invariant;
+use crate::check::{CheckInput, Violation};
+use crate::world::RunEnd;
+
+pub const INVARIANT: Invariant = Invariant {
+    name: "converges",
+    rule: "every run settles (no open turn, nothing armed) within its horizon and event budget",
+    check,
+};
+
+fn check(input: &CheckInput) -> Vec<Violation> {
+    let run = input.run;
+    let state = match run.final_inspection {
+        Some(inspection) => format!("{inspection:?}"),
+        None => "engine process down".to_string(),
+    };
+    let message = match run.end {
+        RunEnd::Quiescent => return Vec::new(),
+        RunEnd::Horizon => format!(
+            "did not settle within {} ms of sim time; engine: {state}",
+            input.scenario.scenario.horizon_ms
+        ),
+        RunEnd::EventBudget => format!("exceeded the event budget (a livelock); engine: {state}"),
+    };
+    vec![Violation {
+        check: INVARIANT.name.into(),
+        message,
+        at_event: run.events.len().checked_sub(1),
+    }]
+}

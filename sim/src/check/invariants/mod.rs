@@ -1,0 +1,50 @@
+//! The invariants of DESIGN.md, one module each. Every one runs on every
+//! seed's trace, whether or not the scenario lists expectations.
+
+mod callback_contract;
+mod continuation;
+mod convergence;
+mod empty_finish;
+mod messenger_once;
+mod mid_tool_input;
+mod no_lost_work;
+mod parked_tool;
+mod tool_results;
+mod transcript_shape;
+
+use super::{CheckInput, Violation};
+
+/// One invariant: a name for reports and `turnsim list invariants`, the rule
+/// in a sentence, and the check.
+pub struct Invariant {
+    pub name: &'static str,
+    pub rule: &'static str,
+    pub check: fn(&CheckInput) -> Vec<Violation>,
+}
+
+/// Invariant 11 (determinism) is checked by running a seed twice:
+/// `turnsim check-determinism` and the determinism tests.
+pub const INVARIANTS: [Invariant; 10] = [
+    callback_contract::INVARIANT,
+    continuation::INVARIANT,
+    tool_results::INVARIANT,
+    parked_tool::INVARIANT,
+    transcript_shape::INVARIANT,
+    mid_tool_input::INVARIANT,
+    empty_finish::INVARIANT,
+    messenger_once::INVARIANT,
+    convergence::INVARIANT,
+    no_lost_work::INVARIANT,
+];
+
+pub const DETERMINISM_RULE: (&str, &str) = (
+    "determinism",
+    "the same seed gives the same trace, byte for byte",
+);
+
+pub fn check_all(input: &CheckInput) -> Vec<Violation> {
+    INVARIANTS
+        .iter()
+        .flat_map(|invariant| (invariant.check)(input))
+        .collect()
+}

@@ -1,0 +1,87 @@
+//! Checks run on every seed's trace: the invariants of DESIGN.md (each its
+//! own module) and the scenario's own expectations.
+
+pub mod expect;
+mod facts;
+pub mod invariants;
+
+use serde::Serialize;
+
+use crate::scenario::ScenarioFile;
+use crate::world::RunRecord;
+
+pub use facts::Facts;
+
+/// One broken rule in one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The check's name (an invariant or `expect.<field>`).
+    pub check: String,
+    pub message: String,
+    /// Index of the trace event where it shows, if one does.
+    pub at_event: Option<usize>,
+}
+
+impl Violation {
+    pub fn new(check: &str, message: impl Into<String>) -> Self {
+        Self {
+            check: check.to_string(),
+            message: message.into(),
+            at_event: None,
+        }
+    }
+
+    pub fn at(check: &str, at_event: usize, message: impl Into<String>) -> Self {
+        Self {
+            check: check.to_string(),
+            message: message.into(),
+            at_event: Some(at_event),
+        }
+    }
+}
+
+/// What a checker sees: the scenario, the run, and facts derived once.
+pub struct CheckInput<'a> {
+    pub scenario: &'a ScenarioFile,
+    pub run: &'a RunRecord,
+    pub facts: Facts,
+}
+
+impl<'a> CheckInput<'a> {
+    pub fn new(scenario: &'a ScenarioFile, run: &'a RunRecord) -> Self {
+        Self {
+            scenario,
+            run,
+            facts: Facts::derive(scenario, run),
+        }
+    }
+}
+
+/// Every invariant, then the expectations. A canary's expected failure is
+/// turned around: the named check must fail, and then the run passes.
+pub fn check_run(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation> {
+    let input = CheckInput::new(scenario, run);
+    let mut violations = invariants::check_all(&input);
+    violations.extend(expect::check(&input));
+    match &scenario.scenario.expect.expect_failure {
+        None => violations,
+        Some(expected)
+            if violations
+                .iter()
+                .any(|violation| &violation.check == expected) =>
+        {
+            Vec::new()
+        }
+        Some(expected) => {
+            let mut message = format!("canary: expected check `{expected}` to fail, but it passed");
+            if !violations.is_empty() {
+                let seen: Vec<&str> = violations
+                    .iter()
+                    .map(|violation| violation.check.as_str())
+                    .collect();
+                message.push_str(&format!(" (failed instead: {})", seen.join(", ")));
+            }
+            vec![Violation::new("canary", message)]
+        }
+    }
+}

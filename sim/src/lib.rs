@@ -1,0 +1,20 @@
+//! turnsim: a deterministic simulation and fault-injection harness for chat
+//! turn engines.
+//!
+//! One seed is one madsim runtime; everything that reaches the trace (time,
+//! randomness, task order) comes from the seed, so a seed replays byte for
+//! byte. See the README for the CLI and `scenarios/README.md` for the format.
+
+#[cfg(not(madsim))]
+compile_error!(
+    "turnsim must be built with `--cfg madsim` (the repository's .cargo/config.toml sets it; \
+     run cargo from the workspace root, and keep `--cfg madsim` in any RUSTFLAGS you set)"
+);
+
+pub mod check;
+pub mod determinism;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod trace;
+pub mod world;

@@ -1,0 +1,355 @@
+//! `turnsim`: run seeded scenario suites, replay one seed, list what the
+//! harness knows.
+//!
+//! Environment variables read:
+//! - `MADSIM_TEST_SEED`: the first seed of `run` (madsim's convention);
+//!   `--seed-start` wins over it.
+//! - `MADSIM_TEST_NUM`: seeds per scenario for `run`; `--seeds` wins over it.
+//!
+//! Exit codes: 0 all passed, 1 a check failed, 2 bad input (unreadable or
+//! malformed scenario, bad flag).
+
+use std::io::{IsTerminal, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use turnsim::check::invariants::{DETERMINISM_RULE, INVARIANTS};
+use turnsim::runner::{self, Plan, Shard};
+use turnsim::scenario::{load_paths, load_scenario, ScenarioError, ScenarioFile};
+use turnsim::{report, trace};
+use turnsim_engine::{Regression, RegressionSet, ALL_REGRESSIONS};
+
+#[derive(Parser)]
+#[command(
+    name = "turnsim",
+    version,
+    about = "Deterministic simulation and fault injection for chat turn engines"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every scenario over its seeds and check every invariant.
+    Run {
+        /// Scenario files or directories of them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Seeds per scenario (default: each file's `seeds`).
+        #[arg(long)]
+        seeds: Option<u64>,
+        /// First seed.
+        #[arg(long)]
+        seed_start: Option<u64>,
+        /// Parallel runs (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only slice K of N of the (scenario, seed) work, e.g. 2/4.
+        #[arg(long)]
+        shard: Option<Shard>,
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
+        /// Bring back a historical bug (repeatable); see `list regressions`.
+        #[arg(long = "regression")]
+        regressions: Vec<Regression>,
+    },
+    /// Run one seed and print its whole timeline.
+    Replay {
+        file: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
+        format: ReplayFormat,
+        #[arg(long = "regression")]
+        regressions: Vec<Regression>,
+    },
+    /// Run each seed twice and report the first event where the traces differ.
+    CheckDeterminism {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[arg(long, default_value_t = 8)]
+        seeds: u64,
+    },
+    /// List scenarios, invariants or regressions.
+    List {
+        #[arg(value_enum)]
+        what: ListWhat,
+        /// Where `list scenarios` looks.
+        #[arg(default_value = "scenarios")]
+        paths: Vec<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RunFormat {
+    Text,
+    Json,
+    Junit,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReplayFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ListWhat {
+    Scenarios,
+    Invariants,
+    Regressions,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run {
+            paths,
+            seeds,
+            seed_start,
+            jobs,
+            shard,
+            format,
+            regressions,
+        } => run(
+            paths,
+            seeds,
+            seed_start,
+            jobs,
+            shard,
+            format,
+            RegressionSet::of(regressions),
+        ),
+        Command::Replay {
+            file,
+            seed,
+            format,
+            regressions,
+        } => replay(&file, seed, format, &RegressionSet::of(regressions)),
+        Command::CheckDeterminism { paths, seeds } => check_determinism(&paths, seeds),
+        Command::List { what, paths } => list(what, &paths),
+    };
+    result.unwrap_or_else(|error| {
+        eprintln!("error: {error}");
+        ExitCode::from(2)
+    })
+}
+
+fn env_u64(name: &str) -> Result<Option<u64>, ScenarioError> {
+    match std::env::var(name) {
+        Ok(value) => value.trim().parse().map(Some).map_err(|_| ScenarioError {
+            path: PathBuf::from(format!("${name}")),
+            line: None,
+            column: None,
+            message: format!("`{value}` is not a seed number"),
+        }),
+        Err(_) => Ok(None),
+    }
+}
+
+fn run(
+    paths: Vec<PathBuf>,
+    seeds: Option<u64>,
+    seed_start: Option<u64>,
+    jobs: Option<usize>,
+    shard: Option<Shard>,
+    format: RunFormat,
+    regressions: RegressionSet,
+) -> Result<ExitCode, ScenarioError> {
+    let files = load_paths(&paths)?;
+    let plan = Plan {
+        seeds: seeds.or(env_u64("MADSIM_TEST_NUM")?),
+        seed_start: seed_start.or(env_u64("MADSIM_TEST_SEED")?).unwrap_or(0),
+        jobs: jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |cores| cores.get())),
+        shard,
+        regressions,
+        files,
+    };
+    let total = plan.work().len();
+    eprintln!(
+        "turnsim: {} scenarios, {total} runs, seeds from {}, {} jobs{}",
+        plan.files.len(),
+        plan.seed_start,
+        plan.jobs,
+        describe(&plan)
+    );
+    let outcomes = runner::execute(&plan, &progress_printer(total));
+    let summary = report::summarise(&plan.files, &outcomes, &plan.regressions);
+    match format {
+        RunFormat::Text => print!(
+            "{}",
+            report::text(&plan.files, &outcomes, &plan.regressions)
+        ),
+        RunFormat::Json => println!("{}", report::json(&summary)),
+        RunFormat::Junit => print!(
+            "{}",
+            report::junit(&plan.files, &outcomes, &plan.regressions)
+        ),
+    }
+    if matches!(format, RunFormat::Text) {
+        println!(
+            "suite: {} passed, {} failed",
+            summary.passed, summary.failed
+        );
+    }
+    Ok(if summary.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn describe(plan: &Plan) -> String {
+    let mut extra = String::new();
+    if let Some(shard) = plan.shard {
+        extra.push_str(&format!(", shard {}/{}", shard.index, shard.count));
+    }
+    let regressions: Vec<&str> = plan.regressions.iter().map(Regression::name).collect();
+    if !regressions.is_empty() {
+        extra.push_str(&format!(", regressions: {}", regressions.join(" ")));
+    }
+    extra
+}
+
+/// A redrawn counter on a terminal; a line every tenth of the work otherwise.
+fn progress_printer(total: usize) -> impl Fn(usize, usize) + Sync {
+    let terminal = std::io::stderr().is_terminal();
+    move |done, _| {
+        if terminal {
+            eprint!("\r  {done}/{total} runs");
+            if done == total {
+                eprintln!();
+            }
+        } else if total >= 100 && done % (total / 10) == 0 {
+            eprintln!("  {done}/{total} runs");
+        }
+        let _ = std::io::stderr().flush();
+    }
+}
+
+fn replay(
+    file: &PathBuf,
+    seed: u64,
+    format: ReplayFormat,
+    regressions: &RegressionSet,
+) -> Result<ExitCode, ScenarioError> {
+    let scenario = load_scenario(file)?;
+    let (record, violations) = runner::run_one(&scenario, seed, regressions);
+    match format {
+        ReplayFormat::Json => {
+            let json = serde_json::json!({
+                "scenario": scenario.scenario.name,
+                "seed": seed,
+                "regressions": regressions.iter().map(Regression::name).collect::<Vec<_>>(),
+                "end": record.end,
+                "sim_ms": record.sim_ms,
+                "events": record.events,
+                "violations": violations,
+            });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json).expect("serialises")
+            );
+        }
+        ReplayFormat::Text => print_replay(&scenario, seed, regressions, &record, &violations),
+    }
+    Ok(if violations.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn print_replay(
+    scenario: &ScenarioFile,
+    seed: u64,
+    regressions: &RegressionSet,
+    record: &turnsim::world::RunRecord,
+    violations: &[turnsim::check::Violation],
+) {
+    let names: Vec<&str> = regressions.iter().map(Regression::name).collect();
+    println!(
+        "SEED={seed} scenario={} regressions={}",
+        scenario.scenario.name,
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(",")
+        }
+    );
+    print!("{}", trace::render_timeline(&record.events));
+    println!(
+        "end: {:?} after {} ms of sim time, {} events",
+        record.end,
+        record.sim_ms,
+        record.events.len()
+    );
+    if violations.is_empty() {
+        println!("all checks passed");
+        return;
+    }
+    for violation in violations {
+        let at = violation
+            .at_event
+            .map(|at| format!(" (event {})", at + 1))
+            .unwrap_or_default();
+        println!("FAILED {}: {}{at}", violation.check, violation.message);
+    }
+    println!(
+        "replay: {}",
+        runner::replay_command(scenario, seed, regressions)
+    );
+}
+
+fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, ScenarioError> {
+    let files = load_paths(paths)?;
+    let mut diverged = 0;
+    for file in &files {
+        for seed in 0..seeds {
+            if let Some(report) = turnsim::determinism::first_divergence(file, seed) {
+                println!("DIVERGED {} seed {seed}: {report}", file.path.display());
+                diverged += 1;
+            }
+        }
+    }
+    println!(
+        "determinism: {} passed, {diverged} failed",
+        files.len() as u64 * seeds - diverged
+    );
+    Ok(if diverged == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn list(what: ListWhat, paths: &[PathBuf]) -> Result<ExitCode, ScenarioError> {
+    match what {
+        ListWhat::Regressions => {
+            for regression in ALL_REGRESSIONS {
+                println!("{:<30} {}", regression.name(), regression.symptom());
+            }
+        }
+        ListWhat::Invariants => {
+            for invariant in &INVARIANTS {
+                println!("{:<24} {}", invariant.name, invariant.rule);
+            }
+            println!("{:<24} {}", DETERMINISM_RULE.0, DETERMINISM_RULE.1);
+        }
+        ListWhat::Scenarios => {
+            for file in load_paths(paths)? {
+                println!(
+                    "{:<48} {} seeds  {}",
+                    file.path.display(),
+                    file.scenario.seeds,
+                    file.scenario.name
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,217 @@
+//! Suite results as text (for people), JSON (for tools) and JUnit XML (for
+//! CI dashboards). Output is in work order, so it diffs well between runs.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use turnsim_engine::RegressionSet;
+
+use crate::runner::{replay_command, Outcome};
+use crate::scenario::ScenarioFile;
+
+#[derive(Serialize)]
+pub struct Summary {
+    pub scenarios: usize,
+    pub runs: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub failures: Vec<FailureReport>,
+}
+
+#[derive(Serialize)]
+pub struct FailureReport {
+    pub scenario: String,
+    pub seed: u64,
+    pub check: String,
+    pub message: String,
+    pub replay: String,
+}
+
+pub fn summarise(
+    files: &[ScenarioFile],
+    outcomes: &[Outcome],
+    regressions: &RegressionSet,
+) -> Summary {
+    let failures = outcomes
+        .iter()
+        .filter(|outcome| !outcome.passed())
+        .flat_map(|outcome| {
+            let file = &files[outcome.scenario];
+            outcome
+                .violations
+                .iter()
+                .map(move |violation| FailureReport {
+                    scenario: file.path.display().to_string(),
+                    seed: outcome.seed,
+                    check: violation.check.clone(),
+                    message: violation.message.clone(),
+                    replay: replay_command(file, outcome.seed, regressions),
+                })
+        })
+        .collect();
+    let failed = outcomes.iter().filter(|outcome| !outcome.passed()).count();
+    let mut scenarios: Vec<usize> = outcomes.iter().map(|outcome| outcome.scenario).collect();
+    scenarios.dedup();
+    Summary {
+        scenarios: scenarios.len(),
+        runs: outcomes.len(),
+        passed: outcomes.len() - failed,
+        failed,
+        failures,
+    }
+}
+
+/// One line per scenario; for a failing one, its first failing seed in full
+/// (checks, the events before, the replay command) and the other seeds.
+pub fn text(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
+    let mut out = String::new();
+    for (index, file) in files.iter().enumerate() {
+        let runs: Vec<&Outcome> = outcomes
+            .iter()
+            .filter(|outcome| outcome.scenario == index)
+            .collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let failed: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
+        let path = file.path.display();
+        match failed.first() {
+            None => {
+                let _ = writeln!(out, "PASS {path} ({} seeds)", runs.len());
+            }
+            Some(first) => {
+                let _ = writeln!(
+                    out,
+                    "FAIL {path} ({} of {} seeds failed)",
+                    failed.len(),
+                    runs.len()
+                );
+                write_failure(&mut out, file, first, regressions);
+                if failed.len() > 1 {
+                    let seeds: Vec<String> = failed
+                        .iter()
+                        .skip(1)
+                        .take(20)
+                        .map(|outcome| outcome.seed.to_string())
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "  also failing seeds: {}{}",
+                        seeds.join(" "),
+                        if failed.len() > 21 { " ..." } else { "" }
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+fn write_failure(
+    out: &mut String,
+    file: &ScenarioFile,
+    outcome: &Outcome,
+    regressions: &RegressionSet,
+) {
+    let _ = writeln!(out, "  seed {}:", outcome.seed);
+    for violation in &outcome.violations {
+        let _ = writeln!(out, "    {}: {}", violation.check, violation.message);
+    }
+    if !outcome.tail.is_empty() {
+        let _ = writeln!(out, "  last events:");
+        for line in &outcome.tail {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  replay: {}",
+        replay_command(file, outcome.seed, regressions)
+    );
+}
+
+pub fn json(summary: &Summary) -> String {
+    serde_json::to_string_pretty(summary).expect("summary serialises")
+}
+
+/// A test case per scenario file; its failure lists the failing seeds.
+pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
+    let failed = outcomes.iter().filter(|outcome| !outcome.passed()).count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"turnsim\" tests=\"{}\" failures=\"{failed}\">",
+        files.len()
+    );
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"scenarios\" tests=\"{}\" failures=\"{}\">",
+        files.len(),
+        failing_files(outcomes)
+    );
+    for (index, file) in files.iter().enumerate() {
+        let runs: Vec<&Outcome> = outcomes
+            .iter()
+            .filter(|outcome| outcome.scenario == index)
+            .collect();
+        let sim_seconds: f64 = runs
+            .iter()
+            .map(|outcome| outcome.sim_ms as f64 / 1000.0)
+            .sum();
+        let name = escape(&file.path.display().to_string());
+        let _ = write!(
+            out,
+            "    <testcase classname=\"turnsim\" name=\"{name}\" time=\"{sim_seconds:.3}\""
+        );
+        let failures: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
+        if failures.is_empty() {
+            out.push_str("/>\n");
+            continue;
+        }
+        let first = failures[0];
+        let headline = format!(
+            "{} of {} seeds failed; first seed {}: {}",
+            failures.len(),
+            runs.len(),
+            first.seed,
+            first.violations[0].message
+        );
+        let _ = writeln!(out, ">\n      <failure message=\"{}\">", escape(&headline));
+        for outcome in failures.iter().take(20) {
+            for violation in &outcome.violations {
+                let _ = writeln!(
+                    out,
+                    "seed {} {}: {}",
+                    outcome.seed,
+                    escape(&violation.check),
+                    escape(&violation.message)
+                );
+            }
+            let _ = writeln!(
+                out,
+                "replay: {}",
+                escape(&replay_command(file, outcome.seed, regressions))
+            );
+        }
+        out.push_str("      </failure>\n    </testcase>\n");
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+fn failing_files(outcomes: &[Outcome]) -> usize {
+    let mut files: Vec<usize> = outcomes
+        .iter()
+        .filter(|outcome| !outcome.passed())
+        .map(|outcome| outcome.scenario)
+        .collect();
+    files.dedup();
+    files.len()
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

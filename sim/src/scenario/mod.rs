@@ -1,0 +1,476 @@
+//! The YAML scenario format: one file, one behaviour or race.
+//!
+//! Every struct rejects unknown keys, and cross-field rules are checked while
+//! parsing (through `try_from`), so every error carries its file, line and
+//! column. See `scenarios/README.md` for the reference with examples.
+
+mod load;
+mod model_script;
+mod range;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use turnsim_engine::{EngineConfig, RecoveryConfig, ToolKind};
+
+pub use load::{
+    default_reply, load_paths, load_scenario, parse_scenario, ScenarioError, ScenarioFile,
+};
+pub use model_script::{compile, Finalize, FinishStep, Op, Step, ToolStep};
+pub use range::RangeMs;
+
+/// Sim time a run may take before it counts as not converging.
+pub const DEFAULT_HORIZON_MS: u64 = 30 * 60 * 1_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    /// Seeds `turnsim run` sweeps when `--seeds` is not given.
+    #[serde(default = "default_seeds")]
+    pub seeds: u64,
+    #[serde(default = "default_horizon_ms")]
+    pub horizon_ms: u64,
+    #[serde(default)]
+    pub engine: EngineSpec,
+    /// One entry per model call, in call order; calls past the end get a
+    /// short default text reply.
+    #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
+    pub model: Vec<Vec<Step>>,
+    #[serde(default)]
+    pub client: ClientSpec,
+    #[serde(default)]
+    pub actions: Vec<Action>,
+    #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
+    pub faults: Vec<Fault>,
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+fn default_seeds() -> u64 {
+    64
+}
+
+fn default_horizon_ms() -> u64 {
+    DEFAULT_HORIZON_MS
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSpec {
+    #[serde(default)]
+    pub stall_timeout_ms: u64,
+    #[serde(default)]
+    pub coalesce_ms: Option<u64>,
+    #[serde(default)]
+    pub max_steps: Option<u32>,
+    #[serde(default)]
+    pub recovery: RecoverySpec,
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolSpec>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverySpec {
+    pub enabled: Option<bool>,
+    pub max_attempts: Option<u32>,
+    pub stable_timeout_ms: Option<u64>,
+    pub stable_retry_delay_ms: Option<u64>,
+    pub no_progress_window_ms: Option<u64>,
+    pub terminal_message: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    pub kind: ToolKind,
+    /// Server tools: how long one execution takes.
+    #[serde(default)]
+    pub duration_ms: RangeMs,
+    /// Server tools: the result (default `"ok"`).
+    #[serde(default)]
+    pub output: Option<Value>,
+    /// Server tools: fail with this error instead.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    /// Open a connection at time 0.
+    #[serde(default = "yes")]
+    pub connect: bool,
+    /// Delay before reconnecting after the connection drops.
+    #[serde(default = "default_reconnect")]
+    pub reconnect_after_ms: RangeMs,
+    /// How the client answers each client tool, by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, AnswerSpec>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_reconnect() -> RangeMs {
+    RangeMs { min: 50, max: 200 }
+}
+
+impl Default for ClientSpec {
+    fn default() -> Self {
+        Self {
+            connect: true,
+            reconnect_after_ms: default_reconnect(),
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+/// How the simulated client answers one tool. Latency counts from the moment
+/// the client sees the tool become `input-available` (or await approval).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "RawAnswer")]
+pub struct AnswerSpec {
+    pub answer_after_ms: RangeMs,
+    pub reply: Reply,
+    pub auto_continue: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    Output(Value),
+    Error(String),
+    Approve(bool),
+    Never,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAnswer {
+    #[serde(default)]
+    answer_after_ms: RangeMs,
+    output: Option<Value>,
+    error: Option<String>,
+    approve: Option<bool>,
+    #[serde(default)]
+    never_answers: bool,
+    auto_continue: Option<bool>,
+}
+
+impl TryFrom<RawAnswer> for AnswerSpec {
+    type Error = String;
+
+    fn try_from(raw: RawAnswer) -> Result<Self, String> {
+        let chosen = [
+            raw.output.is_some(),
+            raw.error.is_some(),
+            raw.approve.is_some(),
+            raw.never_answers,
+        ];
+        if chosen.iter().filter(|set| **set).count() > 1 {
+            return Err("give only one of `output`, `error`, `approve`, `never_answers`".into());
+        }
+        let reply = match (raw.output, raw.error, raw.approve) {
+            (Some(output), _, _) => Reply::Output(output),
+            (_, Some(error), _) => Reply::Error(error),
+            (_, _, Some(approved)) => Reply::Approve(approved),
+            _ if raw.never_answers => Reply::Never,
+            _ => Reply::Output(Value::String("ok".into())),
+        };
+        // Errored results carry auto_continue: false unless told otherwise.
+        let auto_continue = raw
+            .auto_continue
+            .unwrap_or(!matches!(reply, Reply::Error(_)));
+        Ok(Self {
+            answer_after_ms: raw.answer_after_ms,
+            reply,
+            auto_continue,
+        })
+    }
+}
+
+/// Something the world does, at a sim time or when a trigger matches.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "RawAction")]
+pub struct Action {
+    pub when: When,
+    pub kind: ActionKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    AtMs(RangeMs),
+    Trigger(Trigger),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    UserMessage(UserMessage),
+    Deliver(Delivery),
+    Evict(Evict),
+    Disconnect(Disconnect),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserMessage {
+    pub text: String,
+    #[serde(default)]
+    pub via: Via,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    /// Over the client connection; the reply is broadcast.
+    #[default]
+    Connection,
+    /// The `chat()` RPC with a stream callback.
+    Chat,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delivery {
+    pub id: String,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Evict {
+    #[serde(default)]
+    pub restart_after_ms: RangeMs,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Disconnect {
+    #[serde(default = "default_reconnect")]
+    pub reconnect_after_ms: RangeMs,
+}
+
+/// What the world watches the trace for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trigger {
+    /// A tool call id; with `state`, fires when the engine applies or readies
+    /// it in that state.
+    #[serde(default)]
+    pub tool: Option<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+    /// An engine event name (`continuation.fire`, `stream.stalled`, ...).
+    #[serde(default)]
+    pub event: Option<String>,
+    /// Fire on the n-th match (default 1).
+    #[serde(default = "first")]
+    pub nth: u32,
+    /// Wait this long after the match.
+    #[serde(default)]
+    pub delay_ms: RangeMs,
+}
+
+fn first() -> u32 {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAction {
+    at_ms: Option<RangeMs>,
+    when: Option<Trigger>,
+    user_message: Option<UserMessage>,
+    deliver: Option<Delivery>,
+    evict: Option<Evict>,
+    disconnect: Option<Disconnect>,
+}
+
+impl TryFrom<RawAction> for Action {
+    type Error = String;
+
+    fn try_from(raw: RawAction) -> Result<Self, String> {
+        let when = match (raw.at_ms, raw.when) {
+            (Some(_), Some(_)) => return Err("give either `at_ms` or `when`, not both".into()),
+            (Some(at), None) => When::AtMs(at),
+            (None, Some(trigger)) => When::Trigger(validate_trigger(trigger)?),
+            (None, None) => When::AtMs(RangeMs::ZERO),
+        };
+        let kinds = [
+            raw.user_message.map(ActionKind::UserMessage),
+            raw.deliver.map(ActionKind::Deliver),
+            raw.evict.map(ActionKind::Evict),
+            raw.disconnect.map(ActionKind::Disconnect),
+        ];
+        let mut kinds: Vec<ActionKind> = kinds.into_iter().flatten().collect();
+        match kinds.len() {
+            1 => Ok(Self { when, kind: kinds.remove(0) }),
+            0 => Err("an action needs one of `user_message`, `deliver`, `evict`, `disconnect`".into()),
+            _ => Err("an action does one thing: give only one of `user_message`, `deliver`, `evict`, `disconnect`".into()),
+        }
+    }
+}
+
+fn validate_trigger(trigger: Trigger) -> Result<Trigger, String> {
+    match (&trigger.tool, &trigger.state, &trigger.event) {
+        (Some(_), Some(state), None) if turnsim_engine::ToolState::parse(state).is_some() => Ok(trigger),
+        (Some(_), Some(state), None) => Err(format!("`{state}` is not a tool state (input-streaming, input-available, approval-requested, approval-responded, output-available, output-error, output-denied)")),
+        (None, None, Some(_)) => Ok(trigger),
+        _ => Err("a trigger is either `tool` + `state` or `event`".into()),
+    }
+}
+
+/// A fault the world injects.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Fault {
+    /// The stream parks after chunk `after_chunk` of model call `call`.
+    Stall(ChunkPoint),
+    /// The provider connection drops there.
+    Cut(ChunkPoint),
+    /// The provider ends the step there: `finish-step unknown`, 0 tokens.
+    Truncate(ChunkPoint),
+    /// The call answers an HTTP error there.
+    HttpError(HttpFault),
+    /// The engine process is killed and restarted.
+    Evict(EvictFault),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkPoint {
+    pub call: u32,
+    #[serde(default)]
+    pub after_chunk: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpFault {
+    pub call: u32,
+    #[serde(default)]
+    pub after_chunk: u32,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "RawEvictFault")]
+pub struct EvictFault {
+    pub when: When,
+    pub restart_after_ms: RangeMs,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvictFault {
+    at_ms: Option<RangeMs>,
+    when: Option<Trigger>,
+    #[serde(default)]
+    restart_after_ms: RangeMs,
+}
+
+impl TryFrom<RawEvictFault> for EvictFault {
+    type Error = String;
+
+    fn try_from(raw: RawEvictFault) -> Result<Self, String> {
+        let when = match (raw.at_ms, raw.when) {
+            (Some(at), None) => When::AtMs(at),
+            (None, Some(trigger)) => When::Trigger(validate_trigger(trigger)?),
+            _ => return Err("an evict fault needs exactly one of `at_ms` or `when`".into()),
+        };
+        Ok(Self {
+            when,
+            restart_after_ms: raw.restart_after_ms,
+        })
+    }
+}
+
+/// What must hold at the end of every seed, besides the invariants.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub continuations: Option<u32>,
+    pub model_calls: Option<u32>,
+    /// Final state by tool call id (`absent`: no such part).
+    #[serde(default)]
+    pub tools: BTreeMap<String, String>,
+    /// Exactly these call ids were repaired.
+    pub repaired: Option<Vec<String>>,
+    pub callbacks: Option<CallbackCounts>,
+    pub messenger_posts: Option<Vec<String>>,
+    pub final_text_contains: Option<String>,
+    pub recovery: Option<RecoveryCounts>,
+    /// Canaries only: this check must fail on every seed.
+    pub expect_failure: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallbackCounts {
+    #[serde(default)]
+    pub on_done: u32,
+    #[serde(default)]
+    pub on_error: u32,
+    #[serde(default)]
+    pub on_interrupted: u32,
+    #[serde(default)]
+    pub transport_break: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryCounts {
+    pub scheduled: Option<u32>,
+    pub completed: Option<u32>,
+    pub exhausted: Option<u32>,
+    pub parked: Option<u32>,
+}
+
+impl Scenario {
+    /// The engine configuration this scenario asks for.
+    pub fn engine_config(&self) -> EngineConfig {
+        let spec = &self.engine;
+        let defaults = RecoveryConfig::default();
+        let recovery = RecoveryConfig {
+            enabled: spec.recovery.enabled.unwrap_or(defaults.enabled),
+            max_attempts: spec.recovery.max_attempts.unwrap_or(defaults.max_attempts),
+            stable_timeout_ms: spec
+                .recovery
+                .stable_timeout_ms
+                .unwrap_or(defaults.stable_timeout_ms),
+            stable_retry_delay_ms: spec
+                .recovery
+                .stable_retry_delay_ms
+                .unwrap_or(defaults.stable_retry_delay_ms),
+            no_progress_window_ms: spec
+                .recovery
+                .no_progress_window_ms
+                .unwrap_or(defaults.no_progress_window_ms),
+            terminal_message: spec
+                .recovery
+                .terminal_message
+                .clone()
+                .unwrap_or(defaults.terminal_message),
+            ..defaults
+        };
+        let base = EngineConfig::default();
+        EngineConfig {
+            tools: spec
+                .tools
+                .iter()
+                .map(|(name, tool)| (name.clone(), tool.kind))
+                .collect(),
+            coalesce_ms: spec.coalesce_ms.unwrap_or(base.coalesce_ms),
+            stall_timeout_ms: spec.stall_timeout_ms,
+            max_steps: spec.max_steps.unwrap_or(base.max_steps),
+            recovery,
+            ..base
+        }
+    }
+}

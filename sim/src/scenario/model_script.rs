@@ -1,0 +1,251 @@
+//! Scripted model calls: what a scenario writes, and the flat list of
+//! operations the mock model plays.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use turnsim_engine::{Chunk, FinishReason};
+
+use super::range::RangeMs;
+
+/// One step of a model call's script, as written in YAML.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// A whole text part: start, one delta, end.
+    Text(String),
+    TextStart(String),
+    /// A delta for the text part opened last.
+    TextDelta(String),
+    TextEnd(String),
+    /// A whole reasoning part.
+    Reasoning(String),
+    /// A whole tool call: input start, delta, end and `tool-call`, so the
+    /// tool is `input-available` mid-stream.
+    Tool(ToolStep),
+    ToolStart {
+        id: String,
+        name: String,
+    },
+    ToolDelta {
+        id: String,
+        delta: String,
+    },
+    ToolEnd(String),
+    ToolCall {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    SleepMs(RangeMs),
+    Repeat {
+        times: u32,
+        steps: Vec<Step>,
+    },
+    /// `finish-step` then `finish`. Output tokens default to the content
+    /// deltas this call streamed.
+    Finish(FinishStep),
+    /// Never send another chunk (a hung provider).
+    Park,
+    /// Drop the connection mid-stream.
+    Cut,
+    /// Answer with an HTTP error (before or between chunks).
+    HttpError {
+        status: u16,
+        #[serde(default)]
+        message: String,
+    },
+    /// An in-band error chunk.
+    ErrorChunk(String),
+    /// Steps from `fixtures/<name>.yaml`.
+    Fixture(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolStep {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub input: Value,
+    /// `call` (default): finalised mid-stream by a `tool-call` chunk;
+    /// `finish`: only input chunks, finalised at `finish-step`.
+    #[serde(default)]
+    pub finalize: Finalize,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Finalize {
+    #[default]
+    Call,
+    Finish,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinishStep {
+    pub reason: FinishReason,
+    #[serde(default)]
+    pub output_tokens: Option<u32>,
+}
+
+/// What the mock model plays, after repeats and fixtures are expanded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    Emit(Chunk),
+    /// `finish-step` + `finish`; `None` tokens = count the content streamed.
+    Finish {
+        reason: FinishReason,
+        output_tokens: Option<u32>,
+    },
+    Sleep(RangeMs),
+    Park,
+    Cut,
+    Http {
+        status: u16,
+        message: String,
+    },
+}
+
+impl Op {
+    /// Ops that put a chunk on the wire (what `after_chunk` counts).
+    pub fn is_chunk(&self) -> bool {
+        matches!(self, Op::Emit(_) | Op::Finish { .. })
+    }
+}
+
+/// Expands a call's steps. `fixture` resolves a fixture name to its steps.
+pub fn compile(
+    steps: &[Step],
+    fixture: &mut dyn FnMut(&str) -> Result<Vec<Step>, String>,
+) -> Result<Vec<Op>, String> {
+    let mut ops = Vec::new();
+    let mut open_text = String::from("t0");
+    for step in steps {
+        compile_step(step, &mut ops, &mut open_text, fixture)?;
+    }
+    Ok(ops)
+}
+
+fn compile_step(
+    step: &Step,
+    ops: &mut Vec<Op>,
+    open_text: &mut String,
+    fixture: &mut dyn FnMut(&str) -> Result<Vec<Step>, String>,
+) -> Result<(), String> {
+    let emit = |ops: &mut Vec<Op>, chunk| ops.push(Op::Emit(chunk));
+    match step {
+        Step::Text(text) => {
+            let id = format!("t{}", ops.len());
+            emit(ops, Chunk::TextStart { id: id.clone() });
+            emit(
+                ops,
+                Chunk::TextDelta {
+                    id: id.clone(),
+                    delta: text.clone(),
+                },
+            );
+            emit(ops, Chunk::TextEnd { id });
+        }
+        Step::TextStart(id) => {
+            *open_text = id.clone();
+            emit(ops, Chunk::TextStart { id: id.clone() });
+        }
+        Step::TextDelta(delta) => emit(
+            ops,
+            Chunk::TextDelta {
+                id: open_text.clone(),
+                delta: delta.clone(),
+            },
+        ),
+        Step::TextEnd(id) => emit(ops, Chunk::TextEnd { id: id.clone() }),
+        Step::Reasoning(text) => {
+            let id = format!("r{}", ops.len());
+            emit(ops, Chunk::ReasoningStart { id: id.clone() });
+            emit(
+                ops,
+                Chunk::ReasoningDelta {
+                    id: id.clone(),
+                    delta: text.clone(),
+                },
+            );
+            emit(ops, Chunk::ReasoningEnd { id });
+        }
+        Step::Tool(tool) => compile_tool(tool, ops),
+        Step::ToolStart { id, name } => emit(
+            ops,
+            Chunk::ToolInputStart {
+                id: id.clone(),
+                name: name.clone(),
+            },
+        ),
+        Step::ToolDelta { id, delta } => emit(
+            ops,
+            Chunk::ToolInputDelta {
+                id: id.clone(),
+                delta: delta.clone(),
+            },
+        ),
+        Step::ToolEnd(id) => emit(ops, Chunk::ToolInputEnd { id: id.clone() }),
+        Step::ToolCall { id, name, input } => emit(
+            ops,
+            Chunk::ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                input: input.clone(),
+            },
+        ),
+        Step::SleepMs(range) => ops.push(Op::Sleep(*range)),
+        Step::Repeat { times, steps } => {
+            for _ in 0..*times {
+                for inner in steps {
+                    compile_step(inner, ops, open_text, fixture)?;
+                }
+            }
+        }
+        Step::Finish(finish) => ops.push(Op::Finish {
+            reason: finish.reason,
+            output_tokens: finish.output_tokens,
+        }),
+        Step::Park => ops.push(Op::Park),
+        Step::Cut => ops.push(Op::Cut),
+        Step::HttpError { status, message } => ops.push(Op::Http {
+            status: *status,
+            message: message.clone(),
+        }),
+        Step::ErrorChunk(message) => emit(
+            ops,
+            Chunk::Error {
+                message: message.clone(),
+            },
+        ),
+        Step::Fixture(name) => {
+            for inner in fixture(name)? {
+                compile_step(&inner, ops, open_text, fixture)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn compile_tool(tool: &ToolStep, ops: &mut Vec<Op>) {
+    let input = if tool.input.is_null() {
+        Value::Object(Default::default())
+    } else {
+        tool.input.clone()
+    };
+    let (id, name) = (tool.id.clone(), tool.name.clone());
+    ops.push(Op::Emit(Chunk::ToolInputStart {
+        id: id.clone(),
+        name: name.clone(),
+    }));
+    ops.push(Op::Emit(Chunk::ToolInputDelta {
+        id: id.clone(),
+        delta: input.to_string(),
+    }));
+    ops.push(Op::Emit(Chunk::ToolInputEnd { id: id.clone() }));
+    if tool.finalize == Finalize::Call {
+        ops.push(Op::Emit(Chunk::ToolCall { id, name, input }));
+    }
+}

@@ -1,0 +1,388 @@
+//! The trace: every observable event of one run, stamped with sim time.
+//!
+//! Rendered as a stable text timeline (one event a line, for humans, diffs
+//! and snapshots) and as JSON. Task ids, addresses and wall-clock never enter
+//! it, so the same seed gives the same bytes.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::Notify;
+use turnsim_engine::EngineEvent;
+
+/// Which part of the world an event comes from (a lane of the timeline).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lane {
+    World,
+    Client,
+    Caller,
+    Messenger,
+    Engine,
+    Model,
+    Tools,
+    Store,
+}
+
+impl Lane {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::World => "world",
+            Self::Client => "client",
+            Self::Caller => "caller",
+            Self::Messenger => "messenger",
+            Self::Engine => "engine",
+            Self::Model => "model",
+            Self::Tools => "tools",
+            Self::Store => "store",
+        }
+    }
+}
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Event {
+    /// A scenario action or fault the world carried out.
+    Action {
+        what: String,
+    },
+    Evicted,
+    Restarted,
+    Engine(EngineEvent),
+    ModelCall {
+        call: u32,
+        request_id: String,
+        step: u32,
+        continuation: bool,
+    },
+    ModelChunk {
+        call: u32,
+        index: u32,
+        chunk: String,
+    },
+    /// How a model call's script ended (parked, cut, http error ...).
+    ModelEnd {
+        call: u32,
+        how: String,
+    },
+    /// The request held a tool call without a result.
+    ModelRejected {
+        call: u32,
+        missing: Vec<String>,
+    },
+    ServerToolRun {
+        call_id: String,
+        tool_name: String,
+    },
+    StoreCommit {
+        writes: Vec<String>,
+    },
+    ClientConnected {
+        connection: u64,
+    },
+    ClientDisconnected {
+        connection: u64,
+    },
+    ClientSawTool {
+        call_id: String,
+        state: String,
+    },
+    ClientSent {
+        call_id: String,
+        what: String,
+        auto_continue: bool,
+    },
+    ClientSendFailed {
+        call_id: String,
+    },
+    ClientFrame {
+        what: String,
+    },
+    ChatCalled {
+        chat: u32,
+    },
+    CallbackStart {
+        chat: u32,
+        request_id: String,
+    },
+    CallbackEvent {
+        chat: u32,
+        chunk: String,
+    },
+    CallbackDone {
+        chat: u32,
+    },
+    CallbackError {
+        chat: u32,
+        message: String,
+    },
+    CallbackInterrupted {
+        chat: u32,
+    },
+    /// The callback object was dropped; `terminal` says whether a terminal
+    /// callback had come first. Dropped by a dying process, the caller sees
+    /// a transport break.
+    CallbackDropped {
+        chat: u32,
+        terminal: bool,
+    },
+    MessengerPost {
+        delivery: String,
+        text: String,
+    },
+}
+
+impl Event {
+    pub fn lane(&self) -> Lane {
+        match self {
+            Self::Action { .. } | Self::Evicted | Self::Restarted => Lane::World,
+            Self::Engine(_) => Lane::Engine,
+            Self::ModelCall { .. }
+            | Self::ModelChunk { .. }
+            | Self::ModelEnd { .. }
+            | Self::ModelRejected { .. } => Lane::Model,
+            Self::ServerToolRun { .. } => Lane::Tools,
+            Self::StoreCommit { .. } => Lane::Store,
+            Self::ClientConnected { .. }
+            | Self::ClientDisconnected { .. }
+            | Self::ClientSawTool { .. }
+            | Self::ClientSent { .. }
+            | Self::ClientSendFailed { .. }
+            | Self::ClientFrame { .. } => Lane::Client,
+            Self::ChatCalled { .. }
+            | Self::CallbackStart { .. }
+            | Self::CallbackEvent { .. }
+            | Self::CallbackDone { .. }
+            | Self::CallbackError { .. }
+            | Self::CallbackInterrupted { .. }
+            | Self::CallbackDropped { .. } => Lane::Caller,
+            Self::MessengerPost { .. } => Lane::Messenger,
+        }
+    }
+
+    /// The event's name in the timeline.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Action { .. } => "action",
+            Self::Evicted => "evict",
+            Self::Restarted => "restart",
+            Self::Engine(event) => event.name(),
+            Self::ModelCall { .. } => "call",
+            Self::ModelChunk { .. } => "chunk",
+            Self::ModelEnd { .. } => "end",
+            Self::ModelRejected { .. } => "rejected",
+            Self::ServerToolRun { .. } => "run",
+            Self::StoreCommit { .. } => "commit",
+            Self::ClientConnected { .. } => "connected",
+            Self::ClientDisconnected { .. } => "disconnected",
+            Self::ClientSawTool { .. } => "saw-tool",
+            Self::ClientSent { .. } => "sent",
+            Self::ClientSendFailed { .. } => "send-failed",
+            Self::ClientFrame { .. } => "frame",
+            Self::ChatCalled { .. } => "chat",
+            Self::CallbackStart { .. } => "on_start",
+            Self::CallbackEvent { .. } => "on_event",
+            Self::CallbackDone { .. } => "on_done",
+            Self::CallbackError { .. } => "on_error",
+            Self::CallbackInterrupted { .. } => "on_interrupted",
+            Self::CallbackDropped { .. } => "dropped",
+            Self::MessengerPost { .. } => "post",
+        }
+    }
+
+    pub fn detail(&self) -> String {
+        match self {
+            Self::Action { what } => what.clone(),
+            Self::Evicted | Self::Restarted => String::new(),
+            Self::Engine(event) => event.detail(),
+            Self::ModelCall {
+                call,
+                request_id,
+                step,
+                continuation,
+            } => {
+                format!(
+                    "#{call} {request_id} step={step}{}",
+                    if *continuation { " continuation" } else { "" }
+                )
+            }
+            Self::ModelChunk { call, index, chunk } => format!("#{call}.{index} {chunk}"),
+            Self::ModelEnd { call, how } => format!("#{call} {how}"),
+            Self::ModelRejected { call, missing } => {
+                format!("#{call} MissingToolResultsError {}", missing.join(","))
+            }
+            Self::ServerToolRun { call_id, tool_name } => format!("{call_id} {tool_name}"),
+            Self::StoreCommit { writes } => writes.join("; "),
+            Self::ClientConnected { connection } | Self::ClientDisconnected { connection } => {
+                format!("c{connection}")
+            }
+            Self::ClientSawTool { call_id, state } => format!("{call_id} {state}"),
+            Self::ClientSent {
+                call_id,
+                what,
+                auto_continue,
+            } => format!("{call_id} {what} auto_continue={auto_continue}"),
+            Self::ClientSendFailed { call_id } => call_id.clone(),
+            Self::ClientFrame { what } => what.clone(),
+            Self::ChatCalled { chat }
+            | Self::CallbackDone { chat }
+            | Self::CallbackInterrupted { chat } => format!("chat{chat}"),
+            Self::CallbackStart { chat, request_id } => format!("chat{chat} {request_id}"),
+            Self::CallbackEvent { chat, chunk } => format!("chat{chat} {chunk}"),
+            Self::CallbackError { chat, message } => format!("chat{chat} {message:?}"),
+            Self::CallbackDropped { chat, terminal } => format!("chat{chat} terminal={terminal}"),
+            Self::MessengerPost { delivery, text } => format!("{delivery} {text:?}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceEvent {
+    /// Sim time since the run started, in microseconds.
+    pub at_us: u64,
+    pub lane: Lane,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+impl TraceEvent {
+    pub fn render(&self) -> String {
+        let mut line = String::new();
+        self.render_into(&mut line);
+        line
+    }
+
+    fn render_into(&self, out: &mut String) {
+        let millis = self.at_us / 1_000;
+        let _ = write!(
+            out,
+            "{:>6}.{:03}s {:<9} {}",
+            millis / 1_000,
+            millis % 1_000,
+            self.lane.as_str(),
+            self.event.name()
+        );
+        let detail = self.event.detail();
+        if !detail.is_empty() {
+            out.push(' ');
+            out.push_str(&detail);
+        }
+    }
+}
+
+/// Resolves a waiting sender on the n-th event that matches.
+struct Watcher {
+    matches: Box<dyn Fn(&Event) -> bool + Send>,
+    remaining: u32,
+    fire: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    events: Vec<TraceEvent>,
+    watchers: Vec<Watcher>,
+    overflowed: bool,
+}
+
+impl Inner {
+    fn notify_watchers(&mut self, event: &Event) {
+        for watcher in &mut self.watchers {
+            if watcher.fire.is_some() && (watcher.matches)(event) {
+                watcher.remaining -= 1;
+                if watcher.remaining == 0 {
+                    let _ = watcher.fire.take().expect("checked").send(());
+                }
+            }
+        }
+        self.watchers.retain(|watcher| watcher.fire.is_some());
+    }
+}
+
+/// The shared recorder. Cheap to clone; every part of the world records here.
+#[derive(Clone)]
+pub struct Trace {
+    inner: Arc<Mutex<Inner>>,
+    activity: Arc<Notify>,
+    budget: usize,
+}
+
+impl Trace {
+    /// `budget` bounds the events one run may record: a run past it is a
+    /// livelock, reported as a liveness failure.
+    pub fn new(budget: usize) -> Self {
+        Self {
+            inner: Default::default(),
+            activity: Arc::new(Notify::new()),
+            budget,
+        }
+    }
+
+    pub fn record(&self, event: Event) {
+        let at_us = madsim::time::TimeHandle::current().elapsed().as_micros() as u64;
+        let lane = event.lane();
+        {
+            let mut inner = self.inner.lock().expect("trace lock");
+            if !inner.watchers.is_empty() {
+                inner.notify_watchers(&event);
+            }
+            if inner.events.len() >= self.budget {
+                inner.overflowed = true;
+            } else {
+                inner.events.push(TraceEvent { at_us, lane, event });
+            }
+        }
+        self.activity.notify_one();
+    }
+
+    /// Resolves after the next recorded event (or at once if one came since
+    /// the last wait).
+    pub async fn changed(&self) {
+        self.activity.notified().await;
+    }
+
+    /// Resolves on the `nth` future event for which `matches` holds.
+    pub fn watch(
+        &self,
+        nth: u32,
+        matches: impl Fn(&Event) -> bool + Send + 'static,
+    ) -> tokio::sync::oneshot::Receiver<()> {
+        let (fire, fired) = tokio::sync::oneshot::channel();
+        let watcher = Watcher {
+            matches: Box::new(matches),
+            remaining: nth.max(1),
+            fire: Some(fire),
+        };
+        self.inner
+            .lock()
+            .expect("trace lock")
+            .watchers
+            .push(watcher);
+        fired
+    }
+
+    pub fn overflowed(&self) -> bool {
+        self.inner.lock().expect("trace lock").overflowed
+    }
+
+    pub fn take(&self) -> Vec<TraceEvent> {
+        std::mem::take(&mut self.inner.lock().expect("trace lock").events)
+    }
+}
+
+/// Elapsed sim time of the current run.
+pub fn sim_now() -> Duration {
+    madsim::time::TimeHandle::current().elapsed()
+}
+
+/// The whole timeline as text, one event a line.
+pub fn render_timeline(events: &[TraceEvent]) -> String {
+    let mut out = String::with_capacity(events.len() * 64);
+    for event in events {
+        event.render_into(&mut out);
+        out.push('\n');
+    }
+    out
+}

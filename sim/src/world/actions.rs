@@ -1,0 +1,182 @@
+//! Scripted actions and eviction faults: each waits for its time or trigger,
+//! then acts on the world.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use madsim::runtime::Handle;
+use turnsim_engine::SessionHandle;
+
+use super::rng::SharedRng;
+use super::{SimCallback, World};
+use crate::scenario::{ActionKind, Evict, Fault, Trigger, Via, When};
+use crate::trace::{Event, Trace};
+
+/// How often an action waiting for a dead engine looks again.
+const ENGINE_POLL_MS: u64 = 10;
+
+impl World {
+    pub(super) fn start_actions(&self) {
+        let rng = SharedRng::derive(self.seed, "actions");
+        let mut chat_id = 0;
+        for action in &self.scenario.scenario.actions {
+            if matches!(action.kind, ActionKind::UserMessage(ref message) if message.via == Via::Chat)
+            {
+                chat_id += 1;
+            }
+            self.spawn_when(
+                &action.when,
+                &rng,
+                self.clone()
+                    .perform(action.kind.clone(), chat_id, rng.clone()),
+            );
+        }
+        for fault in &self.scenario.scenario.faults {
+            if let Fault::Evict(evict) = fault {
+                let evict_action = Evict {
+                    restart_after_ms: evict.restart_after_ms,
+                };
+                let world = self.clone();
+                self.spawn_when(&evict.when, &rng, async move {
+                    world.evict(&evict_action, &rng_for(&world)).await
+                });
+            }
+        }
+    }
+
+    /// Runs `act` at its time (counted as busy from the start) or when its
+    /// trigger matches (busy from then on; a trigger that never matches
+    /// leaves nothing outstanding).
+    fn spawn_when(
+        &self,
+        when: &When,
+        rng: &SharedRng,
+        act: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let busy = self.busy.clone();
+        match when {
+            When::AtMs(range) => {
+                busy.fetch_add(1, Ordering::SeqCst);
+                let at_ms = rng.sample(*range);
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(at_ms)).await;
+                    act.await;
+                    busy.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+            When::Trigger(trigger) => {
+                let fired = watch_trigger(&self.trace, trigger);
+                let delay_ms = rng.sample(trigger.delay_ms);
+                tokio::spawn(async move {
+                    if fired.await.is_err() {
+                        return;
+                    }
+                    busy.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                    act.await;
+                    busy.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        }
+    }
+
+    async fn perform(self, kind: ActionKind, chat_id: u32, rng: SharedRng) {
+        match kind {
+            ActionKind::UserMessage(message) => {
+                let engine = self.live_engine().await;
+                let via = if message.via == Via::Chat {
+                    "chat"
+                } else {
+                    "connection"
+                };
+                self.trace.record(Event::Action {
+                    what: format!("user-message via={via} {:?}", message.text),
+                });
+                match message.via {
+                    Via::Connection => {
+                        engine.user_message(&message.text);
+                    }
+                    Via::Chat => {
+                        self.trace.record(Event::ChatCalled { chat: chat_id });
+                        let callback = Box::new(SimCallback::new(chat_id, self.trace.clone()));
+                        // The RPC leaves from the caller's node.
+                        let call = async move { engine.chat(&message.text, callback) };
+                        let _ = self.caller_node.spawn(call).await;
+                    }
+                }
+            }
+            ActionKind::Deliver(delivery) => {
+                let engine = self.live_engine().await;
+                self.trace.record(Event::Action {
+                    what: format!("deliver {} {:?}", delivery.id, delivery.text),
+                });
+                engine.deliver(&delivery.id, &delivery.text);
+            }
+            ActionKind::Evict(evict) => self.evict(&evict, &rng).await,
+            ActionKind::Disconnect(disconnect) => {
+                self.trace.record(Event::Action {
+                    what: "disconnect client".into(),
+                });
+                if let Some(client) = &self.client {
+                    client.disconnect(disconnect.reconnect_after_ms);
+                }
+            }
+        }
+    }
+
+    /// Kills the engine process and restarts it after the sampled delay.
+    async fn evict(&self, evict: &Evict, rng: &SharedRng) {
+        let restart_after_ms = rng.sample(evict.restart_after_ms);
+        let handle = Handle::current();
+        self.trace.record(Event::Evicted);
+        self.switchboard.clear();
+        handle.kill(self.engine_node.id());
+        tokio::time::sleep(Duration::from_millis(restart_after_ms)).await;
+        self.trace.record(Event::Restarted);
+        handle.restart(self.engine_node.id());
+    }
+
+    /// The live engine, waiting while the process is down.
+    async fn live_engine(&self) -> SessionHandle {
+        loop {
+            if let Some(engine) = self.switchboard.engine() {
+                return engine;
+            }
+            tokio::time::sleep(Duration::from_millis(ENGINE_POLL_MS)).await;
+        }
+    }
+}
+
+fn rng_for(world: &World) -> SharedRng {
+    SharedRng::derive(world.seed, "faults")
+}
+
+fn watch_trigger(trace: &Trace, trigger: &Trigger) -> tokio::sync::oneshot::Receiver<()> {
+    let trigger = trigger.clone();
+    trace.watch(trigger.nth, move |event| trigger_matches(&trigger, event))
+}
+
+/// Whether a traced event is what the trigger waits for.
+pub fn trigger_matches(trigger: &Trigger, event: &Event) -> bool {
+    use turnsim_engine::EngineEvent;
+    if let (Some(tool), Some(state)) = (&trigger.tool, &trigger.state) {
+        return match event {
+            Event::Engine(EngineEvent::ToolApplied {
+                call_id,
+                state: applied,
+                ..
+            })
+            | Event::Engine(EngineEvent::ToolReady {
+                call_id,
+                state: applied,
+                ..
+            }) => call_id == tool && applied.as_str() == state,
+            _ => false,
+        };
+    }
+    let Some(name) = &trigger.event else {
+        return false;
+    };
+    let lane_name = format!("{}.{}", event.lane().as_str(), event.name());
+    event.name() == name || &lane_name == name
+}

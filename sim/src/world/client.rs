@@ -1,0 +1,287 @@
+//! The simulated client: keeps a connection to the engine, answers client
+//! tools after a seeded latency, and reconnects when the connection drops.
+//!
+//! A result is sent once per sighting of a pending tool; if the engine died
+//! before applying it, the transcript the client gets on reconnect still
+//! shows the tool pending, and the client answers again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use turnsim_engine::ports::{Connection, Frame};
+use turnsim_engine::{ToolOutcome, ToolResult, ToolState};
+
+use super::rng::SharedRng;
+use super::switchboard::Switchboard;
+use crate::scenario::{AnswerSpec, ClientSpec, RangeMs, Reply};
+use crate::trace::{Event, Trace};
+
+/// How long a disconnected client waits between tries to reach a dead engine.
+const RECONNECT_POLL_MS: u64 = 100;
+
+/// The engine's end of a connection. Frames in flight count as client work,
+/// so the world is not called quiescent while the client has unread frames.
+struct SimConnection {
+    frames: mpsc::UnboundedSender<Frame>,
+    unread: Arc<AtomicUsize>,
+}
+
+impl Connection for SimConnection {
+    fn send(&self, frame: Frame) -> bool {
+        self.unread.fetch_add(1, Ordering::SeqCst);
+        let sent = self.frames.send(frame).is_ok();
+        if !sent {
+            self.unread.fetch_sub(1, Ordering::SeqCst);
+        }
+        sent
+    }
+}
+
+#[derive(Default)]
+struct State {
+    next_connection: u64,
+    /// Answers waiting out their latency.
+    scheduled: BTreeSet<String>,
+    /// Answers sent on the current connection.
+    sent: BTreeSet<String>,
+    /// Work the client still has: scheduled answers and pending reconnects.
+    outstanding: usize,
+    /// Set by a scripted disconnect: close, then reconnect after this.
+    drop_requested: Option<RangeMs>,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    spec: Arc<ClientSpec>,
+    answers: Arc<BTreeMap<String, AnswerSpec>>,
+    state: Arc<Mutex<State>>,
+    switchboard: Switchboard,
+    rng: SharedRng,
+    trace: Trace,
+    wake: Arc<tokio::sync::Notify>,
+    unread: Arc<AtomicUsize>,
+}
+
+impl Client {
+    pub fn new(spec: &ClientSpec, switchboard: Switchboard, rng: SharedRng, trace: Trace) -> Self {
+        let state = State {
+            outstanding: 1,
+            ..State::default()
+        };
+        Self {
+            spec: Arc::new(spec.clone()),
+            answers: Arc::new(spec.tools.clone()),
+            state: Arc::new(Mutex::new(state)),
+            switchboard,
+            rng,
+            trace,
+            wake: Default::default(),
+            unread: Default::default(),
+        }
+    }
+
+    /// Work the client has not finished (the world is not quiescent before).
+    pub fn outstanding(&self) -> usize {
+        self.state.lock().expect("client lock").outstanding + self.unread.load(Ordering::SeqCst)
+    }
+
+    /// Closes the connection now and reconnects after `reconnect_after_ms`.
+    pub fn disconnect(&self, reconnect_after_ms: RangeMs) {
+        self.state.lock().expect("client lock").drop_requested = Some(reconnect_after_ms);
+        self.wake.notify_one();
+    }
+
+    /// Runs for the whole simulation: connect, serve frames, reconnect.
+    pub async fn run(self) {
+        loop {
+            let Some((connection, frames)) = self.connect().await else {
+                continue;
+            };
+            self.update(|state| state.outstanding -= 1);
+            let reconnect_after = self.serve(connection, frames).await;
+            self.update(|state| state.outstanding += 1);
+            self.trace.record(Event::ClientDisconnected { connection });
+            tokio::time::sleep(Duration::from_millis(self.rng.sample(reconnect_after))).await;
+        }
+    }
+
+    fn update<T>(&self, change: impl FnOnce(&mut State) -> T) -> T {
+        change(&mut self.state.lock().expect("client lock"))
+    }
+
+    async fn connect(&self) -> Option<(u64, mpsc::UnboundedReceiver<Frame>)> {
+        let Some(engine) = self.switchboard.engine() else {
+            tokio::time::sleep(Duration::from_millis(RECONNECT_POLL_MS)).await;
+            return None;
+        };
+        let connection = self.update(|state| {
+            state.next_connection += 1;
+            state.sent.clear();
+            state.next_connection
+        });
+        let (sender, frames) = mpsc::unbounded_channel();
+        self.unread.store(0, Ordering::SeqCst);
+        let engine_end = SimConnection {
+            frames: sender,
+            unread: self.unread.clone(),
+        };
+        if !engine.connect(connection, Box::new(engine_end)) {
+            return None;
+        }
+        self.trace.record(Event::ClientConnected { connection });
+        Some((connection, frames))
+    }
+
+    /// Serves one connection until it drops; returns the reconnect delay.
+    async fn serve(&self, connection: u64, mut frames: mpsc::UnboundedReceiver<Frame>) -> RangeMs {
+        loop {
+            tokio::select! {
+                biased;
+                frame = frames.recv() => match frame {
+                    Some(frame) => {
+                        self.on_frame(frame);
+                        self.unread.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    None => {
+                        self.unread.store(0, Ordering::SeqCst);
+                        return self.spec.reconnect_after_ms;
+                    }
+                },
+                _ = self.wake.notified() => {
+                    if let Some(delay) = self.update(|state| state.drop_requested.take()) {
+                        if let Some(engine) = self.switchboard.engine() {
+                            engine.disconnect(connection);
+                        }
+                        return delay;
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_frame(&self, frame: Frame) {
+        match frame {
+            Frame::Messages(messages) => {
+                let pending = messages
+                    .iter()
+                    .flat_map(|message| message.tools())
+                    .filter(|tool| tool.state.is_pending());
+                for tool in pending {
+                    self.consider(&tool.call_id, &tool.tool_name, tool.state);
+                }
+            }
+            Frame::Tool {
+                call_id,
+                tool_name,
+                state,
+            } => {
+                self.trace.record(Event::ClientSawTool {
+                    call_id: call_id.clone(),
+                    state: state.as_str().into(),
+                });
+                self.consider(&call_id, &tool_name, state);
+            }
+            Frame::Done { request_id, .. } => self.trace.record(Event::ClientFrame {
+                what: format!("done {request_id}"),
+            }),
+            Frame::Error {
+                request_id,
+                message,
+            } => self.trace.record(Event::ClientFrame {
+                what: format!("error {request_id} {message:?}"),
+            }),
+            Frame::Recovering(on) => self.trace.record(Event::ClientFrame {
+                what: format!("recovering={on}"),
+            }),
+            Frame::Chunk { .. } => {}
+        }
+    }
+
+    /// Schedules an answer for a tool waiting on the client, once.
+    fn consider(&self, call_id: &str, tool_name: &str, state: ToolState) {
+        if !state.is_pending() {
+            return;
+        }
+        let Some(answer) = self.answers.get(tool_name).cloned() else {
+            return;
+        };
+        if answer.reply == Reply::Never {
+            return;
+        }
+        let fresh = self.update(|state| {
+            let fresh = !state.scheduled.contains(call_id) && !state.sent.contains(call_id);
+            if fresh {
+                state.scheduled.insert(call_id.to_string());
+                state.outstanding += 1;
+            }
+            fresh
+        });
+        if fresh {
+            let latency_ms = self.rng.sample(answer.answer_after_ms);
+            tokio::spawn(
+                self.clone()
+                    .answer_later(call_id.to_string(), answer, latency_ms),
+            );
+        }
+    }
+
+    async fn answer_later(self, call_id: String, answer: AnswerSpec, latency_ms: u64) {
+        tokio::time::sleep(Duration::from_millis(latency_ms)).await;
+        let sent = self.send_answer(&call_id, &answer);
+        self.update(|state| {
+            state.scheduled.remove(&call_id);
+            state.outstanding -= 1;
+            if sent {
+                state.sent.insert(call_id.clone());
+            }
+        });
+        if !sent {
+            self.trace.record(Event::ClientSendFailed { call_id });
+        }
+    }
+
+    fn send_answer(&self, call_id: &str, answer: &AnswerSpec) -> bool {
+        let Some(engine) = self.switchboard.engine() else {
+            return false;
+        };
+        let auto_continue = answer.auto_continue;
+        let (what, sent) = match &answer.reply {
+            Reply::Approve(approved) => (
+                format!("approval approved={approved}"),
+                engine.approval(call_id, *approved, auto_continue),
+            ),
+            Reply::Output(output) => {
+                let result = ToolResult {
+                    call_id: call_id.to_string(),
+                    outcome: ToolOutcome::Output(output.clone()),
+                };
+                (
+                    format!("output {output}"),
+                    engine.tool_result(result, auto_continue),
+                )
+            }
+            Reply::Error(error) => {
+                let result = ToolResult {
+                    call_id: call_id.to_string(),
+                    outcome: ToolOutcome::Error(Some(error.clone())),
+                };
+                (
+                    format!("error {error:?}"),
+                    engine.tool_result(result, auto_continue),
+                )
+            }
+            Reply::Never => return false,
+        };
+        if sent {
+            self.trace.record(Event::ClientSent {
+                call_id: call_id.to_string(),
+                what,
+                auto_continue,
+            });
+        }
+        sent
+    }
+}

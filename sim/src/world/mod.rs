@@ -1,0 +1,206 @@
+//! The simulated world of one seed: one madsim runtime with nodes for the
+//! engine process, the model provider, the client and the `chat()` caller;
+//! a durable store outside the engine node so it survives eviction; scripted
+//! actions and faults; and a run that ends when the world is quiescent or
+//! its sim-time horizon or event budget runs out.
+
+mod actions;
+mod caller;
+mod client;
+mod model;
+mod observer;
+pub mod rng;
+mod store;
+mod switchboard;
+mod tools;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use madsim::runtime::{Handle, NodeHandle, Runtime};
+use turnsim_engine::durable::DurableState;
+use turnsim_engine::{EngineConfig, Inspection, Ports, RegressionSet, SessionHandle};
+
+use crate::scenario::ScenarioFile;
+use crate::trace::{sim_now, Trace, TraceEvent};
+
+pub use caller::SimCallback;
+pub use client::Client;
+pub use switchboard::Switchboard;
+
+/// Events one run may record before it counts as a livelock.
+pub const EVENT_BUDGET: usize = 200_000;
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunEnd {
+    /// Nothing left to do: every turn settled, nothing scheduled.
+    Quiescent,
+    /// The sim-time horizon passed with work still outstanding.
+    Horizon,
+    /// The event budget ran out (a livelock).
+    EventBudget,
+}
+
+/// Everything a run leaves behind for the checkers.
+#[derive(Clone, Debug)]
+pub struct RunRecord {
+    pub seed: u64,
+    pub events: Vec<TraceEvent>,
+    pub end: RunEnd,
+    pub final_state: DurableState,
+    /// The engine's in-memory state at the end (`None`: process down).
+    pub final_inspection: Option<Inspection>,
+    pub sim_ms: u64,
+}
+
+/// Runs one scenario on one seed.
+pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> RunRecord {
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let mut config = scenario.scenario.engine_config();
+    config.regressions = regressions.clone();
+    let scenario = scenario.clone();
+    runtime.block_on(async move { World::build(scenario, seed, config).run(seed).await })
+}
+
+/// Shared parts of the world, cheap to clone into tasks.
+#[derive(Clone)]
+pub(crate) struct World {
+    scenario: Arc<ScenarioFile>,
+    trace: Trace,
+    store: Arc<store::SimStore>,
+    switchboard: Switchboard,
+    client: Option<Client>,
+    engine_node: NodeHandle,
+    caller_node: NodeHandle,
+    /// Scripted actions and faults not yet finished.
+    busy: Arc<AtomicUsize>,
+    seed: u64,
+}
+
+impl World {
+    fn build(scenario: ScenarioFile, seed: u64, config: EngineConfig) -> Self {
+        let trace = Trace::new(EVENT_BUDGET);
+        let handle = Handle::current();
+        let store = Arc::new(store::SimStore::new(trace.clone()));
+        let switchboard = Switchboard::default();
+        let model_node = handle.create_node().name("model").build();
+        let model = model::MockModel::new(
+            &scenario,
+            model_node,
+            rng::SharedRng::derive(seed, "model"),
+            trace.clone(),
+        );
+        let ports = Ports {
+            store: store.clone(),
+            model: Arc::new(model),
+            server_tools: Arc::new(tools::SimServerTools {
+                specs: scenario.scenario.engine.tools.clone(),
+                rng: rng::SharedRng::derive(seed, "server-tools"),
+                trace: trace.clone(),
+            }),
+            observer: Arc::new(observer::TraceObserver(trace.clone())),
+            surface: Arc::new(observer::TraceSurface(trace.clone())),
+        };
+        let engine_node = engine_node(&handle, config, ports, switchboard.clone());
+        let client = scenario.scenario.client.connect.then(|| {
+            Client::new(
+                &scenario.scenario.client,
+                switchboard.clone(),
+                rng::SharedRng::derive(seed, "client"),
+                trace.clone(),
+            )
+        });
+        let caller_node = handle.create_node().name("caller").build();
+        Self {
+            scenario: Arc::new(scenario),
+            trace,
+            store,
+            switchboard,
+            client,
+            engine_node,
+            caller_node,
+            busy: Arc::new(AtomicUsize::new(0)),
+            seed,
+        }
+    }
+
+    async fn run(self, seed: u64) -> RunRecord {
+        if let Some(client) = self.client.clone() {
+            let client_node = Handle::current().create_node().name("client").build();
+            client_node.spawn(client.run());
+        }
+        self.start_actions();
+        let end = self.wait_until_settled().await;
+        let final_inspection = self.switchboard.engine().map(|engine| engine.inspect());
+        RunRecord {
+            seed,
+            events: self.trace.take(),
+            end,
+            final_state: self.store.snapshot(),
+            final_inspection,
+            sim_ms: sim_now().as_millis() as u64,
+        }
+    }
+
+    /// Waits for quiescence: the engine idle, the client and every scripted
+    /// action done. Re-checks after every traced event.
+    async fn wait_until_settled(&self) -> RunEnd {
+        let horizon = Duration::from_millis(self.scenario.scenario.horizon_ms);
+        loop {
+            if self.trace.overflowed() {
+                return RunEnd::EventBudget;
+            }
+            if self.is_quiescent() {
+                return RunEnd::Quiescent;
+            }
+            let Some(left) = horizon.checked_sub(sim_now()) else {
+                return RunEnd::Horizon;
+            };
+            tokio::select! {
+                biased;
+                _ = self.trace.changed() => {}
+                _ = tokio::time::sleep(left) => return RunEnd::Horizon,
+            }
+        }
+    }
+
+    fn is_quiescent(&self) -> bool {
+        if self.busy.load(Ordering::SeqCst) > 0 {
+            return false;
+        }
+        if self
+            .client
+            .as_ref()
+            .is_some_and(|client| client.outstanding() > 0)
+        {
+            return false;
+        }
+        self.switchboard
+            .engine()
+            .is_some_and(|engine| engine.inspect().is_idle())
+    }
+}
+
+/// The engine process. Its init re-runs on every restart: a fresh session
+/// booted from the durable store.
+fn engine_node(
+    handle: &Handle,
+    config: EngineConfig,
+    ports: Ports,
+    switchboard: Switchboard,
+) -> NodeHandle {
+    handle
+        .create_node()
+        .name("engine")
+        .init(move || {
+            let (config, ports, switchboard) = (config.clone(), ports.clone(), switchboard.clone());
+            async move {
+                switchboard.install(SessionHandle::spawn(config, ports));
+                std::future::pending::<()>().await
+            }
+        })
+        .build()
+}

@@ -1,0 +1,201 @@
+//! The scripted mock model. Each call plays its script on the model node:
+//! chunks, sleeps, a park, a cut, an HTTP error. Like a real provider it
+//! rejects a request holding a tool call without a result, and answers a
+//! request that ends in a half-streamed tool call with nothing.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use madsim::runtime::NodeHandle;
+use tokio::sync::mpsc;
+use turnsim_engine::ports::{ModelProvider, ModelRequest, ModelStream};
+use turnsim_engine::{Chunk, FinishReason, Part, Role, StreamError, ToolState, Usage};
+
+use super::rng::SharedRng;
+use crate::scenario::{Op, ScenarioFile};
+use crate::trace::{Event, Trace};
+
+pub struct MockModel {
+    calls: Vec<Vec<Op>>,
+    next_call: AtomicU32,
+    node: NodeHandle,
+    rng: SharedRng,
+    trace: Trace,
+}
+
+impl MockModel {
+    pub fn new(scenario: &ScenarioFile, node: NodeHandle, rng: SharedRng, trace: Trace) -> Self {
+        Self {
+            calls: scenario.calls.clone(),
+            next_call: AtomicU32::new(0),
+            node,
+            rng,
+            trace,
+        }
+    }
+
+    fn script(&self, call: u32, request: &ModelRequest) -> Vec<Op> {
+        if ends_mid_tool_input(request) {
+            // The provider sees a dangling partial call and produces nothing.
+            return vec![Op::Finish {
+                reason: FinishReason::Unknown,
+                output_tokens: Some(0),
+            }];
+        }
+        self.calls
+            .get(call as usize - 1)
+            .cloned()
+            .unwrap_or_else(crate::scenario::default_reply)
+    }
+}
+
+impl ModelProvider for MockModel {
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let call = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
+        let (sender, stream) = mpsc::unbounded_channel();
+        self.trace.record(Event::ModelCall {
+            call,
+            request_id: request.request_id.clone(),
+            step: request.step,
+            continuation: request.continuation,
+        });
+        let missing = missing_tool_results(&request);
+        if !missing.is_empty() {
+            self.trace.record(Event::ModelRejected { call, missing });
+            let error = StreamError::Http {
+                status: 400,
+                message: "MissingToolResultsError".into(),
+            };
+            let _ = sender.send(Err(error));
+            return stream;
+        }
+        let player = Player {
+            call,
+            sender,
+            rng: self.rng.clone(),
+            trace: self.trace.clone(),
+        };
+        let ops = self.script(call, &request);
+        self.node.spawn(player.play(ops));
+        stream
+    }
+}
+
+/// Tool calls in the request that have no result and are not streaming.
+fn missing_tool_results(request: &ModelRequest) -> Vec<String> {
+    let assistant = request
+        .messages
+        .iter()
+        .filter(|message| message.role == Role::Assistant);
+    assistant
+        .flat_map(|message| message.tools())
+        .filter(|tool| {
+            matches!(
+                tool.state,
+                ToolState::InputAvailable | ToolState::ApprovalRequested
+            )
+        })
+        .map(|tool| tool.call_id.clone())
+        .collect()
+}
+
+fn ends_mid_tool_input(request: &ModelRequest) -> bool {
+    let Some(last) = request
+        .messages
+        .last()
+        .filter(|message| message.role == Role::Assistant)
+    else {
+        return false;
+    };
+    let last_content = last
+        .parts
+        .iter()
+        .rev()
+        .find(|part| !matches!(part, Part::StepStart));
+    matches!(last_content, Some(Part::Tool(tool)) if tool.state == ToolState::InputStreaming)
+}
+
+struct Player {
+    call: u32,
+    sender: mpsc::UnboundedSender<Result<Chunk, StreamError>>,
+    rng: SharedRng,
+    trace: Trace,
+}
+
+impl Player {
+    async fn play(self, ops: Vec<Op>) {
+        let mut index = 0;
+        let mut content_chunks = 0;
+        for op in ops {
+            match op {
+                Op::Emit(chunk) => {
+                    index += 1;
+                    content_chunks += u32::from(is_content(&chunk));
+                    if !self.send(index, chunk) {
+                        return self.end("abandoned by the engine");
+                    }
+                }
+                Op::Finish {
+                    reason,
+                    output_tokens,
+                } => {
+                    index += 1;
+                    let usage = Usage {
+                        input_tokens: 10,
+                        output_tokens: output_tokens.unwrap_or(content_chunks),
+                    };
+                    if !self.send(index, Chunk::FinishStep { reason, usage }) {
+                        return self.end("abandoned by the engine");
+                    }
+                    let _ = self.sender.send(Ok(Chunk::Finish { reason }));
+                }
+                Op::Sleep(range) => {
+                    tokio::time::sleep(Duration::from_millis(self.rng.sample(range))).await
+                }
+                Op::Park => {
+                    self.end("parked");
+                    return std::future::pending().await;
+                }
+                Op::Cut => {
+                    self.end("cut");
+                    let _ = self.sender.send(Err(StreamError::Cut));
+                    return;
+                }
+                Op::Http { status, message } => {
+                    self.end(&format!("http {status}"));
+                    let _ = self.sender.send(Err(StreamError::Http { status, message }));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn send(&self, index: u32, chunk: Chunk) -> bool {
+        if self.sender.is_closed() {
+            return false;
+        }
+        self.trace.record(Event::ModelChunk {
+            call: self.call,
+            index,
+            chunk: chunk.summary(),
+        });
+        self.sender.send(Ok(chunk)).is_ok()
+    }
+
+    fn end(&self, how: &str) {
+        self.trace.record(Event::ModelEnd {
+            call: self.call,
+            how: how.to_string(),
+        });
+    }
+}
+
+fn is_content(chunk: &Chunk) -> bool {
+    matches!(
+        chunk,
+        Chunk::TextDelta { .. }
+            | Chunk::ReasoningDelta { .. }
+            | Chunk::ToolInputDelta { .. }
+            | Chunk::ToolCall { .. }
+    )
+}

@@ -1,0 +1,26 @@
+//! The engine's observability events and messenger posts, into the trace.
+
+use turnsim_engine::messenger::MessengerSurface;
+use turnsim_engine::{EngineEvent, Observer};
+
+use crate::trace::{Event, Trace};
+
+pub struct TraceObserver(pub Trace);
+
+impl Observer for TraceObserver {
+    fn observe(&self, event: EngineEvent) {
+        self.0.record(Event::Engine(event));
+    }
+}
+
+/// The chat surface a messenger posts to.
+pub struct TraceSurface(pub Trace);
+
+impl MessengerSurface for TraceSurface {
+    fn post(&self, delivery_id: &str, text: &str) {
+        self.0.record(Event::MessengerPost {
+            delivery: delivery_id.to_string(),
+            text: text.to_string(),
+        });
+    }
+}

@@ -1,0 +1,49 @@
+//! Server-tool executions. They run inside the engine process, so an
+//! eviction kills one mid-flight; the trace records each completed run (the
+//! side effect), which the no-repeat invariant counts.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+use turnsim_engine::ports::{ServerToolCall, ServerTools};
+use turnsim_engine::ToolOutcome;
+
+use super::rng::SharedRng;
+use crate::scenario::ToolSpec;
+use crate::trace::{Event, Trace};
+
+pub struct SimServerTools {
+    pub specs: BTreeMap<String, ToolSpec>,
+    pub rng: SharedRng,
+    pub trace: Trace,
+}
+
+impl ServerTools for SimServerTools {
+    fn execute(&self, call: ServerToolCall) -> oneshot::Receiver<ToolOutcome> {
+        let (done, result) = oneshot::channel();
+        let spec = self.specs.get(&call.tool_name);
+        let duration_ms = spec.map_or(0, |spec| self.rng.sample(spec.duration_ms));
+        let outcome = match spec {
+            Some(ToolSpec {
+                error: Some(error), ..
+            }) => ToolOutcome::Error(Some(error.clone())),
+            Some(ToolSpec {
+                output: Some(output),
+                ..
+            }) => ToolOutcome::Output(output.clone()),
+            _ => ToolOutcome::Output(Value::String("ok".into())),
+        };
+        let trace = self.trace.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(duration_ms)).await;
+            trace.record(Event::ServerToolRun {
+                call_id: call.call_id,
+                tool_name: call.tool_name,
+            });
+            let _ = done.send(outcome);
+        });
+        result
+    }
+}
