@@ -98,6 +98,10 @@ pub trait StreamCallback: Send {
 /// Receives the engine's observability events.
 pub trait Observer: Send + Sync {
     fn observe(&self, event: EngineEvent);
+
+    /// The session handled its last waiting input and nothing is running or
+    /// armed: a host may let the process sleep.
+    fn idle(&self) {}
 }
 
 /// Everything the engine needs from its host.

@@ -232,7 +232,7 @@ fn progress_printer(total: usize) -> impl Fn(usize, usize) + Sync {
 }
 
 fn replay(
-    file: &PathBuf,
+    file: &std::path::Path,
     seed: u64,
     format: ReplayFormat,
     regressions: &RegressionSet,

@@ -337,6 +337,12 @@ impl Trace {
         self.activity.notify_one();
     }
 
+    /// Wakes whoever waits on [`Trace::changed`] without recording anything:
+    /// something changed that the world's quiescence check reads.
+    pub fn poke(&self) {
+        self.activity.notify_one();
+    }
+
     /// Resolves after the next recorded event (or at once if one came since
     /// the last wait).
     pub async fn changed(&self) {

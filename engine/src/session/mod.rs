@@ -252,8 +252,10 @@ impl Session {
             retry_armed: self.timers.retry.is_some(),
             inputs_waiting: self.inbox_sender.waiting(),
         };
-        let mut published = self.published.lock().expect("inspection lock");
-        *published = inspection;
+        *self.published.lock().expect("inspection lock") = inspection;
+        if inspection.is_idle() {
+            self.ports.observer.idle();
+        }
     }
 }
 

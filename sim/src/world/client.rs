@@ -20,7 +20,7 @@ use crate::scenario::{AnswerSpec, ClientSpec, RangeMs, Reply};
 use crate::trace::{Event, Trace};
 
 /// How long a disconnected client waits between tries to reach a dead engine.
-const RECONNECT_POLL_MS: u64 = 100;
+const RECONNECT_POLL_MS: u64 = 10;
 
 /// The engine's end of a connection. Frames in flight count as client work,
 /// so the world is not called quiescent while the client has unread frames.
@@ -109,7 +109,9 @@ impl Client {
     }
 
     fn update<T>(&self, change: impl FnOnce(&mut State) -> T) -> T {
-        change(&mut self.state.lock().expect("client lock"))
+        let result = change(&mut self.state.lock().expect("client lock"));
+        self.trace.poke();
+        result
     }
 
     async fn connect(&self) -> Option<(u64, mpsc::UnboundedReceiver<Frame>)> {
@@ -144,6 +146,7 @@ impl Client {
                     Some(frame) => {
                         self.on_frame(frame);
                         self.unread.fetch_sub(1, Ordering::SeqCst);
+                        self.trace.poke();
                     }
                     None => {
                         self.unread.store(0, Ordering::SeqCst);

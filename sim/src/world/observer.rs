@@ -11,6 +11,10 @@ impl Observer for TraceObserver {
     fn observe(&self, event: EngineEvent) {
         self.0.record(Event::Engine(event));
     }
+
+    fn idle(&self) {
+        self.0.poke();
+    }
 }
 
 /// The chat surface a messenger posts to.

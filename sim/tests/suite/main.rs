@@ -1,0 +1,6 @@
+//! turnsim's integration tests, one binary, one module per intent.
+
+mod common;
+mod determinism;
+mod format;
+mod scenarios;
