@@ -10,6 +10,7 @@
 //! | `recovery.stable_retry_delay_ms` | 3 000 |
 //! | `recovery.no_progress_window_ms` | 300 000 |
 //! | `recovery.alarm_debounce_ms` | 30 000 |
+//! | `recovery.alarm_delay_ms` | 1 000 |
 //! | `max_model_calls_empty_finish` | 3 |
 //! | `max_steps` | 16 |
 
@@ -48,6 +49,9 @@ pub struct RecoveryConfig {
     pub stable_retry_delay_ms: u64,
     pub no_progress_window_ms: u64,
     pub alarm_debounce_ms: u64,
+    /// How long a scheduled recovery alarm takes to wake the session: the
+    /// recovery runs in a later invocation, not inline.
+    pub alarm_delay_ms: u64,
     pub terminal_message: String,
 }
 
@@ -63,6 +67,7 @@ impl Default for RecoveryConfig {
             stable_retry_delay_ms: 3_000,
             no_progress_window_ms: 300_000,
             alarm_debounce_ms: 30_000,
+            alarm_delay_ms: 1_000,
             terminal_message: DEFAULT_TERMINAL_MESSAGE.to_string(),
         }
     }

@@ -150,7 +150,7 @@ impl Write {
                 format!("incident {} attempt {}", incident.id, incident.attempt)
             }
             Self::RemoveIncident(id) => format!("incident {id} closed"),
-            Self::PutAlarm(alarm) => format!("alarm {} due {}ms", alarm.id, alarm.due_ms),
+            Self::PutAlarm(alarm) => format!("alarm {}", alarm.id),
             Self::RemoveAlarm(id) => format!("alarm {id} done"),
             Self::Progress(progress) => format!("progress {progress}"),
             Self::PutDelivery(delivery) => format!("delivery {} {:?}", delivery.id, delivery.stage),

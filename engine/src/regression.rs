@@ -24,7 +24,9 @@ pub enum Regression {
     /// is gated while the stream is open and then never continues.
     NoFinalizeRecheck,
     /// A stall routed to recovery re-arms the coalesce timer: the recovery and
-    /// the re-armed continuation both call the model.
+    /// the re-armed continuation both call the model. (The engine before the
+    /// fix had no other guard, so this also lets the barrier fire while a
+    /// recovery is scheduled.)
     StallRearmsCoalesceTimer,
     /// An interrupted `chat()` returns cleanly with no terminal callback; a
     /// messenger then posts the truncated partial as the answer.

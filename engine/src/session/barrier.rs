@@ -146,6 +146,10 @@ impl Session {
         if pending.fired || pending.past_coalesce {
             return;
         }
+        if self.recovery_pending() && !self.config.regressions.has(Regression::StallRearmsCoalesceTimer) {
+            // The recovery continues this turn and takes the batch with it.
+            return self.hold("recovery scheduled".into());
+        }
         if self.turn.is_some() && !self.stream_gate_passes() {
             return;
         }

@@ -72,7 +72,8 @@ impl Session {
             drop_trailing_step_start(&mut settled);
             self.commit(vec![Write::PutMessage(settled)]);
         }
-        self.begin_recovery(&turn.root_request_id, &turn.message_id, Cause::Detected, 0);
+        let delay_ms = self.config.recovery.alarm_delay_ms;
+        self.begin_recovery(&turn.root_request_id, &turn.message_id, Cause::Detected, delay_ms);
     }
 
     /// An acknowledged user message whose turn never started (it was queued
@@ -89,7 +90,8 @@ impl Session {
         }
         let root = format!("retry-{}", last.id);
         let message_id = last.id.clone();
-        self.begin_recovery(&root, &message_id, Cause::Detected, 0);
+        let delay_ms = self.config.recovery.alarm_delay_ms;
+        self.begin_recovery(&root, &message_id, Cause::Detected, delay_ms);
     }
 
     pub(super) fn route_stall_to_recovery(&mut self) {
@@ -98,7 +100,8 @@ impl Session {
         };
         let (root, message_id) = (turn.root_request_id.clone(), turn.assistant.id.clone());
         self.flush_in_flight(false);
-        self.begin_recovery(&root, &message_id, Cause::Detected, 0);
+        let delay_ms = self.config.recovery.alarm_delay_ms;
+        self.begin_recovery(&root, &message_id, Cause::Detected, delay_ms);
         self.end_turn(TurnStatus::Interrupted, None);
     }
 
@@ -237,6 +240,11 @@ impl Session {
             message: terminal,
         });
         self.broadcast(Frame::Recovering(false));
+    }
+
+    /// A recovery is scheduled or waiting to run.
+    pub(super) fn recovery_pending(&self) -> bool {
+        !self.durable.alarms.is_empty() || self.recovery_wait.is_some()
     }
 
     pub(super) fn arm_alarm_timer(&mut self) {

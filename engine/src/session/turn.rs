@@ -133,7 +133,11 @@ impl Session {
         match queued.kind {
             TurnKind::Continuation => self.on_continuation_started(),
             TurnKind::User | TurnKind::Chat => self.drop_unfired_continuation(),
-            TurnKind::Recovery => self.truncate_unfinished_tool_call(),
+            TurnKind::Recovery => {
+                // The recovery continues the transcript: it is the batch's continuation.
+                self.on_continuation_started();
+                self.truncate_unfinished_tool_call();
+            }
         }
         self.repair_transcript();
         let assistant = self.turn_accumulator(queued.kind);
@@ -240,7 +244,7 @@ impl Session {
             kind: turn.kind,
             status,
         });
-        if turn.kind == TurnKind::Continuation {
+        if matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery) {
             self.on_continuation_finished();
         }
         let rearms = status != TurnStatus::Interrupted

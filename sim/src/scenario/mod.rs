@@ -79,6 +79,8 @@ pub struct RecoverySpec {
     pub stable_timeout_ms: Option<u64>,
     pub stable_retry_delay_ms: Option<u64>,
     pub no_progress_window_ms: Option<u64>,
+    pub alarm_debounce_ms: Option<u64>,
+    pub alarm_delay_ms: Option<u64>,
     pub terminal_message: Option<String>,
 }
 

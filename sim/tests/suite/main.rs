@@ -3,4 +3,5 @@
 mod common;
 mod determinism;
 mod format;
+mod regressions;
 mod scenarios;

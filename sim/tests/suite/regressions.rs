@@ -1,0 +1,47 @@
+//! Every historical bug is caught by the committed suite: each regression is
+//! named in the `Guards:` line of at least one scenario, and every scenario
+//! that names it fails with the regression on and passes with it off.
+
+use std::collections::BTreeMap;
+
+use turnsim::runner::run_one;
+use turnsim::scenario::ScenarioFile;
+use turnsim_engine::{Regression, RegressionSet, ALL_REGRESSIONS};
+
+use crate::common::all_scenarios;
+
+const SEEDS: u64 = 16;
+
+/// Regressions named in a scenario's header comment (`# Guards: a, b (why)`).
+fn guarded_by(file: &ScenarioFile) -> Vec<Regression> {
+    let text = std::fs::read_to_string(&file.path).expect("scenario readable");
+    let header = text.lines().take_while(|line| line.starts_with('#')).collect::<Vec<_>>().join(" ");
+    let Some((_, guards)) = header.split_once("Guards:") else { return Vec::new() };
+    ALL_REGRESSIONS.into_iter().filter(|regression| guards.contains(regression.name())).collect()
+}
+
+fn fails_on_some_seed(file: &ScenarioFile, regressions: &RegressionSet) -> bool {
+    (0..SEEDS).any(|seed| !run_one(file, seed, regressions).1.is_empty())
+}
+
+#[test]
+fn every_regression_is_guarded_by_a_committed_scenario_that_catches_it() {
+    let mut guards: BTreeMap<Regression, Vec<ScenarioFile>> = BTreeMap::new();
+    for file in all_scenarios() {
+        for regression in guarded_by(&file) {
+            guards.entry(regression).or_default().push(file.clone());
+        }
+    }
+    for regression in ALL_REGRESSIONS {
+        let files = guards.get(&regression).unwrap_or_else(|| panic!("no scenario's `Guards:` line names {regression}"));
+        for file in files {
+            let on = RegressionSet::of([regression]);
+            assert!(fails_on_some_seed(file, &on), "{} names {regression} but passes with it on", file.path.display());
+            assert!(
+                !fails_on_some_seed(file, &RegressionSet::default()),
+                "{} fails even without {regression}",
+                file.path.display()
+            );
+        }
+    }
+}
