@@ -127,11 +127,9 @@ impl Chunk {
                 format!("{} {id} {name}", self.kind())
             }
             Self::ToolInputDelta { id, delta } => format!("{} {id} {delta:?}", self.kind()),
-            Self::FinishStep { reason, usage } => format!(
-                "finish-step {} out={}",
-                reason.as_str(),
-                usage.output_tokens
-            ),
+            Self::FinishStep { reason, usage } => {
+                format!("finish-step {} out={}", reason.as_str(), usage.output_tokens)
+            }
             Self::Finish { reason } => format!("finish {}", reason.as_str()),
             Self::Error { message } => format!("error {message:?}"),
         }

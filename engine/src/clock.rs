@@ -14,8 +14,6 @@ pub fn now() -> Instant {
 /// Wall-clock milliseconds, for durable timestamps that must survive a restart.
 #[allow(clippy::disallowed_methods)]
 pub fn wall_ms() -> u64 {
-    let since_epoch = std::time::SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
+    let since_epoch = std::time::SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
     since_epoch.as_millis() as u64
 }

@@ -55,8 +55,7 @@ pub struct RecoveryConfig {
     pub terminal_message: String,
 }
 
-pub const DEFAULT_TERMINAL_MESSAGE: &str =
-    "The assistant was interrupted and could not recover. Please try again.";
+pub const DEFAULT_TERMINAL_MESSAGE: &str = "The assistant was interrupted and could not recover. Please try again.";
 
 impl Default for RecoveryConfig {
     fn default() -> Self {
@@ -113,4 +112,12 @@ impl EngineConfig {
     pub fn is_client_tool(&self, name: &str) -> bool {
         self.tool_kind(name).is_client_answered()
     }
+}
+
+/// Per-turn settings a caller may pass with a message (the reference's
+/// `beforeTurn` → `TurnConfig`). `None` takes the session's setting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnOptions {
+    /// Overrides `EngineConfig::stall_timeout_ms` for this turn; 0 = off.
+    pub stall_timeout_ms: Option<u64>,
 }

@@ -185,19 +185,14 @@ impl DurableState {
             Write::RemoveAlarm(id) => self.alarms.retain(|alarm| &alarm.id != id),
             Write::Progress(progress) => self.progress = *progress,
             Write::PutDelivery(delivery) => {
-                self.deliveries
-                    .insert(delivery.id.clone(), delivery.clone());
+                self.deliveries.insert(delivery.id.clone(), delivery.clone());
             }
             Write::Terminal(status) => self.terminal_status = status.clone(),
         }
     }
 
     fn put_message(&mut self, message: &Message) {
-        match self
-            .messages
-            .iter_mut()
-            .find(|existing| existing.id == message.id)
-        {
+        match self.messages.iter_mut().find(|existing| existing.id == message.id) {
             Some(existing) => *existing = message.clone(),
             None => self.messages.push(message.clone()),
         }

@@ -169,100 +169,43 @@ impl EngineEvent {
     /// The event's fields, rendered for timelines.
     pub fn detail(&self) -> String {
         match self {
-            Self::Boot {
-                restored_intent,
-                in_flight,
-            } => {
-                format!(
-                    "restored_intent={restored_intent} in_flight={}",
-                    in_flight.as_deref().unwrap_or("-")
-                )
+            Self::Boot { restored_intent, in_flight } => {
+                format!("restored_intent={restored_intent} in_flight={}", in_flight.as_deref().unwrap_or("-"))
             }
             Self::UserMessageStored { message_id } => message_id.clone(),
             Self::TurnQueued { request_id, kind } => format!("{request_id} {}", kind.as_str()),
-            Self::TurnStarted {
-                request_id,
-                kind,
-                message_id,
-            } => {
+            Self::TurnStarted { request_id, kind, message_id } => {
                 format!("{request_id} {} into {message_id}", kind.as_str())
             }
-            Self::ModelCall {
-                request_id,
-                step,
-                attempt,
-            } => format!("{request_id} step={step} attempt={attempt}"),
-            Self::ToolReady {
-                call_id,
-                tool_name,
-                state,
-            } => format!("{call_id} {tool_name} {}", state.as_str()),
-            Self::ToolApplied {
-                call_id,
-                state,
-                into,
-                auto_continue,
-            } => {
-                format!(
-                    "{call_id} {} into={into} auto_continue={auto_continue}",
-                    state.as_str()
-                )
+            Self::ModelCall { request_id, step, attempt } => format!("{request_id} step={step} attempt={attempt}"),
+            Self::ToolReady { call_id, tool_name, state } => format!("{call_id} {tool_name} {}", state.as_str()),
+            Self::ToolApplied { call_id, state, into, auto_continue } => {
+                format!("{call_id} {} into={into} auto_continue={auto_continue}", state.as_str())
             }
             Self::ToolIgnored { call_id } | Self::ServerToolStarted { call_id } => call_id.clone(),
             Self::Repaired { call_ids } => call_ids.join(","),
             Self::ContinuationPending { message_id } => message_id.clone(),
-            Self::ContinuationCoalesced | Self::ContinuationDeferred | Self::CoalesceTimerArmed => {
-                String::new()
-            }
+            Self::ContinuationCoalesced | Self::ContinuationDeferred | Self::CoalesceTimerArmed => String::new(),
             Self::ContinuationHeld { reason } => reason.clone(),
             Self::ContinuationFired { request_id } => request_id.clone(),
-            Self::StreamStalled {
-                request_id,
-                timeout_ms,
-            } => format!("{request_id} after {timeout_ms}ms"),
-            Self::EmptyFinish {
-                request_id,
-                attempt,
-                discarded_parts,
-            } => {
+            Self::StreamStalled { request_id, timeout_ms } => format!("{request_id} after {timeout_ms}ms"),
+            Self::EmptyFinish { request_id, attempt, discarded_parts } => {
                 format!("{request_id} attempt={attempt} discarded={discarded_parts}")
             }
-            Self::ProviderRetry {
-                request_id,
-                attempt,
-                delay_ms,
-                reason,
-            } => {
+            Self::ProviderRetry { request_id, attempt, delay_ms, reason } => {
                 format!("{request_id} attempt={attempt} in {delay_ms}ms ({reason})")
             }
-            Self::RecoveryScheduled {
-                incident_id,
-                attempt,
-                strategy,
-            } => {
+            Self::RecoveryScheduled { incident_id, attempt, strategy } => {
                 format!("{incident_id} attempt={attempt} strategy={strategy}")
             }
-            Self::RecoveryParked { incident_id } | Self::RecoveryCompleted { incident_id } => {
-                incident_id.clone()
-            }
-            Self::RecoveryExhausted {
-                incident_id,
-                attempt,
-                reason,
-            } => {
+            Self::RecoveryParked { incident_id } | Self::RecoveryCompleted { incident_id } => incident_id.clone(),
+            Self::RecoveryExhausted { incident_id, attempt, reason } => {
                 format!("{incident_id} attempt={attempt} reason={reason}")
             }
-            Self::TurnFinished {
-                request_id,
-                kind,
-                status,
-            } => {
+            Self::TurnFinished { request_id, kind, status } => {
                 format!("{request_id} {} {}", kind.as_str(), status.as_str())
             }
-            Self::DeliveryAccepted {
-                delivery_id,
-                request_id,
-            } => format!("{delivery_id} {request_id}"),
+            Self::DeliveryAccepted { delivery_id, request_id } => format!("{delivery_id} {request_id}"),
         }
     }
 }

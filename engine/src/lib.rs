@@ -18,11 +18,10 @@ pub mod session;
 pub mod transcript;
 
 pub use chunk::{Chunk, FinishReason, StreamError, Usage};
-pub use config::{EngineConfig, RecoveryConfig, ToolKind};
+pub use config::{EngineConfig, RecoveryConfig, ToolKind, TurnOptions};
 pub use events::{EngineEvent, TurnStatus};
 pub use ports::{
-    Connection, DurableStore, Frame, ModelProvider, ModelRequest, Observer, Ports, ServerTools,
-    StreamCallback,
+    Connection, DurableStore, Frame, ModelProvider, ModelRequest, Observer, Ports, ServerTools, StreamCallback,
 };
 pub use regression::{Regression, RegressionSet, ALL_REGRESSIONS};
 pub use session::{Inspection, SessionHandle};

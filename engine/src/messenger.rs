@@ -12,8 +12,7 @@ use crate::ports::StreamCallback;
 use crate::session::{InboxSender, Input};
 
 pub const EMPTY_MESSENGER_RESPONSE: &str = "I couldn't produce a text response. Please try again.";
-pub const ERROR_MESSENGER_RESPONSE: &str =
-    "Sorry, I couldn't answer that right now. Please try again.";
+pub const ERROR_MESSENGER_RESPONSE: &str = "Sorry, I couldn't answer that right now. Please try again.";
 pub const INTERRUPTED_MESSENGER_RESPONSE: &str =
     "Sorry, my reply was interrupted. Please send your message again if you'd like me to retry.";
 
@@ -51,19 +50,11 @@ pub(crate) struct MessengerCallback {
 
 impl MessengerCallback {
     pub fn new(delivery_id: &str, inbox: InboxSender) -> Self {
-        Self {
-            delivery_id: delivery_id.to_string(),
-            text: String::new(),
-            terminal: false,
-            inbox,
-        }
+        Self { delivery_id: delivery_id.to_string(), text: String::new(), terminal: false, inbox }
     }
 
     fn report(&self, event: DeliveryEvent) {
-        let _ = self.inbox.send(Input::Delivery {
-            delivery_id: self.delivery_id.clone(),
-            event,
-        });
+        let _ = self.inbox.send(Input::Delivery { delivery_id: self.delivery_id.clone(), event });
     }
 }
 
@@ -115,10 +106,7 @@ pub fn split_text(text: &str, limit: usize) -> Vec<String> {
     let mut rest: Vec<char> = text.chars().collect();
     while rest.len() > limit {
         let window = &rest[..limit];
-        let cut = window
-            .iter()
-            .rposition(|character| character.is_whitespace())
-            .map_or(limit, |at| at + 1);
+        let cut = window.iter().rposition(|character| character.is_whitespace()).map_or(limit, |at| at + 1);
         posts.push(rest[..cut].iter().collect());
         rest.drain(..cut);
     }

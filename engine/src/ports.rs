@@ -61,16 +61,9 @@ pub enum Frame {
     /// A stream chunk of a turn.
     Chunk { request_id: String, chunk: Chunk },
     /// A tool call reached a state the client may act on.
-    Tool {
-        call_id: String,
-        tool_name: String,
-        state: ToolState,
-    },
+    Tool { call_id: String, tool_name: String, state: ToolState },
     /// A turn's stream ended normally.
-    Done {
-        request_id: String,
-        continuation: bool,
-    },
+    Done { request_id: String, continuation: bool },
     /// A turn's stream ended with an error (or a terminal recovery message).
     Error { request_id: String, message: String },
     /// Recovery is in progress (replayed on connect).

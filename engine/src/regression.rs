@@ -82,23 +82,13 @@ impl Regression {
     /// One line: the symptom users saw.
     pub fn symptom(self) -> &'static str {
         match self {
-            Self::BarrierFixedTimeout => {
-                "barrier fires after a fixed 60 s through a parked human tool"
-            }
-            Self::NoStreamActiveGate => {
-                "premature continuation while the slow sibling is still streaming"
-            }
-            Self::AccumulatorScanBarrier => {
-                "barrier cannot see a sibling the model has not streamed yet"
-            }
+            Self::BarrierFixedTimeout => "barrier fires after a fixed 60 s through a parked human tool",
+            Self::NoStreamActiveGate => "premature continuation while the slow sibling is still streaming",
+            Self::AccumulatorScanBarrier => "barrier cannot see a sibling the model has not streamed yet",
             Self::NoFinalizeRecheck => "all-fast batch answered mid-stream never continues",
-            Self::StallRearmsCoalesceTimer => {
-                "stall recovery and a re-armed continuation both call the model"
-            }
+            Self::StallRearmsCoalesceTimer => "stall recovery and a re-armed continuation both call the model",
             Self::SilentInterrupt => "interrupted chat() returns with no terminal callback",
-            Self::ContinueMidToolInput => {
-                "recovery spins on a partial cut mid tool input until the budget is spent"
-            }
+            Self::ContinueMidToolInput => "recovery spins on a partial cut mid tool input until the budget is spent",
             Self::AcceptEmptyFinish => "zero-token unknown finish stored as the answer",
             Self::KeepFailedAttemptParts => "retried attempt's parts pile up in the transcript",
             Self::NoErroredSiblingRearm => "batch completed by an errored sibling is stranded",
@@ -117,16 +107,10 @@ impl FromStr for Regression {
     type Err = String;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
-        ALL_REGRESSIONS
-            .into_iter()
-            .find(|regression| regression.name() == name)
-            .ok_or_else(|| {
-                let known: Vec<_> = ALL_REGRESSIONS
-                    .iter()
-                    .map(|regression| regression.name())
-                    .collect();
-                format!("unknown regression `{name}`; known: {}", known.join(", "))
-            })
+        ALL_REGRESSIONS.into_iter().find(|regression| regression.name() == name).ok_or_else(|| {
+            let known: Vec<_> = ALL_REGRESSIONS.iter().map(|regression| regression.name()).collect();
+            format!("unknown regression `{name}`; known: {}", known.join(", "))
+        })
     }
 }
 

@@ -40,16 +40,8 @@ pub enum TextState {
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Part {
     StepStart,
-    Text {
-        id: String,
-        text: String,
-        state: TextState,
-    },
-    Reasoning {
-        id: String,
-        text: String,
-        state: TextState,
-    },
+    Text { id: String, text: String, state: TextState },
+    Reasoning { id: String, text: String, state: TextState },
     Tool(ToolPart),
 }
 
@@ -80,17 +72,12 @@ impl ToolState {
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        ALL_TOOL_STATES
-            .into_iter()
-            .find(|state| state.as_str() == text)
+        ALL_TOOL_STATES.into_iter().find(|state| state.as_str() == text)
     }
 
     /// A terminal output state: the call has its result.
     pub fn is_output(self) -> bool {
-        matches!(
-            self,
-            Self::OutputAvailable | Self::OutputError | Self::OutputDenied
-        )
+        matches!(self, Self::OutputAvailable | Self::OutputError | Self::OutputDenied)
     }
 
     /// Waiting on someone: the batch predicate's "pending".
@@ -172,24 +159,12 @@ pub enum ToolOutcome {
 
 impl Message {
     pub fn user(id: impl Into<String>, text: &str) -> Self {
-        let part = Part::Text {
-            id: "user".into(),
-            text: text.into(),
-            state: TextState::Done,
-        };
-        Self {
-            id: id.into(),
-            role: Role::User,
-            parts: vec![part],
-        }
+        let part = Part::Text { id: "user".into(), text: text.into(), state: TextState::Done };
+        Self { id: id.into(), role: Role::User, parts: vec![part] }
     }
 
     pub fn assistant(id: impl Into<String>) -> Self {
-        Self {
-            id: id.into(),
-            role: Role::Assistant,
-            parts: Vec::new(),
-        }
+        Self { id: id.into(), role: Role::Assistant, parts: Vec::new() }
     }
 
     pub fn tool(&self, call_id: &str) -> Option<&ToolPart> {
@@ -233,9 +208,7 @@ impl Message {
             Chunk::ToolInputStart { id, name } => self.tool_input_start(id, name),
             Chunk::ToolInputDelta { id, delta } => self.tool_input_delta(id, delta),
             Chunk::ToolInputEnd { .. } => false,
-            Chunk::ToolCall { id, name, input } => {
-                self.tool_input_available(id, name, input.clone())
-            }
+            Chunk::ToolCall { id, name, input } => self.tool_input_available(id, name, input.clone()),
             Chunk::FinishStep { .. } | Chunk::Finish { .. } | Chunk::Error { .. } => false,
         }
     }
@@ -253,16 +226,10 @@ impl Message {
 
     /// Appends to the last text (or reasoning) part; creates one if missing.
     fn append_text(&mut self, id: &str, delta: &str, reasoning: bool) -> bool {
-        let last = self
-            .parts
-            .iter_mut()
-            .rev()
-            .find_map(|part| match (part, reasoning) {
-                (Part::Text { text, .. }, false) | (Part::Reasoning { text, .. }, true) => {
-                    Some(text)
-                }
-                _ => None,
-            });
+        let last = self.parts.iter_mut().rev().find_map(|part| match (part, reasoning) {
+            (Part::Text { text, .. }, false) | (Part::Reasoning { text, .. }, true) => Some(text),
+            _ => None,
+        });
         match last {
             Some(text) => text.push_str(delta),
             None => {
@@ -274,25 +241,14 @@ impl Message {
     }
 
     fn end_text(&mut self, id: &str, reasoning: bool) -> bool {
-        let found = self
-            .parts
-            .iter_mut()
-            .rev()
-            .find_map(|part| match (part, reasoning) {
-                (
-                    Part::Text {
-                        id: part_id, state, ..
-                    },
-                    false,
-                )
-                | (
-                    Part::Reasoning {
-                        id: part_id, state, ..
-                    },
-                    true,
-                ) if part_id == id => Some(state),
-                _ => None,
-            });
+        let found = self.parts.iter_mut().rev().find_map(|part| match (part, reasoning) {
+            (Part::Text { id: part_id, state, .. }, false) | (Part::Reasoning { id: part_id, state, .. }, true)
+                if part_id == id =>
+            {
+                Some(state)
+            }
+            _ => None,
+        });
         match found {
             Some(state) if *state == TextState::Streaming => {
                 *state = TextState::Done;
@@ -307,8 +263,7 @@ impl Message {
         if self.tool(call_id).is_some() {
             return false;
         }
-        self.parts
-            .push(Part::Tool(ToolPart::streaming(call_id, name)));
+        self.parts.push(Part::Tool(ToolPart::streaming(call_id, name)));
         true
     }
 
@@ -361,10 +316,7 @@ impl Message {
         match self.tool_mut(call_id) {
             Some(tool) if tool.state == ToolState::InputAvailable => {
                 tool.state = ToolState::ApprovalRequested;
-                tool.approval = Some(Approval {
-                    id: approval_id.to_string(),
-                    approved: None,
-                });
+                tool.approval = Some(Approval { id: approval_id.to_string(), approved: None });
                 true
             }
             _ => false,
@@ -392,10 +344,7 @@ impl Message {
             }
             ToolOutcome::Error(text) => {
                 tool.state = ToolState::OutputError;
-                tool.error_text = Some(
-                    text.clone()
-                        .unwrap_or_else(|| DEFAULT_TOOL_ERROR_TEXT.into()),
-                );
+                tool.error_text = Some(text.clone().unwrap_or_else(|| DEFAULT_TOOL_ERROR_TEXT.into()));
             }
         }
         true
@@ -407,26 +356,12 @@ impl Message {
         let Some(tool) = self.tool_mut(call_id) else {
             return false;
         };
-        if !matches!(
-            tool.state,
-            ToolState::InputAvailable | ToolState::ApprovalRequested
-        ) {
+        if !matches!(tool.state, ToolState::InputAvailable | ToolState::ApprovalRequested) {
             return false;
         }
-        tool.state = if approved {
-            ToolState::ApprovalResponded
-        } else {
-            ToolState::OutputDenied
-        };
-        let id = tool
-            .approval
-            .as_ref()
-            .map(|approval| approval.id.clone())
-            .unwrap_or_default();
-        tool.approval = Some(Approval {
-            id,
-            approved: Some(approved),
-        });
+        tool.state = if approved { ToolState::ApprovalResponded } else { ToolState::OutputDenied };
+        let id = tool.approval.as_ref().map(|approval| approval.id.clone()).unwrap_or_default();
+        tool.approval = Some(Approval { id, approved: Some(approved) });
         true
     }
 
@@ -437,8 +372,7 @@ impl Message {
         let mut repaired = Vec::new();
         for part in &mut self.parts {
             let Part::Tool(tool) = part else { continue };
-            if tool.is_result_settled() || tool.state == ToolState::ApprovalResponded || keep(tool)
-            {
+            if tool.is_result_settled() || tool.state == ToolState::ApprovalResponded || keep(tool) {
                 continue;
             }
             if tool.input.is_none() {
@@ -463,10 +397,7 @@ impl Message {
 
     /// Call ids still waiting on someone (`input-available`, `approval-requested`).
     pub fn pending_tool_ids(&self) -> Vec<String> {
-        self.tools()
-            .filter(|tool| tool.state.is_pending())
-            .map(|tool| tool.call_id.clone())
-            .collect()
+        self.tools().filter(|tool| tool.state.is_pending()).map(|tool| tool.call_id.clone()).collect()
     }
 }
 
@@ -485,26 +416,17 @@ pub fn normalise_input(input: Value) -> Value {
 
 /// The last assistant message: the batch predicates look only at it.
 pub fn leaf_assistant(messages: &[Message]) -> Option<&Message> {
-    messages
-        .iter()
-        .rev()
-        .find(|message| message.role == Role::Assistant)
+    messages.iter().rev().find(|message| message.role == Role::Assistant)
 }
 
 /// A client interaction is pending anywhere in the transcript: an approval
 /// request, or a client tool waiting for its result.
-pub fn has_pending_interaction(
-    messages: &[Message],
-    is_client_tool: impl Fn(&str) -> bool,
-) -> bool {
-    messages
-        .iter()
-        .filter(|message| message.role == Role::Assistant)
-        .any(|message| {
-            message.tools().any(|tool| match tool.state {
-                ToolState::ApprovalRequested => true,
-                ToolState::InputAvailable => is_client_tool(&tool.tool_name),
-                _ => false,
-            })
+pub fn has_pending_interaction(messages: &[Message], is_client_tool: impl Fn(&str) -> bool) -> bool {
+    messages.iter().filter(|message| message.role == Role::Assistant).any(|message| {
+        message.tools().any(|tool| match tool.state {
+            ToolState::ApprovalRequested => true,
+            ToolState::InputAvailable => is_client_tool(&tool.tool_name),
+            _ => false,
         })
+    })
 }

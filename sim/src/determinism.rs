@@ -13,20 +13,13 @@ pub fn first_divergence(file: &ScenarioFile, seed: u64) -> Option<String> {
     let regressions = RegressionSet::default();
     let first = render_timeline(&world::run(file, seed, &regressions).events);
     let second = std::thread::scope(|scope| {
-        scope
-            .spawn(|| render_timeline(&world::run(file, seed, &regressions).events))
-            .join()
-            .expect("replay thread")
+        scope.spawn(|| render_timeline(&world::run(file, seed, &regressions).events)).join().expect("replay thread")
     });
     if first == second {
         return None;
     }
     let (left, right): (Vec<&str>, Vec<&str>) = (first.lines().collect(), second.lines().collect());
-    let at = left
-        .iter()
-        .zip(&right)
-        .position(|(a, b)| a != b)
-        .unwrap_or(left.len().min(right.len()));
+    let at = left.iter().zip(&right).position(|(a, b)| a != b).unwrap_or(left.len().min(right.len()));
     Some(format!(
         "event {}: first run `{}`, second run `{}`",
         at + 1,

@@ -21,11 +21,7 @@ use turnsim::{report, trace};
 use turnsim_engine::{Regression, RegressionSet, ALL_REGRESSIONS};
 
 #[derive(Parser)]
-#[command(
-    name = "turnsim",
-    version,
-    about = "Deterministic simulation and fault injection for chat turn engines"
-)]
+#[command(name = "turnsim", version, about = "Deterministic simulation and fault injection for chat turn engines")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -106,29 +102,12 @@ enum ListWhat {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run {
-            paths,
-            seeds,
-            seed_start,
-            jobs,
-            shard,
-            format,
-            regressions,
-        } => run(
-            paths,
-            seeds,
-            seed_start,
-            jobs,
-            shard,
-            format,
-            RegressionSet::of(regressions),
-        ),
-        Command::Replay {
-            file,
-            seed,
-            format,
-            regressions,
-        } => replay(&file, seed, format, &RegressionSet::of(regressions)),
+        Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions } => {
+            run(paths, seeds, seed_start, jobs, shard, format, RegressionSet::of(regressions))
+        }
+        Command::Replay { file, seed, format, regressions } => {
+            replay(&file, seed, format, &RegressionSet::of(regressions))
+        }
         Command::CheckDeterminism { paths, seeds } => check_determinism(&paths, seeds),
         Command::List { what, paths } => list(what, &paths),
     };
@@ -163,8 +142,7 @@ fn run(
     let plan = Plan {
         seeds: seeds.or(env_u64("MADSIM_TEST_NUM")?),
         seed_start: seed_start.or(env_u64("MADSIM_TEST_SEED")?).unwrap_or(0),
-        jobs: jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |cores| cores.get())),
+        jobs: jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |cores| cores.get())),
         shard,
         regressions,
         files,
@@ -180,27 +158,14 @@ fn run(
     let outcomes = runner::execute(&plan, &progress_printer(total));
     let summary = report::summarise(&plan.files, &outcomes, &plan.regressions);
     match format {
-        RunFormat::Text => print!(
-            "{}",
-            report::text(&plan.files, &outcomes, &plan.regressions)
-        ),
+        RunFormat::Text => print!("{}", report::text(&plan.files, &outcomes, &plan.regressions)),
         RunFormat::Json => println!("{}", report::json(&summary)),
-        RunFormat::Junit => print!(
-            "{}",
-            report::junit(&plan.files, &outcomes, &plan.regressions)
-        ),
+        RunFormat::Junit => print!("{}", report::junit(&plan.files, &outcomes, &plan.regressions)),
     }
     if matches!(format, RunFormat::Text) {
-        println!(
-            "suite: {} passed, {} failed",
-            summary.passed, summary.failed
-        );
+        println!("suite: {} passed, {} failed", summary.passed, summary.failed);
     }
-    Ok(if summary.failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if summary.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn describe(plan: &Plan) -> String {
@@ -250,18 +215,11 @@ fn replay(
                 "events": record.events,
                 "violations": violations,
             });
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&json).expect("serialises")
-            );
+            println!("{}", serde_json::to_string_pretty(&json).expect("serialises"));
         }
         ReplayFormat::Text => print_replay(&scenario, seed, regressions, &record, &violations),
     }
-    Ok(if violations.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn print_replay(
@@ -275,34 +233,19 @@ fn print_replay(
     println!(
         "SEED={seed} scenario={} regressions={}",
         scenario.scenario.name,
-        if names.is_empty() {
-            "none".into()
-        } else {
-            names.join(",")
-        }
+        if names.is_empty() { "none".into() } else { names.join(",") }
     );
     print!("{}", trace::render_timeline(&record.events));
-    println!(
-        "end: {:?} after {} ms of sim time, {} events",
-        record.end,
-        record.sim_ms,
-        record.events.len()
-    );
+    println!("end: {:?} after {} ms of sim time, {} events", record.end, record.sim_ms, record.events.len());
     if violations.is_empty() {
         println!("all checks passed");
         return;
     }
     for violation in violations {
-        let at = violation
-            .at_event
-            .map(|at| format!(" (event {})", at + 1))
-            .unwrap_or_default();
+        let at = violation.at_event.map(|at| format!(" (event {})", at + 1)).unwrap_or_default();
         println!("FAILED {}: {}{at}", violation.check, violation.message);
     }
-    println!(
-        "replay: {}",
-        runner::replay_command(scenario, seed, regressions)
-    );
+    println!("replay: {}", runner::replay_command(scenario, seed, regressions));
 }
 
 fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, ScenarioError> {
@@ -316,15 +259,8 @@ fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, Scenario
             }
         }
     }
-    println!(
-        "determinism: {} passed, {diverged} failed",
-        files.len() as u64 * seeds - diverged
-    );
-    Ok(if diverged == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    println!("determinism: {} passed, {diverged} failed", files.len() as u64 * seeds - diverged);
+    Ok(if diverged == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn list(what: ListWhat, paths: &[PathBuf]) -> Result<ExitCode, ScenarioError> {
@@ -342,12 +278,7 @@ fn list(what: ListWhat, paths: &[PathBuf]) -> Result<ExitCode, ScenarioError> {
         }
         ListWhat::Scenarios => {
             for file in load_paths(paths)? {
-                println!(
-                    "{:<48} {} seeds  {}",
-                    file.path.display(),
-                    file.scenario.seeds,
-                    file.scenario.name
-                );
+                println!("{:<48} {} seeds  {}", file.path.display(), file.scenario.seeds, file.scenario.name);
             }
         }
     }

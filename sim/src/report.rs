@@ -27,38 +27,25 @@ pub struct FailureReport {
     pub replay: String,
 }
 
-pub fn summarise(
-    files: &[ScenarioFile],
-    outcomes: &[Outcome],
-    regressions: &RegressionSet,
-) -> Summary {
+pub fn summarise(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> Summary {
     let failures = outcomes
         .iter()
         .filter(|outcome| !outcome.passed())
         .flat_map(|outcome| {
             let file = &files[outcome.scenario];
-            outcome
-                .violations
-                .iter()
-                .map(move |violation| FailureReport {
-                    scenario: file.path.display().to_string(),
-                    seed: outcome.seed,
-                    check: violation.check.clone(),
-                    message: violation.message.clone(),
-                    replay: replay_command(file, outcome.seed, regressions),
-                })
+            outcome.violations.iter().map(move |violation| FailureReport {
+                scenario: file.path.display().to_string(),
+                seed: outcome.seed,
+                check: violation.check.clone(),
+                message: violation.message.clone(),
+                replay: replay_command(file, outcome.seed, regressions),
+            })
         })
         .collect();
     let failed = outcomes.iter().filter(|outcome| !outcome.passed()).count();
     let mut scenarios: Vec<usize> = outcomes.iter().map(|outcome| outcome.scenario).collect();
     scenarios.dedup();
-    Summary {
-        scenarios: scenarios.len(),
-        runs: outcomes.len(),
-        passed: outcomes.len() - failed,
-        failed,
-        failures,
-    }
+    Summary { scenarios: scenarios.len(), runs: outcomes.len(), passed: outcomes.len() - failed, failed, failures }
 }
 
 /// One line per scenario; for a failing one, its first failing seed in full
@@ -66,10 +53,7 @@ pub fn summarise(
 pub fn text(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
     let mut out = String::new();
     for (index, file) in files.iter().enumerate() {
-        let runs: Vec<&Outcome> = outcomes
-            .iter()
-            .filter(|outcome| outcome.scenario == index)
-            .collect();
+        let runs: Vec<&Outcome> = outcomes.iter().filter(|outcome| outcome.scenario == index).collect();
         if runs.is_empty() {
             continue;
         }
@@ -80,20 +64,11 @@ pub fn text(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regressi
                 let _ = writeln!(out, "PASS {path} ({} seeds)", runs.len());
             }
             Some(first) => {
-                let _ = writeln!(
-                    out,
-                    "FAIL {path} ({} of {} seeds failed)",
-                    failed.len(),
-                    runs.len()
-                );
+                let _ = writeln!(out, "FAIL {path} ({} of {} seeds failed)", failed.len(), runs.len());
                 write_failure(&mut out, file, first, regressions);
                 if failed.len() > 1 {
-                    let seeds: Vec<String> = failed
-                        .iter()
-                        .skip(1)
-                        .take(20)
-                        .map(|outcome| outcome.seed.to_string())
-                        .collect();
+                    let seeds: Vec<String> =
+                        failed.iter().skip(1).take(20).map(|outcome| outcome.seed.to_string()).collect();
                     let _ = writeln!(
                         out,
                         "  also failing seeds: {}{}",
@@ -107,12 +82,7 @@ pub fn text(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regressi
     out
 }
 
-fn write_failure(
-    out: &mut String,
-    file: &ScenarioFile,
-    outcome: &Outcome,
-    regressions: &RegressionSet,
-) {
+fn write_failure(out: &mut String, file: &ScenarioFile, outcome: &Outcome, regressions: &RegressionSet) {
     let _ = writeln!(out, "  seed {}:", outcome.seed);
     for violation in &outcome.violations {
         let _ = writeln!(out, "    {}: {}", violation.check, violation.message);
@@ -123,11 +93,7 @@ fn write_failure(
             let _ = writeln!(out, "    {line}");
         }
     }
-    let _ = writeln!(
-        out,
-        "  replay: {}",
-        replay_command(file, outcome.seed, regressions)
-    );
+    let _ = writeln!(out, "  replay: {}", replay_command(file, outcome.seed, regressions));
 }
 
 pub fn json(summary: &Summary) -> String {
@@ -138,11 +104,7 @@ pub fn json(summary: &Summary) -> String {
 pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
     let failed = outcomes.iter().filter(|outcome| !outcome.passed()).count();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites name=\"turnsim\" tests=\"{}\" failures=\"{failed}\">",
-        files.len()
-    );
+    let _ = writeln!(out, "<testsuites name=\"turnsim\" tests=\"{}\" failures=\"{failed}\">", files.len());
     let _ = writeln!(
         out,
         "  <testsuite name=\"scenarios\" tests=\"{}\" failures=\"{}\">",
@@ -150,19 +112,10 @@ pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regress
         failing_files(outcomes)
     );
     for (index, file) in files.iter().enumerate() {
-        let runs: Vec<&Outcome> = outcomes
-            .iter()
-            .filter(|outcome| outcome.scenario == index)
-            .collect();
-        let sim_seconds: f64 = runs
-            .iter()
-            .map(|outcome| outcome.sim_ms as f64 / 1000.0)
-            .sum();
+        let runs: Vec<&Outcome> = outcomes.iter().filter(|outcome| outcome.scenario == index).collect();
+        let sim_seconds: f64 = runs.iter().map(|outcome| outcome.sim_ms as f64 / 1000.0).sum();
         let name = escape(&file.path.display().to_string());
-        let _ = write!(
-            out,
-            "    <testcase classname=\"turnsim\" name=\"{name}\" time=\"{sim_seconds:.3}\""
-        );
+        let _ = write!(out, "    <testcase classname=\"turnsim\" name=\"{name}\" time=\"{sim_seconds:.3}\"");
         let failures: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
         if failures.is_empty() {
             out.push_str("/>\n");
@@ -179,19 +132,10 @@ pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regress
         let _ = writeln!(out, ">\n      <failure message=\"{}\">", escape(&headline));
         for outcome in failures.iter().take(20) {
             for violation in &outcome.violations {
-                let _ = writeln!(
-                    out,
-                    "seed {} {}: {}",
-                    outcome.seed,
-                    escape(&violation.check),
-                    escape(&violation.message)
-                );
+                let _ =
+                    writeln!(out, "seed {} {}: {}", outcome.seed, escape(&violation.check), escape(&violation.message));
             }
-            let _ = writeln!(
-                out,
-                "replay: {}",
-                escape(&replay_command(file, outcome.seed, regressions))
-            );
+            let _ = writeln!(out, "replay: {}", escape(&replay_command(file, outcome.seed, regressions)));
         }
         out.push_str("      </failure>\n    </testcase>\n");
     }
@@ -200,18 +144,12 @@ pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regress
 }
 
 fn failing_files(outcomes: &[Outcome]) -> usize {
-    let mut files: Vec<usize> = outcomes
-        .iter()
-        .filter(|outcome| !outcome.passed())
-        .map(|outcome| outcome.scenario)
-        .collect();
+    let mut files: Vec<usize> =
+        outcomes.iter().filter(|outcome| !outcome.passed()).map(|outcome| outcome.scenario).collect();
     files.dedup();
     files.len()
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }

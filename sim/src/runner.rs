@@ -27,14 +27,8 @@ impl std::str::FromStr for Shard {
 
     fn from_str(text: &str) -> Result<Self, String> {
         let (index, count) = text.split_once('/').ok_or("a shard is K/N, e.g. 2/4")?;
-        let index: u64 = index
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard index `{index}` is not a number"))?;
-        let count: u64 = count
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard count `{count}` is not a number"))?;
+        let index: u64 = index.trim().parse().map_err(|_| format!("shard index `{index}` is not a number"))?;
+        let count: u64 = count.trim().parse().map_err(|_| format!("shard count `{count}` is not a number"))?;
         if count == 0 || index == 0 || index > count {
             return Err(format!("shard {index}/{count}: need 1 <= K <= N"));
         }
@@ -90,11 +84,7 @@ impl Plan {
 }
 
 /// Runs one seed and checks it.
-pub fn run_one(
-    file: &ScenarioFile,
-    seed: u64,
-    regressions: &RegressionSet,
-) -> (RunRecord, Vec<Violation>) {
+pub fn run_one(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> (RunRecord, Vec<Violation>) {
     let record = world::run(file, seed, regressions);
     let violations = check_run(file, &record);
     (record, violations)
@@ -114,10 +104,7 @@ pub fn execute(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<Out
                     break;
                 };
                 let outcome = run_and_summarise(plan, scenario, seed);
-                results
-                    .lock()
-                    .expect("results lock")
-                    .push((position, outcome));
+                results.lock().expect("results lock").push((position, outcome));
                 progress(done.fetch_add(1, Ordering::SeqCst) + 1, work.len());
             });
         }
@@ -129,41 +116,21 @@ pub fn execute(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<Out
 
 fn run_and_summarise(plan: &Plan, scenario: usize, seed: u64) -> Outcome {
     let (record, violations) = run_one(&plan.files[scenario], seed, &plan.regressions);
-    let tail = if violations.is_empty() {
-        Vec::new()
-    } else {
-        tail_before(&record, &violations)
-    };
-    Outcome {
-        scenario,
-        seed,
-        violations,
-        end: record.end,
-        sim_ms: record.sim_ms,
-        tail,
-    }
+    let tail = if violations.is_empty() { Vec::new() } else { tail_before(&record, &violations) };
+    Outcome { scenario, seed, violations, end: record.end, sim_ms: record.sim_ms, tail }
 }
 
 /// Up to twelve timeline lines ending where the first violation shows.
 fn tail_before(record: &RunRecord, violations: &[Violation]) -> Vec<String> {
-    let end = violations
-        .iter()
-        .filter_map(|violation| violation.at_event)
-        .min()
-        .map_or(record.events.len(), |at| at + 1);
+    let end =
+        violations.iter().filter_map(|violation| violation.at_event).min().map_or(record.events.len(), |at| at + 1);
     let start = end.saturating_sub(12);
-    record.events[start..end.min(record.events.len())]
-        .iter()
-        .map(|event| event.render())
-        .collect()
+    record.events[start..end.min(record.events.len())].iter().map(|event| event.render()).collect()
 }
 
 /// The one command that replays a run.
 pub fn replay_command(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> String {
-    let mut command = format!(
-        "cargo run --release -p turnsim -- replay {} --seed {seed}",
-        file.path.display()
-    );
+    let mut command = format!("cargo run --release -p turnsim -- replay {} --seed {seed}", file.path.display());
     for regression in regressions.iter() {
         command.push_str(&format!(" --regression {regression}"));
     }

@@ -140,10 +140,9 @@ impl Event {
         match self {
             Self::Action { .. } | Self::Evicted | Self::Restarted => Lane::World,
             Self::Engine(_) => Lane::Engine,
-            Self::ModelCall { .. }
-            | Self::ModelChunk { .. }
-            | Self::ModelEnd { .. }
-            | Self::ModelRejected { .. } => Lane::Model,
+            Self::ModelCall { .. } | Self::ModelChunk { .. } | Self::ModelEnd { .. } | Self::ModelRejected { .. } => {
+                Lane::Model
+            }
             Self::ServerToolRun { .. } => Lane::Tools,
             Self::StoreCommit { .. } => Lane::Store,
             Self::ClientConnected { .. }
@@ -198,16 +197,8 @@ impl Event {
             Self::Action { what } => what.clone(),
             Self::Evicted | Self::Restarted => String::new(),
             Self::Engine(event) => event.detail(),
-            Self::ModelCall {
-                call,
-                request_id,
-                step,
-                continuation,
-            } => {
-                format!(
-                    "#{call} {request_id} step={step}{}",
-                    if *continuation { " continuation" } else { "" }
-                )
+            Self::ModelCall { call, request_id, step, continuation } => {
+                format!("#{call} {request_id} step={step}{}", if *continuation { " continuation" } else { "" })
             }
             Self::ModelChunk { call, index, chunk } => format!("#{call}.{index} {chunk}"),
             Self::ModelEnd { call, how } => format!("#{call} {how}"),
@@ -220,16 +211,14 @@ impl Event {
                 format!("c{connection}")
             }
             Self::ClientSawTool { call_id, state } => format!("{call_id} {state}"),
-            Self::ClientSent {
-                call_id,
-                what,
-                auto_continue,
-            } => format!("{call_id} {what} auto_continue={auto_continue}"),
+            Self::ClientSent { call_id, what, auto_continue } => {
+                format!("{call_id} {what} auto_continue={auto_continue}")
+            }
             Self::ClientSendFailed { call_id } => call_id.clone(),
             Self::ClientFrame { what } => what.clone(),
-            Self::ChatCalled { chat }
-            | Self::CallbackDone { chat }
-            | Self::CallbackInterrupted { chat } => format!("chat{chat}"),
+            Self::ChatCalled { chat } | Self::CallbackDone { chat } | Self::CallbackInterrupted { chat } => {
+                format!("chat{chat}")
+            }
             Self::CallbackStart { chat, request_id } => format!("chat{chat} {request_id}"),
             Self::CallbackEvent { chat, chunk } => format!("chat{chat} {chunk}"),
             Self::CallbackError { chat, message } => format!("chat{chat} {message:?}"),
@@ -257,14 +246,8 @@ impl TraceEvent {
 
     fn render_into(&self, out: &mut String) {
         let millis = self.at_us / 1_000;
-        let _ = write!(
-            out,
-            "{:>6}.{:03}s {:<9} {}",
-            millis / 1_000,
-            millis % 1_000,
-            self.lane.as_str(),
-            self.event.name()
-        );
+        let _ =
+            write!(out, "{:>6}.{:03}s {:<9} {}", millis / 1_000, millis % 1_000, self.lane.as_str(), self.event.name());
         let detail = self.event.detail();
         if !detail.is_empty() {
             out.push(' ');
@@ -313,11 +296,7 @@ impl Trace {
     /// `budget` bounds the events one run may record: a run past it is a
     /// livelock, reported as a liveness failure.
     pub fn new(budget: usize) -> Self {
-        Self {
-            inner: Default::default(),
-            activity: Arc::new(Notify::new()),
-            budget,
-        }
+        Self { inner: Default::default(), activity: Arc::new(Notify::new()), budget }
     }
 
     pub fn record(&self, event: Event) {
@@ -356,16 +335,8 @@ impl Trace {
         matches: impl Fn(&Event) -> bool + Send + 'static,
     ) -> tokio::sync::oneshot::Receiver<()> {
         let (fire, fired) = tokio::sync::oneshot::channel();
-        let watcher = Watcher {
-            matches: Box::new(matches),
-            remaining: nth.max(1),
-            fire: Some(fire),
-        };
-        self.inner
-            .lock()
-            .expect("trace lock")
-            .watchers
-            .push(watcher);
+        let watcher = Watcher { matches: Box::new(matches), remaining: nth.max(1), fire: Some(fire) };
+        self.inner.lock().expect("trace lock").watchers.push(watcher);
         fired
     }
 

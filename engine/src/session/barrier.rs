@@ -39,20 +39,13 @@ pub(crate) struct Pending {
 impl Session {
     /// Restores a continuation owed before the process died.
     pub(super) fn restore_continuation_intent(&mut self) -> bool {
-        if self
-            .config
-            .regressions
-            .has(Regression::VolatileContinuationIntent)
-        {
+        if self.config.regressions.has(Regression::VolatileContinuationIntent) {
             return false;
         }
         if self.durable.continuation_intent.is_none() {
             return false;
         }
-        self.barrier.pending = Some(Pending {
-            fired: false,
-            past_coalesce: false,
-        });
+        self.barrier.pending = Some(Pending { fired: false, past_coalesce: false });
         self.arm_coalesce_timer();
         true
     }
@@ -80,47 +73,27 @@ impl Session {
     fn open_pending(&mut self) {
         let message_id = match self.turn.as_ref() {
             Some(turn) => turn.assistant.id.clone(),
-            None => leaf_assistant(&self.durable.messages)
-                .map(|leaf| leaf.id.clone())
-                .unwrap_or_default(),
+            None => leaf_assistant(&self.durable.messages).map(|leaf| leaf.id.clone()).unwrap_or_default(),
         };
-        if !self
-            .config
-            .regressions
-            .has(Regression::VolatileContinuationIntent)
-        {
-            let intent = ContinuationIntent {
-                message_id: message_id.clone(),
-            };
+        if !self.config.regressions.has(Regression::VolatileContinuationIntent) {
+            let intent = ContinuationIntent { message_id: message_id.clone() };
             self.commit(vec![Write::Intent(Some(intent))]);
         }
         self.observe(EngineEvent::ContinuationPending { message_id });
-        self.barrier.pending = Some(Pending {
-            fired: false,
-            past_coalesce: false,
-        });
+        self.barrier.pending = Some(Pending { fired: false, past_coalesce: false });
     }
 
     /// An `auto_continue: false` result (or a finalized stream) re-arms an
     /// existing pending continuation; it never creates one.
     pub(super) fn rearm_pending_for_batch(&mut self) {
-        if self
-            .config
-            .regressions
-            .has(Regression::NoErroredSiblingRearm)
-        {
+        if self.config.regressions.has(Regression::NoErroredSiblingRearm) {
             return;
         }
         self.rearm_pending();
     }
 
     fn rearm_pending(&mut self) {
-        if self
-            .barrier
-            .pending
-            .as_ref()
-            .is_some_and(|pending| !pending.fired && !pending.past_coalesce)
-        {
+        if self.barrier.pending.as_ref().is_some_and(|pending| !pending.fired && !pending.past_coalesce) {
             self.arm_coalesce_timer();
         }
     }
@@ -168,10 +141,7 @@ impl Session {
         if regressions.has(Regression::AccumulatorScanBarrier) {
             let turn = self.turn.as_ref().expect("stream open");
             if turn.assistant.has_incomplete_tool_batch() {
-                self.hold(format!(
-                    "accumulator has unanswered {}",
-                    turn.assistant.pending_tool_ids().join(",")
-                ));
+                self.hold(format!("accumulator has unanswered {}", turn.assistant.pending_tool_ids().join(",")));
                 return false;
             }
             return true;
@@ -179,35 +149,25 @@ impl Session {
         if regressions.has(Regression::NoStreamActiveGate) {
             return true;
         }
-        self.observe(EngineEvent::ContinuationHeld {
-            reason: "stream open".into(),
-        });
+        self.observe(EngineEvent::ContinuationHeld { reason: "stream open".into() });
         false
     }
 
     fn unanswered_siblings(&self) -> Option<String> {
         let leaf = leaf_assistant(&self.durable.messages)?;
-        leaf.has_incomplete_tool_batch()
-            .then(|| format!("unanswered {}", leaf.pending_tool_ids().join(",")))
+        leaf.has_incomplete_tool_batch().then(|| format!("unanswered {}", leaf.pending_tool_ids().join(",")))
     }
 
     fn hold(&mut self, reason: String) {
         self.observe(EngineEvent::ContinuationHeld { reason });
-        if self.config.regressions.has(Regression::BarrierFixedTimeout)
-            && self.timers.barrier_fixed.is_none()
-        {
+        if self.config.regressions.has(Regression::BarrierFixedTimeout) && self.timers.barrier_fixed.is_none() {
             self.timers.barrier_fixed = Some(clock::now() + FIXED_BARRIER_TIMEOUT);
         }
     }
 
     /// The regression's fixed wait ran out: fire through whatever is parked.
     pub(super) fn on_barrier_fixed_timeout(&mut self) {
-        if self
-            .barrier
-            .pending
-            .as_ref()
-            .is_some_and(|pending| !pending.fired && !pending.past_coalesce)
-        {
+        if self.barrier.pending.as_ref().is_some_and(|pending| !pending.fired && !pending.past_coalesce) {
             self.fire_continuation();
         }
     }
@@ -221,9 +181,7 @@ impl Session {
         pending.fired = true;
         let (request_id, write) = self.next_id("r");
         self.commit(vec![write]);
-        self.observe(EngineEvent::ContinuationFired {
-            request_id: request_id.clone(),
-        });
+        self.observe(EngineEvent::ContinuationFired { request_id: request_id.clone() });
         self.enqueue(QueuedTurn {
             root_request_id: request_id.clone(),
             request_id,
@@ -231,6 +189,7 @@ impl Session {
             callback: None,
             delivery_id: None,
             incident_id: None,
+            options: Default::default(),
         });
     }
 
@@ -254,12 +213,7 @@ impl Session {
     /// A new user turn supersedes a continuation that has not fired: that
     /// turn's repair settles the batch and its inference answers it.
     pub(super) fn drop_unfired_continuation(&mut self) {
-        if self
-            .barrier
-            .pending
-            .as_ref()
-            .is_some_and(|pending| !pending.fired)
-        {
+        if self.barrier.pending.as_ref().is_some_and(|pending| !pending.fired) {
             self.barrier.pending = None;
             self.timers.coalesce = None;
             self.timers.barrier_fixed = None;

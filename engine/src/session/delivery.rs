@@ -4,8 +4,8 @@
 use crate::durable::{DeliveryCheckpoint, DeliveryStage, Write};
 use crate::events::EngineEvent;
 use crate::messenger::{
-    split_text, DeliveryEvent, MessengerCallback, EMPTY_MESSENGER_RESPONSE,
-    ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE, POST_SOFT_LIMIT_CHARS,
+    split_text, DeliveryEvent, MessengerCallback, EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE,
+    INTERRUPTED_MESSENGER_RESPONSE, POST_SOFT_LIMIT_CHARS,
 };
 
 use super::Session;
@@ -15,23 +15,14 @@ impl Session {
         if self.durable.deliveries.contains_key(&delivery_id) {
             return;
         }
-        let checkpoint = DeliveryCheckpoint {
-            id: delivery_id.clone(),
-            user_text: text.clone(),
-            stage: DeliveryStage::Accepted,
-        };
-        let callback = Box::new(MessengerCallback::new(
-            &delivery_id,
-            self.inbox_sender.clone(),
-        ));
-        if self.store_and_enqueue(&text, Some(callback), vec![Write::PutDelivery(checkpoint)]) {
+        let checkpoint =
+            DeliveryCheckpoint { id: delivery_id.clone(), user_text: text.clone(), stage: DeliveryStage::Accepted };
+        let callback = Box::new(MessengerCallback::new(&delivery_id, self.inbox_sender.clone()));
+        if self.store_and_enqueue(&text, Default::default(), Some(callback), vec![Write::PutDelivery(checkpoint)]) {
             if let Some(queued) = self.queue.back_mut() {
                 queued.delivery_id = Some(delivery_id.clone());
                 let request_id = queued.request_id.clone();
-                self.observe(EngineEvent::DeliveryAccepted {
-                    delivery_id,
-                    request_id,
-                });
+                self.observe(EngineEvent::DeliveryAccepted { delivery_id, request_id });
             }
         }
     }
@@ -44,17 +35,11 @@ impl Session {
             return;
         }
         let posts = match event {
-            DeliveryEvent::FirstText => {
-                return self.checkpoint(checkpoint, DeliveryStage::Streaming)
-            }
-            DeliveryEvent::Done { text } | DeliveryEvent::Returned { text }
-                if text.trim().is_empty() =>
-            {
+            DeliveryEvent::FirstText => return self.checkpoint(checkpoint, DeliveryStage::Streaming),
+            DeliveryEvent::Done { text } | DeliveryEvent::Returned { text } if text.trim().is_empty() => {
                 vec![EMPTY_MESSENGER_RESPONSE.to_string()]
             }
-            DeliveryEvent::Done { text } | DeliveryEvent::Returned { text } => {
-                split_text(&text, POST_SOFT_LIMIT_CHARS)
-            }
+            DeliveryEvent::Done { text } | DeliveryEvent::Returned { text } => split_text(&text, POST_SOFT_LIMIT_CHARS),
             DeliveryEvent::Error => vec![ERROR_MESSENGER_RESPONSE.to_string()],
             DeliveryEvent::Interrupted => vec![INTERRUPTED_MESSENGER_RESPONSE.to_string()],
         };
@@ -77,15 +62,8 @@ impl Session {
         self.checkpoint_committed(checkpoint, stage);
     }
 
-    fn checkpoint_committed(
-        &mut self,
-        checkpoint: DeliveryCheckpoint,
-        stage: DeliveryStage,
-    ) -> bool {
-        self.commit(vec![Write::PutDelivery(DeliveryCheckpoint {
-            stage,
-            ..checkpoint
-        })])
+    fn checkpoint_committed(&mut self, checkpoint: DeliveryCheckpoint, stage: DeliveryStage) -> bool {
+        self.commit(vec![Write::PutDelivery(DeliveryCheckpoint { stage, ..checkpoint })])
     }
 
     /// After a restart: a delivery that never showed text is answered again;
@@ -101,9 +79,7 @@ impl Session {
         for checkpoint in open {
             match checkpoint.stage {
                 DeliveryStage::Accepted => self.answer_again(checkpoint),
-                DeliveryStage::Streaming => {
-                    self.post_once(checkpoint, &[INTERRUPTED_MESSENGER_RESPONSE.to_string()])
-                }
+                DeliveryStage::Streaming => self.post_once(checkpoint, &[INTERRUPTED_MESSENGER_RESPONSE.to_string()]),
                 DeliveryStage::Completed => {}
             }
         }
@@ -112,22 +88,18 @@ impl Session {
     fn answer_again(&mut self, checkpoint: DeliveryCheckpoint) {
         let (request_id, write) = self.next_id("r");
         self.commit(vec![write]);
-        let mut callback = Box::new(MessengerCallback::new(
-            &checkpoint.id,
-            self.inbox_sender.clone(),
-        ));
+        let mut callback = Box::new(MessengerCallback::new(&checkpoint.id, self.inbox_sender.clone()));
         crate::ports::StreamCallback::on_start(callback.as_mut(), &request_id);
         self.observe(EngineEvent::DeliveryAccepted {
             delivery_id: checkpoint.id.clone(),
             request_id: request_id.clone(),
         });
-        self.enqueue_reply(request_id, Some(callback), Some(checkpoint.id));
+        self.enqueue_reply(request_id, Default::default(), Some(callback), Some(checkpoint.id));
     }
 
     /// A delivery still `accepted` will be answered again by its own turn.
     pub(super) fn delivery_will_answer(&self, delivery_id: Option<&str>) -> bool {
-        let accepted =
-            |checkpoint: &DeliveryCheckpoint| checkpoint.stage == DeliveryStage::Accepted;
+        let accepted = |checkpoint: &DeliveryCheckpoint| checkpoint.stage == DeliveryStage::Accepted;
         match delivery_id {
             Some(id) => self.durable.deliveries.get(id).is_some_and(accepted),
             None => self.durable.deliveries.values().any(accepted),

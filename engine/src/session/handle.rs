@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use super::{Input, Session, Timers};
-use crate::config::EngineConfig;
+use crate::config::{EngineConfig, TurnOptions};
 use crate::ports::{Connection, Ports, StreamCallback};
 use crate::transcript::ToolResult;
 
@@ -86,10 +86,7 @@ impl SessionHandle {
     /// current task context (the process that hosts it).
     pub fn spawn(config: EngineConfig, ports: Ports) -> Self {
         let (sender, inbox) = mpsc::unbounded_channel();
-        let inbox_sender = InboxSender {
-            sender,
-            waiting: Default::default(),
-        };
+        let inbox_sender = InboxSender { sender, waiting: Default::default() };
         let published = Arc::new(Mutex::new(Inspection::default()));
         let durable = ports.store.load();
         let session = Session {
@@ -108,10 +105,7 @@ impl SessionHandle {
             published: published.clone(),
         };
         tokio::spawn(session.run());
-        Self {
-            inbox: inbox_sender,
-            published,
-        }
+        Self { inbox: inbox_sender, published }
     }
 
     /// Returns false when the session's process is gone.
@@ -124,10 +118,7 @@ impl SessionHandle {
     }
 
     pub fn connect(&self, connection_id: u64, connection: Box<dyn Connection>) -> bool {
-        self.send(Input::Connect {
-            connection_id,
-            connection,
-        })
+        self.send(Input::Connect { connection_id, connection })
     }
 
     pub fn disconnect(&self, connection_id: u64) -> bool {
@@ -135,43 +126,28 @@ impl SessionHandle {
     }
 
     /// A user message over a client connection; the reply is broadcast.
-    pub fn user_message(&self, text: &str) -> bool {
-        self.send(Input::UserMessage {
-            text: text.to_string(),
-        })
+    pub fn user_message(&self, text: &str, options: TurnOptions) -> bool {
+        self.send(Input::UserMessage { text: text.to_string(), options })
     }
 
     /// The `chat()` RPC: the reply goes to `callback`.
-    pub fn chat(&self, text: &str, callback: Box<dyn StreamCallback>) -> bool {
-        self.send(Input::Chat {
-            text: text.to_string(),
-            callback,
-        })
+    pub fn chat(&self, text: &str, options: TurnOptions, callback: Box<dyn StreamCallback>) -> bool {
+        self.send(Input::Chat { text: text.to_string(), options, callback })
     }
 
     /// A messenger delivery: the engine drives `chat()` with a
     /// text-collecting callback and posts the reply once through the
     /// messenger surface port.
     pub fn deliver(&self, delivery_id: &str, text: &str) -> bool {
-        self.send(Input::Deliver {
-            delivery_id: delivery_id.to_string(),
-            text: text.to_string(),
-        })
+        self.send(Input::Deliver { delivery_id: delivery_id.to_string(), text: text.to_string() })
     }
 
     pub fn tool_result(&self, result: ToolResult, auto_continue: bool) -> bool {
-        self.send(Input::ToolResult {
-            result,
-            auto_continue,
-        })
+        self.send(Input::ToolResult { result, auto_continue })
     }
 
     pub fn approval(&self, call_id: &str, approved: bool, auto_continue: bool) -> bool {
-        self.send(Input::Approval {
-            call_id: call_id.to_string(),
-            approved,
-            auto_continue,
-        })
+        self.send(Input::Approval { call_id: call_id.to_string(), approved, auto_continue })
     }
 
     pub fn inspect(&self) -> Inspection {

@@ -14,16 +14,12 @@ use super::Session;
 impl Session {
     pub(super) fn on_tool_result(&mut self, result: ToolResult, auto_continue: bool) {
         let call_id = result.call_id.clone();
-        self.apply_interaction(&call_id, auto_continue, |message| {
-            message.apply_tool_result(&result)
-        });
+        self.apply_interaction(&call_id, auto_continue, |message| message.apply_tool_result(&result));
         self.after_interaction(auto_continue);
     }
 
     pub(super) fn on_approval(&mut self, call_id: &str, approved: bool, auto_continue: bool) {
-        self.apply_interaction(call_id, auto_continue, |message| {
-            message.apply_approval(call_id, approved)
-        });
+        self.apply_interaction(call_id, auto_continue, |message| message.apply_approval(call_id, approved));
         self.after_interaction(auto_continue);
     }
 
@@ -35,44 +31,23 @@ impl Session {
         }
     }
 
-    fn apply_interaction(
-        &mut self,
-        call_id: &str,
-        auto_continue: bool,
-        apply: impl Fn(&mut Message) -> bool,
-    ) {
-        let applied = self
-            .apply_to_accumulator(&apply)
-            .or_else(|| self.apply_to_store(call_id, &apply));
+    fn apply_interaction(&mut self, call_id: &str, auto_continue: bool, apply: impl Fn(&mut Message) -> bool) {
+        let applied = self.apply_to_accumulator(&apply).or_else(|| self.apply_to_store(call_id, &apply));
         let Some((into, message)) = applied else {
-            self.observe(EngineEvent::ToolIgnored {
-                call_id: call_id.to_string(),
-            });
+            self.observe(EngineEvent::ToolIgnored { call_id: call_id.to_string() });
             return;
         };
         let tool = message.tool(call_id).expect("an applied tool exists");
         let (state, tool_name) = (tool.state, tool.tool_name.clone());
-        let event = EngineEvent::ToolApplied {
-            call_id: call_id.to_string(),
-            state,
-            into: into.into(),
-            auto_continue,
-        };
+        let event = EngineEvent::ToolApplied { call_id: call_id.to_string(), state, into: into.into(), auto_continue };
         self.observe(event);
-        self.broadcast(Frame::Tool {
-            call_id: call_id.to_string(),
-            tool_name,
-            state,
-        });
+        self.broadcast(Frame::Tool { call_id: call_id.to_string(), tool_name, state });
         if state == ToolState::ApprovalResponded {
             self.broadcast(Frame::Messages(self.durable.messages.clone()));
         }
     }
 
-    fn apply_to_accumulator(
-        &mut self,
-        apply: &impl Fn(&mut Message) -> bool,
-    ) -> Option<(&'static str, Message)> {
+    fn apply_to_accumulator(&mut self, apply: &impl Fn(&mut Message) -> bool) -> Option<(&'static str, Message)> {
         let turn = self.turn.as_mut()?;
         let mut candidate = turn.assistant.clone();
         if !apply(&mut candidate) {
@@ -88,11 +63,7 @@ impl Session {
         call_id: &str,
         apply: &impl Fn(&mut Message) -> bool,
     ) -> Option<(&'static str, Message)> {
-        let stored = self
-            .durable
-            .messages
-            .iter()
-            .find(|message| message.tool(call_id).is_some())?;
+        let stored = self.durable.messages.iter().find(|message| message.tool(call_id).is_some())?;
         let mut candidate = stored.clone();
         if !apply(&mut candidate) || !self.commit(vec![Write::PutMessage(candidate.clone())]) {
             return None;

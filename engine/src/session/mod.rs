@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::clock::{self, Instant};
-use crate::config::EngineConfig;
+use crate::config::{EngineConfig, TurnOptions};
 use crate::durable::{DurableState, Write};
 use crate::events::EngineEvent;
 use crate::ports::{Connection, Frame, ModelStream, Ports, StreamCallback};
@@ -35,42 +35,15 @@ use turn::{QueuedTurn, Turn};
 
 /// What reaches the session actor.
 pub(crate) enum Input {
-    Connect {
-        connection_id: u64,
-        connection: Box<dyn Connection>,
-    },
-    Disconnect {
-        connection_id: u64,
-    },
-    UserMessage {
-        text: String,
-    },
-    Chat {
-        text: String,
-        callback: Box<dyn StreamCallback>,
-    },
-    Deliver {
-        delivery_id: String,
-        text: String,
-    },
-    Delivery {
-        delivery_id: String,
-        event: crate::messenger::DeliveryEvent,
-    },
-    ToolResult {
-        result: ToolResult,
-        auto_continue: bool,
-    },
-    Approval {
-        call_id: String,
-        approved: bool,
-        auto_continue: bool,
-    },
-    ServerToolDone {
-        request_id: String,
-        call_id: String,
-        outcome: Option<ToolOutcome>,
-    },
+    Connect { connection_id: u64, connection: Box<dyn Connection> },
+    Disconnect { connection_id: u64 },
+    UserMessage { text: String, options: TurnOptions },
+    Chat { text: String, options: TurnOptions, callback: Box<dyn StreamCallback> },
+    Deliver { delivery_id: String, text: String },
+    Delivery { delivery_id: String, event: crate::messenger::DeliveryEvent },
+    ToolResult { result: ToolResult, auto_continue: bool },
+    Approval { call_id: String, approved: bool, auto_continue: bool },
+    ServerToolDone { request_id: String, call_id: String, outcome: Option<ToolOutcome> },
 }
 
 /// Deadlines the actor waits on besides its inbox and the model stream.
@@ -88,17 +61,7 @@ struct Timers {
 
 impl Timers {
     fn earliest(&self) -> Option<Instant> {
-        [
-            self.coalesce,
-            self.barrier_fixed,
-            self.stall,
-            self.retry,
-            self.alarm,
-            self.stable,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        [self.coalesce, self.barrier_fixed, self.stall, self.retry, self.alarm, self.stable].into_iter().flatten().min()
     }
 }
 
@@ -141,39 +104,25 @@ impl Session {
 
     fn on_input(&mut self, input: Input) {
         match input {
-            Input::Connect {
-                connection_id,
-                connection,
-            } => self.connect(connection_id, connection),
+            Input::Connect { connection_id, connection } => self.connect(connection_id, connection),
             Input::Disconnect { connection_id } => {
                 self.connections.remove(&connection_id);
             }
-            Input::UserMessage { text } => self.accept_user_message(text, None),
-            Input::Chat { text, callback } => self.accept_user_message(text, Some(callback)),
+            Input::UserMessage { text, options } => self.accept_user_message(text, options, None),
+            Input::Chat { text, options, callback } => self.accept_user_message(text, options, Some(callback)),
             Input::Deliver { delivery_id, text } => self.accept_delivery(delivery_id, text),
             Input::Delivery { delivery_id, event } => self.on_delivery_event(&delivery_id, event),
-            Input::ToolResult {
-                result,
-                auto_continue,
-            } => self.on_tool_result(result, auto_continue),
-            Input::Approval {
-                call_id,
-                approved,
-                auto_continue,
-            } => self.on_approval(&call_id, approved, auto_continue),
-            Input::ServerToolDone {
-                request_id,
-                call_id,
-                outcome,
-            } => self.on_server_tool_done(&request_id, &call_id, outcome),
+            Input::ToolResult { result, auto_continue } => self.on_tool_result(result, auto_continue),
+            Input::Approval { call_id, approved, auto_continue } => self.on_approval(&call_id, approved, auto_continue),
+            Input::ServerToolDone { request_id, call_id, outcome } => {
+                self.on_server_tool_done(&request_id, &call_id, outcome)
+            }
         }
     }
 
     fn on_deadlines(&mut self) {
         let now = clock::now();
-        let due = |deadline: &mut Option<Instant>| {
-            deadline.is_some_and(|at| at <= now) && deadline.take().is_some()
-        };
+        let due = |deadline: &mut Option<Instant>| deadline.is_some_and(|at| at <= now) && deadline.take().is_some();
         if due(&mut self.timers.stall) {
             self.on_stall_deadline();
         }
@@ -197,10 +146,7 @@ impl Session {
     fn connect(&mut self, connection_id: u64, connection: Box<dyn Connection>) {
         connection.send(Frame::Messages(self.durable.messages.clone()));
         if let Some(status) = &self.durable.terminal_status {
-            let frame = Frame::Error {
-                request_id: status.request_id.clone(),
-                message: status.message.clone(),
-            };
+            let frame = Frame::Error { request_id: status.request_id.clone(), message: status.message.clone() };
             connection.send(frame);
         }
         if !self.durable.alarms.is_empty() {
@@ -210,8 +156,7 @@ impl Session {
     }
 
     fn broadcast(&mut self, frame: Frame) {
-        self.connections
-            .retain(|_, connection| connection.send(frame.clone()));
+        self.connections.retain(|_, connection| connection.send(frame.clone()));
     }
 
     fn observe(&self, event: EngineEvent) {
@@ -235,10 +180,7 @@ impl Session {
     /// A fresh id, durable so it never repeats after a restart.
     fn next_id(&mut self, prefix: &str) -> (String, Write) {
         self.durable.next_id += 1;
-        (
-            format!("{prefix}{}", self.durable.next_id),
-            Write::NextId(self.durable.next_id),
-        )
+        (format!("{prefix}{}", self.durable.next_id), Write::NextId(self.durable.next_id))
     }
 
     fn publish(&self) {

@@ -31,13 +31,8 @@ enum Cause {
 
 /// How a recovery turn treats the partial it resumes.
 pub fn recovery_strategy(message: Option<&Message>) -> &'static str {
-    let last_content = message.and_then(|message| {
-        message
-            .parts
-            .iter()
-            .rev()
-            .find(|part| !matches!(part, Part::StepStart))
-    });
+    let last_content =
+        message.and_then(|message| message.parts.iter().rev().find(|part| !matches!(part, Part::StepStart)));
     match last_content {
         Some(Part::Tool(tool)) if tool.state == ToolState::InputStreaming => "truncate",
         _ => "continue",
@@ -48,10 +43,8 @@ impl Session {
     pub(super) fn boot(&mut self) {
         let restored_intent = self.restore_continuation_intent();
         let in_flight = self.durable.in_flight.clone();
-        let event = EngineEvent::Boot {
-            restored_intent,
-            in_flight: in_flight.as_ref().map(|turn| turn.request_id.clone()),
-        };
+        let event =
+            EngineEvent::Boot { restored_intent, in_flight: in_flight.as_ref().map(|turn| turn.request_id.clone()) };
         self.observe(event);
         match in_flight {
             Some(turn) => self.recover_evicted_turn(turn),
@@ -82,10 +75,7 @@ impl Session {
         let Some(last) = self.durable.messages.last() else {
             return;
         };
-        if last.role != Role::User
-            || !self.durable.alarms.is_empty()
-            || self.delivery_will_answer(None)
-        {
+        if last.role != Role::User || !self.durable.alarms.is_empty() || self.delivery_will_answer(None) {
             return;
         }
         let root = format!("retry-{}", last.id);
@@ -107,13 +97,7 @@ impl Session {
 
     /// Opens or advances the incident, then schedules the recovery alarm or
     /// exhausts. Returns whether recovery was scheduled.
-    fn begin_recovery(
-        &mut self,
-        root: &str,
-        message_id: &str,
-        cause: Cause,
-        delay_ms: u64,
-    ) -> bool {
+    fn begin_recovery(&mut self, root: &str, message_id: &str, cause: Cause, delay_ms: u64) -> bool {
         let (incident, exhausted) = self.advance_incident(root, cause);
         if let Some(reason) = exhausted {
             self.exhaust(incident, reason);
@@ -128,27 +112,15 @@ impl Session {
             message_id: message_id.to_string(),
         };
         self.commit(vec![Write::PutAlarm(alarm)]);
-        self.observe(EngineEvent::RecoveryScheduled {
-            incident_id: incident.id,
-            attempt: incident.attempt,
-            strategy,
-        });
+        self.observe(EngineEvent::RecoveryScheduled { incident_id: incident.id, attempt: incident.attempt, strategy });
         self.broadcast(Frame::Recovering(true));
         self.arm_alarm_timer();
         true
     }
 
     fn incident_id(&self, root: &str) -> String {
-        let latest_user = self
-            .durable
-            .messages
-            .iter()
-            .rev()
-            .find(|message| message.role == Role::User);
-        format!(
-            "{root}:{}",
-            latest_user.map(|message| message.id.as_str()).unwrap_or("")
-        )
+        let latest_user = self.durable.messages.iter().rev().find(|message| message.role == Role::User);
+        format!("{root}:{}", latest_user.map(|message| message.id.as_str()).unwrap_or(""))
     }
 
     fn advance_incident(&mut self, root: &str, cause: Cause) -> (Incident, Option<&'static str>) {
@@ -179,34 +151,20 @@ impl Session {
                 Incident {
                     attempt,
                     last_attempt_ms: now,
-                    last_progress_ms: if made_progress {
-                        now
-                    } else {
-                        existing.last_progress_ms
-                    },
+                    last_progress_ms: if made_progress { now } else { existing.last_progress_ms },
                     progress,
                     ..existing.clone()
                 }
             }
         };
-        let exhausted =
-            if now.saturating_sub(incident.last_progress_ms) > recovery.no_progress_window_ms {
-                Some("no_progress_timeout")
-            } else if incident.attempt > recovery.max_attempts {
-                Some(if cause == Cause::StableTimeout {
-                    "stable_timeout"
-                } else {
-                    "max_attempts_exceeded"
-                })
-            } else {
-                None
-            };
-        incident.status = if exhausted.is_some() {
-            "exhausted"
+        let exhausted = if now.saturating_sub(incident.last_progress_ms) > recovery.no_progress_window_ms {
+            Some("no_progress_timeout")
+        } else if incident.attempt > recovery.max_attempts {
+            Some(if cause == Cause::StableTimeout { "stable_timeout" } else { "max_attempts_exceeded" })
         } else {
-            "attempting"
-        }
-        .to_string();
+            None
+        };
+        incident.status = if exhausted.is_some() { "exhausted" } else { "attempting" }.to_string();
         self.commit(vec![Write::PutIncident(incident.clone())]);
         (incident, exhausted)
     }
@@ -215,10 +173,7 @@ impl Session {
     /// recorded durably for clients that connect later.
     fn exhaust(&mut self, incident: Incident, reason: &str) {
         let terminal = self.config.recovery.terminal_message.clone();
-        let status = TerminalStatus {
-            request_id: incident.root_request_id.clone(),
-            message: terminal.clone(),
-        };
+        let status = TerminalStatus { request_id: incident.root_request_id.clone(), message: terminal.clone() };
         let alarms: Vec<Write> = self
             .durable
             .alarms
@@ -235,10 +190,7 @@ impl Session {
             reason: reason.to_string(),
         };
         self.observe(event);
-        self.broadcast(Frame::Error {
-            request_id: incident.root_request_id,
-            message: terminal,
-        });
+        self.broadcast(Frame::Error { request_id: incident.root_request_id, message: terminal });
         self.broadcast(Frame::Recovering(false));
     }
 
@@ -261,13 +213,8 @@ impl Session {
 
     pub(super) fn on_alarm_deadline(&mut self) {
         let now = clock::wall_ms();
-        let due = self
-            .durable
-            .alarms
-            .iter()
-            .filter(|alarm| alarm.due_ms <= now)
-            .min_by_key(|alarm| alarm.due_ms)
-            .cloned();
+        let due =
+            self.durable.alarms.iter().filter(|alarm| alarm.due_ms <= now).min_by_key(|alarm| alarm.due_ms).cloned();
         let Some(alarm) = due else {
             return self.arm_alarm_timer();
         };
@@ -301,9 +248,7 @@ impl Session {
             incident.status = "skipped".into();
             self.commit(vec![Write::PutIncident(incident)]);
         }
-        self.observe(EngineEvent::RecoveryParked {
-            incident_id: alarm.incident_id.clone(),
-        });
+        self.observe(EngineEvent::RecoveryParked { incident_id: alarm.incident_id.clone() });
         self.broadcast(Frame::Recovering(false));
     }
 
@@ -317,6 +262,7 @@ impl Session {
             callback: None,
             delivery_id: None,
             incident_id: Some(alarm.incident_id),
+            options: Default::default(),
         });
     }
 
@@ -328,22 +274,13 @@ impl Session {
         };
         let alarm = wait.alarm;
         let delay_ms = self.config.recovery.stable_retry_delay_ms;
-        self.begin_recovery(
-            &alarm.root_request_id,
-            &alarm.message_id,
-            Cause::StableTimeout,
-            delay_ms,
-        );
+        self.begin_recovery(&alarm.root_request_id, &alarm.message_id, Cause::StableTimeout, delay_ms);
     }
 
     /// Before a recovery turn's first model call: drop a tool call the
     /// interruption left half-streamed, so the step is regenerated.
     pub(super) fn truncate_unfinished_tool_call(&mut self) {
-        if self
-            .config
-            .regressions
-            .has(Regression::ContinueMidToolInput)
-        {
+        if self.config.regressions.has(Regression::ContinueMidToolInput) {
             return;
         }
         let Some(leaf) = leaf_assistant(&self.durable.messages) else {
@@ -392,10 +329,6 @@ impl Session {
     /// Whether to keep a tool part out of repair: only a half-streamed call,
     /// and only under the regression that continues from it.
     pub(super) fn repair_keeps(&self, state: ToolState) -> bool {
-        state == ToolState::InputStreaming
-            && self
-                .config
-                .regressions
-                .has(Regression::ContinueMidToolInput)
+        state == ToolState::InputStreaming && self.config.regressions.has(Regression::ContinueMidToolInput)
     }
 }

@@ -25,9 +25,8 @@ pub fn stall_message(timeout_ms: u64) -> String {
 impl Session {
     /// Restarts the between-chunks clock. Server-tool execution counts too.
     pub(super) fn arm_stall_watchdog(&mut self) {
-        let timeout_ms = self.config.stall_timeout_ms;
-        self.timers.stall =
-            (timeout_ms > 0).then(|| clock::now() + Duration::from_millis(timeout_ms));
+        let timeout_ms = self.turn.as_ref().map_or(0, |turn| turn.stall_timeout_ms);
+        self.timers.stall = (timeout_ms > 0).then(|| clock::now() + Duration::from_millis(timeout_ms));
     }
 
     pub(super) fn on_stall_deadline(&mut self) {
@@ -38,12 +37,9 @@ impl Session {
             return;
         }
         let request_id = turn.request_id.clone();
-        let timeout_ms = self.config.stall_timeout_ms;
+        let timeout_ms = turn.stall_timeout_ms;
         self.model_stream = None;
-        self.observe(EngineEvent::StreamStalled {
-            request_id,
-            timeout_ms,
-        });
+        self.observe(EngineEvent::StreamStalled { request_id, timeout_ms });
         if !self.config.recovery.enabled {
             return self.end_turn(TurnStatus::Error, Some(stall_message(timeout_ms)));
         }
@@ -75,11 +71,7 @@ impl Session {
     }
 
     pub(super) fn on_retry_deadline(&mut self) {
-        if self
-            .turn
-            .as_ref()
-            .is_some_and(|turn| turn.phase == Phase::RetryWait)
-        {
+        if self.turn.as_ref().is_some_and(|turn| turn.phase == Phase::RetryWait) {
             self.start_attempt();
         }
     }
@@ -87,10 +79,7 @@ impl Session {
     /// The provider ended the step without output: retry, replacing the
     /// failed attempt's parts, at most `max_model_calls_empty_finish` calls.
     pub(super) fn on_truncated_finish(&mut self, reason: FinishReason) {
-        let keep_parts = self
-            .config
-            .regressions
-            .has(Regression::KeepFailedAttemptParts);
+        let keep_parts = self.config.regressions.has(Regression::KeepFailedAttemptParts);
         let cap = self.config.max_model_calls_empty_finish;
         let Some(turn) = self.turn.as_mut() else {
             return;
@@ -104,26 +93,16 @@ impl Session {
             self.flush_in_flight(false);
             return self.end_turn(TurnStatus::Completed, None);
         }
-        let discarded_parts = if keep_parts {
-            0
-        } else {
-            turn.assistant.parts.len() - floor
-        };
+        let discarded_parts = if keep_parts { 0 } else { turn.assistant.parts.len() - floor };
         if !keep_parts {
             turn.assistant.parts.truncate(floor);
         }
         let attempt = turn.attempt;
         let request_id = turn.request_id.clone();
-        self.observe(EngineEvent::EmptyFinish {
-            request_id,
-            attempt,
-            discarded_parts,
-        });
+        self.observe(EngineEvent::EmptyFinish { request_id, attempt, discarded_parts });
         self.flush_in_flight(false);
         if attempt >= cap {
-            let message = format!(
-                "EmptyOther: the provider ended the stream without output ({attempt} model calls)"
-            );
+            let message = format!("EmptyOther: the provider ended the stream without output ({attempt} model calls)");
             return self.end_turn(TurnStatus::Error, Some(message));
         }
         self.start_attempt();

@@ -28,17 +28,8 @@ impl Session {
         turn.phase = Phase::Streaming;
         let (request_id, step, attempt) = (turn.request_id.clone(), turn.step, turn.attempt);
         let continuation = matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery);
-        let request = ModelRequest {
-            request_id,
-            step,
-            continuation,
-            messages: self.request_messages(),
-        };
-        let event = EngineEvent::ModelCall {
-            request_id: request.request_id.clone(),
-            step,
-            attempt,
-        };
+        let request = ModelRequest { request_id, step, continuation, messages: self.request_messages() };
+        let event = EngineEvent::ModelCall { request_id: request.request_id.clone(), step, attempt };
         self.observe(event);
         self.model_stream = Some(self.ports.model.stream(request));
         self.arm_stall_watchdog();
@@ -50,10 +41,7 @@ impl Session {
         let Some(turn) = self.turn.as_ref() else {
             return messages;
         };
-        match messages
-            .iter_mut()
-            .find(|message| message.id == turn.assistant.id)
-        {
+        match messages.iter_mut().find(|message| message.id == turn.assistant.id) {
             Some(existing) => *existing = turn.assistant.clone(),
             None => messages.push(turn.assistant.clone()),
         }
@@ -91,9 +79,8 @@ impl Session {
             callback.on_event(&chunk);
         }
         let first_flush = turn.unflushed_chunks == 1 && !turn.flushed_once;
-        let flush_due = first_flush
-            || turn.unflushed_chunks >= FLUSH_EVERY_CHUNKS
-            || matches!(chunk, Chunk::ToolCall { .. });
+        let flush_due =
+            first_flush || turn.unflushed_chunks >= FLUSH_EVERY_CHUNKS || matches!(chunk, Chunk::ToolCall { .. });
         let ready = match &chunk {
             Chunk::ToolCall { id, .. } => Some(id.clone()),
             _ => None,
@@ -119,12 +106,7 @@ impl Session {
         if progress {
             writes.push(Write::Progress(self.durable.progress + 1));
         }
-        if let Some(mut in_flight) = self
-            .durable
-            .in_flight
-            .clone()
-            .filter(|in_flight| !in_flight.stream_started)
-        {
+        if let Some(mut in_flight) = self.durable.in_flight.clone().filter(|in_flight| !in_flight.stream_started) {
             in_flight.stream_started = true;
             writes.push(Write::InFlight(Some(in_flight)));
         }
@@ -145,20 +127,11 @@ impl Session {
         }
         let mut state = ToolState::InputAvailable;
         if self.config.tool_kind(&tool_name) == ToolKind::Approval {
-            turn.assistant
-                .request_approval(call_id, &format!("approval-{call_id}"));
+            turn.assistant.request_approval(call_id, &format!("approval-{call_id}"));
             state = ToolState::ApprovalRequested;
         }
-        self.observe(EngineEvent::ToolReady {
-            call_id: call_id.to_string(),
-            tool_name: tool_name.clone(),
-            state,
-        });
-        let frame = Frame::Tool {
-            call_id: call_id.to_string(),
-            tool_name,
-            state,
-        };
+        self.observe(EngineEvent::ToolReady { call_id: call_id.to_string(), tool_name: tool_name.clone(), state });
+        let frame = Frame::Tool { call_id: call_id.to_string(), tool_name, state };
         self.broadcast(frame);
     }
 
@@ -246,57 +219,29 @@ impl Session {
         turn.outstanding_server_tools = calls.iter().map(|call| call.call_id.clone()).collect();
         let request_id = turn.request_id.clone();
         for call in calls {
-            self.observe(EngineEvent::ServerToolStarted {
-                call_id: call.call_id.clone(),
-            });
+            self.observe(EngineEvent::ServerToolStarted { call_id: call.call_id.clone() });
             let call_id = call.call_id.clone();
             let result = self.ports.server_tools.execute(call);
             let inbox = self.inbox_sender.clone();
             let request_id = request_id.clone();
             tokio::spawn(async move {
                 let outcome = result.await.ok();
-                let _ = inbox.send(Input::ServerToolDone {
-                    request_id,
-                    call_id,
-                    outcome,
-                });
+                let _ = inbox.send(Input::ServerToolDone { request_id, call_id, outcome });
             });
         }
         self.arm_stall_watchdog();
         true
     }
 
-    pub(super) fn on_server_tool_done(
-        &mut self,
-        request_id: &str,
-        call_id: &str,
-        outcome: Option<ToolOutcome>,
-    ) {
-        let Some(turn) = self
-            .turn
-            .as_mut()
-            .filter(|turn| turn.request_id == request_id)
-        else {
+    pub(super) fn on_server_tool_done(&mut self, request_id: &str, call_id: &str, outcome: Option<ToolOutcome>) {
+        let Some(turn) = self.turn.as_mut().filter(|turn| turn.request_id == request_id) else {
             return;
         };
-        turn.outstanding_server_tools
-            .retain(|outstanding| outstanding != call_id);
-        let outcome = outcome
-            .unwrap_or_else(|| ToolOutcome::Error(Some("server tool execution was lost".into())));
-        turn.assistant.apply_tool_result(&ToolResult {
-            call_id: call_id.to_string(),
-            outcome,
-        });
-        let state = turn
-            .assistant
-            .tool(call_id)
-            .map(|tool| tool.state)
-            .unwrap_or(ToolState::OutputError);
-        let tool_name = turn
-            .assistant
-            .tool(call_id)
-            .map(|tool| tool.tool_name.clone())
-            .unwrap_or_default();
+        turn.outstanding_server_tools.retain(|outstanding| outstanding != call_id);
+        let outcome = outcome.unwrap_or_else(|| ToolOutcome::Error(Some("server tool execution was lost".into())));
+        turn.assistant.apply_tool_result(&ToolResult { call_id: call_id.to_string(), outcome });
+        let state = turn.assistant.tool(call_id).map(|tool| tool.state).unwrap_or(ToolState::OutputError);
+        let tool_name = turn.assistant.tool(call_id).map(|tool| tool.tool_name.clone()).unwrap_or_default();
         let done = turn.outstanding_server_tools.is_empty();
         self.observe(EngineEvent::ToolApplied {
             call_id: call_id.to_string(),
@@ -305,11 +250,7 @@ impl Session {
             auto_continue: false,
         });
         self.flush_in_flight(true);
-        self.broadcast(Frame::Tool {
-            call_id: call_id.to_string(),
-            tool_name,
-            state,
-        });
+        self.broadcast(Frame::Tool { call_id: call_id.to_string(), tool_name, state });
         self.arm_stall_watchdog();
         if done {
             self.next_step();
@@ -323,10 +264,7 @@ impl Session {
         turn.step += 1;
         turn.attempt = 0;
         if turn.step > self.config.max_steps {
-            return self.end_turn(
-                TurnStatus::Error,
-                Some("the turn exceeded its step limit".into()),
-            );
+            return self.end_turn(TurnStatus::Error, Some("the turn exceeded its step limit".into()));
         }
         self.start_attempt();
     }

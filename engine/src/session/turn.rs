@@ -1,5 +1,6 @@
 //! Turn lifecycle: accepting input, the serial queue, starting and ending turns.
 
+use crate::config::TurnOptions;
 use crate::durable::{InFlightTurn, TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
 use crate::ports::{Frame, StreamCallback};
@@ -15,6 +16,7 @@ pub(crate) struct QueuedTurn {
     pub callback: Option<Box<dyn StreamCallback>>,
     pub delivery_id: Option<String>,
     pub incident_id: Option<String>,
+    pub options: TurnOptions,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +51,8 @@ pub(crate) struct Turn {
     pub flushed_once: bool,
     pub phase: Phase,
     pub outstanding_server_tools: Vec<String>,
+    /// This turn's stall watchdog timeout (0 = off).
+    pub stall_timeout_ms: u64,
 }
 
 impl Session {
@@ -56,9 +60,10 @@ impl Session {
     pub(super) fn accept_user_message(
         &mut self,
         text: String,
+        options: TurnOptions,
         callback: Option<Box<dyn StreamCallback>>,
     ) {
-        self.store_and_enqueue(&text, callback, Vec::new());
+        self.store_and_enqueue(&text, options, callback, Vec::new());
     }
 
     /// Stores the user message together with `writes`, atomically, then queues
@@ -66,6 +71,7 @@ impl Session {
     pub(super) fn store_and_enqueue(
         &mut self,
         text: &str,
+        options: TurnOptions,
         mut callback: Option<Box<dyn StreamCallback>>,
         writes: Vec<Write>,
     ) -> bool {
@@ -85,7 +91,7 @@ impl Session {
         }
         self.observe(EngineEvent::UserMessageStored { message_id });
         self.broadcast(Frame::Messages(self.durable.messages.clone()));
-        self.enqueue_reply(request_id, callback, None);
+        self.enqueue_reply(request_id, options, callback, None);
         true
     }
 
@@ -93,14 +99,11 @@ impl Session {
     pub(super) fn enqueue_reply(
         &mut self,
         request_id: String,
+        options: TurnOptions,
         callback: Option<Box<dyn StreamCallback>>,
         delivery_id: Option<String>,
     ) {
-        let kind = if callback.is_some() {
-            TurnKind::Chat
-        } else {
-            TurnKind::User
-        };
+        let kind = if callback.is_some() { TurnKind::Chat } else { TurnKind::User };
         self.enqueue(QueuedTurn {
             root_request_id: request_id.clone(),
             request_id,
@@ -108,14 +111,12 @@ impl Session {
             callback,
             delivery_id,
             incident_id: None,
+            options,
         });
     }
 
     pub(super) fn enqueue(&mut self, queued: QueuedTurn) {
-        self.observe(EngineEvent::TurnQueued {
-            request_id: queued.request_id.clone(),
-            kind: queued.kind,
-        });
+        self.observe(EngineEvent::TurnQueued { request_id: queued.request_id.clone(), kind: queued.kind });
         self.queue.push_back(queued);
     }
 
@@ -171,6 +172,7 @@ impl Session {
             flushed_once: false,
             phase: super::turn::Phase::Streaming,
             outstanding_server_tools: Vec::new(),
+            stall_timeout_ms: queued.options.stall_timeout_ms.unwrap_or(self.config.stall_timeout_ms),
         });
         if !self.run_approved_server_tools() {
             self.start_attempt();
@@ -181,11 +183,7 @@ impl Session {
     /// user message gets a fresh one.
     fn turn_accumulator(&mut self, kind: TurnKind) -> Message {
         let extends_leaf = matches!(kind, TurnKind::Continuation | TurnKind::Recovery);
-        let last_is_assistant = self
-            .durable
-            .messages
-            .last()
-            .is_some_and(|message| message.role == Role::Assistant);
+        let last_is_assistant = self.durable.messages.last().is_some_and(|message| message.role == Role::Assistant);
         if extends_leaf && last_is_assistant {
             if let Some(leaf) = leaf_assistant(&self.durable.messages) {
                 return leaf.clone();
@@ -201,12 +199,7 @@ impl Session {
     fn repair_transcript(&mut self) {
         let mut repaired_ids = Vec::new();
         let mut writes = Vec::new();
-        for message in self
-            .durable
-            .messages
-            .iter()
-            .filter(|message| message.role == Role::Assistant)
-        {
+        for message in self.durable.messages.iter().filter(|message| message.role == Role::Assistant) {
             let mut repaired = message.clone();
             let ids = repaired.repair_tools(|tool| self.repair_keeps(tool.state));
             if !ids.is_empty() {
@@ -218,9 +211,7 @@ impl Session {
             return;
         }
         self.commit(writes);
-        self.observe(EngineEvent::Repaired {
-            call_ids: repaired_ids,
-        });
+        self.observe(EngineEvent::Repaired { call_ids: repaired_ids });
         self.broadcast(Frame::Messages(self.durable.messages.clone()));
     }
 
@@ -239,19 +230,12 @@ impl Session {
         }
         self.commit(writes);
         self.deliver_end(&mut turn, status, error);
-        self.observe(EngineEvent::TurnFinished {
-            request_id: turn.request_id.clone(),
-            kind: turn.kind,
-            status,
-        });
+        self.observe(EngineEvent::TurnFinished { request_id: turn.request_id.clone(), kind: turn.kind, status });
         if matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery) {
             self.on_continuation_finished();
         }
         let rearms = status != TurnStatus::Interrupted
-            || self
-                .config
-                .regressions
-                .has(crate::Regression::StallRearmsCoalesceTimer);
+            || self.config.regressions.has(crate::Regression::StallRearmsCoalesceTimer);
         if rearms {
             self.on_stream_finalized();
         }
@@ -273,34 +257,21 @@ impl Session {
         match (status, error) {
             (TurnStatus::Error, message) => {
                 let message = message.unwrap_or_else(|| "the turn failed".to_string());
-                self.broadcast(Frame::Error {
-                    request_id,
-                    message: message.clone(),
-                });
+                self.broadcast(Frame::Error { request_id, message: message.clone() });
                 if let Some(callback) = turn.callback.as_mut() {
                     callback.on_error(&message);
                 }
             }
             (TurnStatus::Interrupted, _) => {
-                self.broadcast(Frame::Done {
-                    request_id,
-                    continuation,
-                });
+                self.broadcast(Frame::Done { request_id, continuation });
                 if let Some(callback) = turn.callback.as_mut() {
-                    if !self
-                        .config
-                        .regressions
-                        .has(crate::Regression::SilentInterrupt)
-                    {
+                    if !self.config.regressions.has(crate::Regression::SilentInterrupt) {
                         callback.on_interrupted();
                     }
                 }
             }
             _ => {
-                self.broadcast(Frame::Done {
-                    request_id,
-                    continuation,
-                });
+                self.broadcast(Frame::Done { request_id, continuation });
                 if let Some(callback) = turn.callback.as_mut() {
                     callback.on_done();
                 }

@@ -12,30 +12,22 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut compare = |field: &str, expected: Option<u32>, actual: u32| {
         if let Some(expected) = expected.filter(|expected| *expected != actual) {
-            violations.push(Violation::new(
-                &format!("expect.{field}"),
-                format!("expected {expected}, got {actual}"),
-            ));
+            violations.push(Violation::new(&format!("expect.{field}"), format!("expected {expected}, got {actual}")));
         }
     };
     compare(
         "continuations",
         expect.continuations,
-        count(input, |event| {
-            matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
-        }),
+        count(input, |event| matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))),
     );
-    compare(
-        "model_calls",
-        expect.model_calls,
-        count(input, |event| matches!(event, Event::ModelCall { .. })),
-    );
+    compare("model_calls", expect.model_calls, count(input, |event| matches!(event, Event::ModelCall { .. })));
     if let Some(expected) = &expect.callbacks {
         violations.extend(check_callbacks(input, expected));
     }
     if let Some(expected) = &expect.recovery {
         violations.extend(check_recovery(input, expected));
     }
+    violations.extend(check_barrier(input));
     violations.extend(check_tools(input));
     violations.extend(check_repaired(input));
     violations.extend(check_posts(input));
@@ -44,63 +36,29 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
 }
 
 fn count(input: &CheckInput, matches: impl Fn(&Event) -> bool) -> u32 {
-    input
-        .run
-        .events
-        .iter()
-        .filter(|traced| matches(&traced.event))
-        .count() as u32
+    input.run.events.iter().filter(|traced| matches(&traced.event)).count() as u32
 }
 
 fn check_callbacks(input: &CheckInput, expected: &CallbackCounts) -> Vec<Violation> {
     let actual = CallbackCounts {
         on_done: count(input, |event| matches!(event, Event::CallbackDone { .. })),
         on_error: count(input, |event| matches!(event, Event::CallbackError { .. })),
-        on_interrupted: count(input, |event| {
-            matches!(event, Event::CallbackInterrupted { .. })
-        }),
-        transport_break: count(input, |event| {
-            matches!(
-                event,
-                Event::CallbackDropped {
-                    terminal: false,
-                    ..
-                }
-            )
-        }),
+        on_interrupted: count(input, |event| matches!(event, Event::CallbackInterrupted { .. })),
+        transport_break: count(input, |event| matches!(event, Event::CallbackDropped { terminal: false, .. })),
     };
     if &actual == expected {
         return Vec::new();
     }
-    vec![Violation::new(
-        "expect.callbacks",
-        format!("expected {expected:?}, got {actual:?}"),
-    )]
+    vec![Violation::new("expect.callbacks", format!("expected {expected:?}, got {actual:?}"))]
 }
 
 fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violation> {
-    let engine = |name: &'static str| {
-        count(
-            input,
-            move |event| matches!(event, Event::Engine(engine) if engine.name() == name),
-        )
-    };
+    let engine =
+        |name: &'static str| count(input, move |event| matches!(event, Event::Engine(engine) if engine.name() == name));
     let actual = [
-        (
-            "scheduled",
-            expected.scheduled,
-            engine("recovery.scheduled"),
-        ),
-        (
-            "completed",
-            expected.completed,
-            engine("recovery.completed"),
-        ),
-        (
-            "exhausted",
-            expected.exhausted,
-            engine("recovery.exhausted"),
-        ),
+        ("scheduled", expected.scheduled, engine("recovery.scheduled")),
+        ("completed", expected.completed, engine("recovery.completed")),
+        ("exhausted", expected.exhausted, engine("recovery.exhausted")),
         ("parked", expected.parked, engine("recovery.parked")),
     ];
     actual
@@ -108,10 +66,7 @@ fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violatio
         .filter_map(|(field, expected, actual)| {
             let expected = expected?;
             (expected != actual).then(|| {
-                Violation::new(
-                    &format!("expect.recovery.{field}"),
-                    format!("expected {expected}, got {actual}"),
-                )
+                Violation::new(&format!("expect.recovery.{field}"), format!("expected {expected}, got {actual}"))
             })
         })
         .collect()
@@ -121,15 +76,10 @@ fn check_tools(input: &CheckInput) -> Vec<Violation> {
     let messages = &input.run.final_state.messages;
     let mut violations = Vec::new();
     for (call_id, expected) in &input.scenario.scenario.expect.tools {
-        let actual = messages
-            .iter()
-            .find_map(|message| message.tool(call_id))
-            .map_or("absent", |tool| tool.state.as_str());
+        let actual =
+            messages.iter().find_map(|message| message.tool(call_id)).map_or("absent", |tool| tool.state.as_str());
         if actual != expected {
-            violations.push(Violation::new(
-                "expect.tools",
-                format!("{call_id}: expected {expected}, got {actual}"),
-            ));
+            violations.push(Violation::new("expect.tools", format!("{call_id}: expected {expected}, got {actual}")));
         }
     }
     violations
@@ -150,12 +100,7 @@ fn check_repaired(input: &CheckInput) -> Option<Violation> {
     actual.sort();
     let mut expected = expected.clone();
     expected.sort();
-    (actual != expected).then(|| {
-        Violation::new(
-            "expect.repaired",
-            format!("expected {expected:?}, got {actual:?}"),
-        )
-    })
+    (actual != expected).then(|| Violation::new("expect.repaired", format!("expected {expected:?}, got {actual:?}")))
 }
 
 fn check_posts(input: &CheckInput) -> Option<Violation> {
@@ -169,21 +114,12 @@ fn check_posts(input: &CheckInput) -> Option<Violation> {
             _ => None,
         })
         .collect();
-    (&actual != expected).then(|| {
-        Violation::new(
-            "expect.messenger_posts",
-            format!("expected {expected:?}, got {actual:?}"),
-        )
-    })
+    (&actual != expected)
+        .then(|| Violation::new("expect.messenger_posts", format!("expected {expected:?}, got {actual:?}")))
 }
 
 fn check_final_text(input: &CheckInput) -> Option<Violation> {
-    let needle = input
-        .scenario
-        .scenario
-        .expect
-        .final_text_contains
-        .as_ref()?;
+    let needle = input.scenario.scenario.expect.final_text_contains.as_ref()?;
     let messages = &input.run.final_state.messages;
     let text = messages
         .iter()
@@ -197,4 +133,22 @@ fn check_final_text(input: &CheckInput) -> Option<Violation> {
             format!("the last assistant text {text:?} does not contain {needle:?}"),
         )
     })
+}
+
+fn check_barrier(input: &CheckInput) -> Vec<Violation> {
+    let Some(expected) = &input.scenario.scenario.expect.barrier else { return Vec::new() };
+    let Some(actual) = input.run.final_inspection else {
+        return vec![Violation::new("expect.barrier", "the engine process was down at the end of the run")];
+    };
+    let fields =
+        [("pending", expected.pending, actual.pending), ("timer_armed", expected.timer_armed, actual.timer_armed)];
+    fields
+        .into_iter()
+        .filter_map(|(field, expected, actual)| {
+            let expected = expected?;
+            (expected != actual).then(|| {
+                Violation::new(&format!("expect.barrier.{field}"), format!("expected {expected}, got {actual}"))
+            })
+        })
+        .collect()
 }

@@ -51,10 +51,9 @@ impl CallFact {
     /// empty `stop` that streamed nothing).
     pub fn is_truncated_finish(&self) -> bool {
         match &self.end {
-            CallEnd::Finished {
-                reason,
-                output_tokens: 0,
-            } => reason == "unknown" || (reason == "stop" && self.content_chunks == 0),
+            CallEnd::Finished { reason, output_tokens: 0 } => {
+                reason == "unknown" || (reason == "stop" && self.content_chunks == 0)
+            }
             _ => false,
         }
     }
@@ -92,9 +91,7 @@ impl Facts {
             Event::Evicted => self.evictions.push(index),
             Event::Restarted => self.restarts.push(index),
             Event::Engine(engine) => self.absorb_engine(index, engine),
-            Event::ModelCall {
-                call, request_id, ..
-            } => self.calls.push(CallFact {
+            Event::ModelCall { call, request_id, .. } => self.calls.push(CallFact {
                 call: *call,
                 request_id: request_id.clone(),
                 at: index,
@@ -113,22 +110,16 @@ impl Facts {
             Event::ChatCalled { chat } => {
                 self.callbacks.entry(*chat).or_default();
             }
-            Event::MessengerPost { delivery, text } => self
-                .posts
-                .entry(delivery.clone())
-                .or_default()
-                .push((index, at_us, text.clone())),
+            Event::MessengerPost { delivery, text } => {
+                self.posts.entry(delivery.clone()).or_default().push((index, at_us, text.clone()))
+            }
             _ => {}
         }
     }
 
     fn absorb_engine(&mut self, index: usize, event: &EngineEvent) {
         match event {
-            EngineEvent::TurnStarted {
-                request_id,
-                kind,
-                message_id,
-            } => self.turns.push(TurnFact {
+            EngineEvent::TurnStarted { request_id, kind, message_id } => self.turns.push(TurnFact {
                 request_id: request_id.clone(),
                 kind: *kind,
                 message_id: message_id.clone(),
@@ -136,14 +127,9 @@ impl Facts {
                 ended_at: None,
                 status: None,
             }),
-            EngineEvent::TurnFinished {
-                request_id, status, ..
-            } => {
-                if let Some(turn) = self
-                    .turns
-                    .iter_mut()
-                    .rev()
-                    .find(|turn| &turn.request_id == request_id && turn.ended_at.is_none())
+            EngineEvent::TurnFinished { request_id, status, .. } => {
+                if let Some(turn) =
+                    self.turns.iter_mut().rev().find(|turn| &turn.request_id == request_id && turn.ended_at.is_none())
                 {
                     turn.ended_at = Some(index);
                     turn.status = Some(*status);
@@ -158,24 +144,15 @@ impl Facts {
             return;
         };
         let kind = chunk.split(' ').next().unwrap_or("");
-        if matches!(
-            kind,
-            "text-delta" | "reasoning-delta" | "tool-input-delta" | "tool-call"
-        ) {
+        if matches!(kind, "text-delta" | "reasoning-delta" | "tool-input-delta" | "tool-call") {
             fact.content_chunks += 1;
         }
         if kind == "finish-step" {
             let mut words = chunk.split(' ').skip(1);
             let reason = words.next().unwrap_or("").to_string();
-            let output_tokens = words
-                .next()
-                .and_then(|word| word.strip_prefix("out="))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0);
-            fact.end = CallEnd::Finished {
-                reason,
-                output_tokens,
-            };
+            let output_tokens =
+                words.next().and_then(|word| word.strip_prefix("out=")).and_then(|n| n.parse().ok()).unwrap_or(0);
+            fact.end = CallEnd::Finished { reason, output_tokens };
         }
     }
 
@@ -188,10 +165,7 @@ impl Facts {
     }
 
     fn callback(&mut self, chat: u32, at: usize, name: &'static str) {
-        self.callbacks
-            .entry(chat)
-            .or_default()
-            .push(CallbackFact { at, name });
+        self.callbacks.entry(chat).or_default().push(CallbackFact { at, name });
     }
 
     /// Whether the engine process was killed between two trace indices
@@ -205,9 +179,7 @@ impl Facts {
     }
 
     pub fn calls_for<'a>(&'a self, request_id: &'a str) -> impl Iterator<Item = &'a CallFact> + 'a {
-        self.calls
-            .iter()
-            .filter(move |call| call.request_id == request_id)
+        self.calls.iter().filter(move |call| call.request_id == request_id)
     }
 }
 

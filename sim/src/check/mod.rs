@@ -24,19 +24,11 @@ pub struct Violation {
 
 impl Violation {
     pub fn new(check: &str, message: impl Into<String>) -> Self {
-        Self {
-            check: check.to_string(),
-            message: message.into(),
-            at_event: None,
-        }
+        Self { check: check.to_string(), message: message.into(), at_event: None }
     }
 
     pub fn at(check: &str, at_event: usize, message: impl Into<String>) -> Self {
-        Self {
-            check: check.to_string(),
-            message: message.into(),
-            at_event: Some(at_event),
-        }
+        Self { check: check.to_string(), message: message.into(), at_event: Some(at_event) }
     }
 }
 
@@ -49,11 +41,7 @@ pub struct CheckInput<'a> {
 
 impl<'a> CheckInput<'a> {
     pub fn new(scenario: &'a ScenarioFile, run: &'a RunRecord) -> Self {
-        Self {
-            scenario,
-            run,
-            facts: Facts::derive(scenario, run),
-        }
+        Self { scenario, run, facts: Facts::derive(scenario, run) }
     }
 }
 
@@ -65,20 +53,11 @@ pub fn check_run(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation> {
     violations.extend(expect::check(&input));
     match &scenario.scenario.expect.expect_failure {
         None => violations,
-        Some(expected)
-            if violations
-                .iter()
-                .any(|violation| &violation.check == expected) =>
-        {
-            Vec::new()
-        }
+        Some(expected) if violations.iter().any(|violation| &violation.check == expected) => Vec::new(),
         Some(expected) => {
             let mut message = format!("canary: expected check `{expected}` to fail, but it passed");
             if !violations.is_empty() {
-                let seen: Vec<&str> = violations
-                    .iter()
-                    .map(|violation| violation.check.as_str())
-                    .collect();
+                let seen: Vec<&str> = violations.iter().map(|violation| violation.check.as_str()).collect();
                 message.push_str(&format!(" (failed instead: {})", seen.join(", ")));
             }
             vec![Violation::new("canary", message)]

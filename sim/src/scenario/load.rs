@@ -42,12 +42,7 @@ impl std::error::Error for ScenarioError {}
 
 impl ScenarioError {
     fn at(path: &Path, message: impl Into<String>) -> Self {
-        Self {
-            path: path.to_path_buf(),
-            line: None,
-            column: None,
-            message: message.into(),
-        }
+        Self { path: path.to_path_buf(), line: None, column: None, message: message.into() }
     }
 
     fn from_yaml(path: &Path, error: &serde_yaml::Error) -> Self {
@@ -73,27 +68,16 @@ fn strip_location(message: &str) -> String {
 /// The calls a model makes past the end of its script: a short text answer.
 pub fn default_reply() -> Vec<Op> {
     vec![
-        Op::Emit(Chunk::TextStart {
-            id: "t-default".into(),
-        }),
-        Op::Emit(Chunk::TextDelta {
-            id: "t-default".into(),
-            delta: "Done.".into(),
-        }),
-        Op::Emit(Chunk::TextEnd {
-            id: "t-default".into(),
-        }),
-        Op::Finish {
-            reason: FinishReason::Stop,
-            output_tokens: None,
-        },
+        Op::Emit(Chunk::TextStart { id: "t-default".into() }),
+        Op::Emit(Chunk::TextDelta { id: "t-default".into(), delta: "Done.".into() }),
+        Op::Emit(Chunk::TextEnd { id: "t-default".into() }),
+        Op::Finish { reason: FinishReason::Stop, output_tokens: None },
     ]
 }
 
 /// Parses scenario text; `path` names it in errors and anchors `fixtures/`.
 pub fn parse_scenario(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
-    let scenario: Scenario =
-        serde_yaml::from_str(text).map_err(|error| ScenarioError::from_yaml(path, &error))?;
+    let scenario: Scenario = serde_yaml::from_str(text).map_err(|error| ScenarioError::from_yaml(path, &error))?;
     if scenario.name.trim().is_empty() {
         return Err(ScenarioError::at(path, "`name` must not be empty"));
     }
@@ -101,25 +85,19 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioE
     let mut fixture = |name: &str| load_fixture(&fixtures_dir, name);
     let mut calls = Vec::new();
     for (index, steps) in scenario.model.iter().enumerate() {
-        let ops = compile(steps, &mut fixture).map_err(|message| {
-            ScenarioError::at(path, format!("model call {}: {message}", index + 1))
-        })?;
+        let ops = compile(steps, &mut fixture)
+            .map_err(|message| ScenarioError::at(path, format!("model call {}: {message}", index + 1)))?;
         calls.push(ops);
     }
     for fault in &scenario.faults {
-        apply_script_fault(fault, &mut calls)
-            .map_err(|message| ScenarioError::at(path, message))?;
+        apply_script_fault(fault, &mut calls).map_err(|message| ScenarioError::at(path, message))?;
     }
-    Ok(ScenarioFile {
-        path: path.to_path_buf(),
-        scenario,
-        calls,
-    })
+    Ok(ScenarioFile { path: path.to_path_buf(), scenario, calls })
 }
 
 pub fn load_scenario(path: &Path) -> Result<ScenarioFile, ScenarioError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| ScenarioError::at(path, format!("cannot read: {error}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|error| ScenarioError::at(path, format!("cannot read: {error}")))?;
     parse_scenario(path, &text)
 }
 
@@ -137,14 +115,10 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<ScenarioFile>, ScenarioError>
 }
 
 fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, ScenarioError> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|error| ScenarioError::at(dir, format!("cannot list: {error}")))?;
+    let entries = std::fs::read_dir(dir).map_err(|error| ScenarioError::at(dir, format!("cannot list: {error}")))?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|ext| ext == "yaml" || ext == "yml")
-        })
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml" || ext == "yml"))
         .collect();
     files.sort();
     Ok(files)
@@ -162,8 +136,8 @@ fn fixtures_dir(path: &Path) -> PathBuf {
 
 fn load_fixture(dir: &Path, name: &str) -> Result<Vec<Step>, String> {
     let path = dir.join(format!("{name}.yaml"));
-    let text = std::fs::read_to_string(&path)
-        .map_err(|error| format!("fixture `{name}` ({}): {error}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).map_err(|error| format!("fixture `{name}` ({}): {error}", path.display()))?;
     let deserializer = serde_yaml::Deserializer::from_str(&text);
     serde_yaml::with::singleton_map_recursive::deserialize(deserializer)
         .map_err(|error| format!("fixture {}: {error}", path.display()))
@@ -174,22 +148,12 @@ fn apply_script_fault(fault: &Fault, calls: &mut Vec<Vec<Op>>) -> Result<(), Str
     let (call, after_chunk, op) = match fault {
         Fault::Stall(point) => (point.call, point.after_chunk, Op::Park),
         Fault::Cut(point) => (point.call, point.after_chunk, Op::Cut),
-        Fault::Truncate(point) => (
-            point.call,
-            point.after_chunk,
-            Op::Finish {
-                reason: FinishReason::Unknown,
-                output_tokens: Some(0),
-            },
-        ),
-        Fault::HttpError(http) => (
-            http.call,
-            http.after_chunk,
-            Op::Http {
-                status: http.status,
-                message: "injected".into(),
-            },
-        ),
+        Fault::Truncate(point) => {
+            (point.call, point.after_chunk, Op::Finish { reason: FinishReason::Unknown, output_tokens: Some(0) })
+        }
+        Fault::HttpError(http) => {
+            (http.call, http.after_chunk, Op::Http { status: http.status, message: "injected".into() })
+        }
         Fault::Evict(_) => return Ok(()),
     };
     if call == 0 {
@@ -208,9 +172,7 @@ fn apply_script_fault(fault: &Fault, calls: &mut Vec<Vec<Op>>) -> Result<(), Str
         at += 1;
     }
     if chunks < after_chunk {
-        return Err(format!(
-            "model call {call} has only {chunks} chunks; cannot inject after chunk {after_chunk}"
-        ));
+        return Err(format!("model call {call} has only {chunks} chunks; cannot inject after chunk {after_chunk}"));
     }
     ops.truncate(at);
     ops.push(op);

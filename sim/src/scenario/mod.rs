@@ -14,9 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turnsim_engine::{EngineConfig, RecoveryConfig, ToolKind};
 
-pub use load::{
-    default_reply, load_paths, load_scenario, parse_scenario, ScenarioError, ScenarioFile,
-};
+pub use load::{default_reply, load_paths, load_scenario, parse_scenario, ScenarioError, ScenarioFile};
 pub use model_script::{compile, Finalize, FinishStep, Op, Step, ToolStep};
 pub use range::RangeMs;
 
@@ -123,11 +121,7 @@ fn default_reconnect() -> RangeMs {
 
 impl Default for ClientSpec {
     fn default() -> Self {
-        Self {
-            connect: true,
-            reconnect_after_ms: default_reconnect(),
-            tools: BTreeMap::new(),
-        }
+        Self { connect: true, reconnect_after_ms: default_reconnect(), tools: BTreeMap::new() }
     }
 }
 
@@ -167,12 +161,7 @@ impl TryFrom<RawAnswer> for AnswerSpec {
     type Error = String;
 
     fn try_from(raw: RawAnswer) -> Result<Self, String> {
-        let chosen = [
-            raw.output.is_some(),
-            raw.error.is_some(),
-            raw.approve.is_some(),
-            raw.never_answers,
-        ];
+        let chosen = [raw.output.is_some(), raw.error.is_some(), raw.approve.is_some(), raw.never_answers];
         if chosen.iter().filter(|set| **set).count() > 1 {
             return Err("give only one of `output`, `error`, `approve`, `never_answers`".into());
         }
@@ -184,14 +173,8 @@ impl TryFrom<RawAnswer> for AnswerSpec {
             _ => Reply::Output(Value::String("ok".into())),
         };
         // Errored results carry auto_continue: false unless told otherwise.
-        let auto_continue = raw
-            .auto_continue
-            .unwrap_or(!matches!(reply, Reply::Error(_)));
-        Ok(Self {
-            answer_after_ms: raw.answer_after_ms,
-            reply,
-            auto_continue,
-        })
+        let auto_continue = raw.auto_continue.unwrap_or(!matches!(reply, Reply::Error(_)));
+        Ok(Self { answer_after_ms: raw.answer_after_ms, reply, auto_continue })
     }
 }
 
@@ -225,6 +208,9 @@ pub struct UserMessage {
     pub text: String,
     #[serde(default)]
     pub via: Via,
+    /// This turn's stall watchdog timeout, overriding the engine's (0 = off).
+    #[serde(default)]
+    pub stall_timeout_ms: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -314,7 +300,10 @@ impl TryFrom<RawAction> for Action {
         match kinds.len() {
             1 => Ok(Self { when, kind: kinds.remove(0) }),
             0 => Err("an action needs one of `user_message`, `deliver`, `evict`, `disconnect`".into()),
-            _ => Err("an action does one thing: give only one of `user_message`, `deliver`, `evict`, `disconnect`".into()),
+            _ => {
+                Err("an action does one thing: give only one of `user_message`, `deliver`, `evict`, `disconnect`"
+                    .into())
+            }
         }
     }
 }
@@ -386,10 +375,7 @@ impl TryFrom<RawEvictFault> for EvictFault {
             (None, Some(trigger)) => When::Trigger(validate_trigger(trigger)?),
             _ => return Err("an evict fault needs exactly one of `at_ms` or `when`".into()),
         };
-        Ok(Self {
-            when,
-            restart_after_ms: raw.restart_after_ms,
-        })
+        Ok(Self { when, restart_after_ms: raw.restart_after_ms })
     }
 }
 
@@ -408,6 +394,8 @@ pub struct Expect {
     pub messenger_posts: Option<Vec<String>>,
     pub final_text_contains: Option<String>,
     pub recovery: Option<RecoveryCounts>,
+    /// The engine's in-memory barrier state at the end of the run.
+    pub barrier: Option<BarrierState>,
     /// Canaries only: this check must fail on every seed.
     pub expect_failure: Option<String>,
 }
@@ -427,6 +415,13 @@ pub struct CallbackCounts {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct BarrierState {
+    pub pending: Option<bool>,
+    pub timer_armed: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RecoveryCounts {
     pub scheduled: Option<u32>,
     pub completed: Option<u32>,
@@ -442,32 +437,15 @@ impl Scenario {
         let recovery = RecoveryConfig {
             enabled: spec.recovery.enabled.unwrap_or(defaults.enabled),
             max_attempts: spec.recovery.max_attempts.unwrap_or(defaults.max_attempts),
-            stable_timeout_ms: spec
-                .recovery
-                .stable_timeout_ms
-                .unwrap_or(defaults.stable_timeout_ms),
-            stable_retry_delay_ms: spec
-                .recovery
-                .stable_retry_delay_ms
-                .unwrap_or(defaults.stable_retry_delay_ms),
-            no_progress_window_ms: spec
-                .recovery
-                .no_progress_window_ms
-                .unwrap_or(defaults.no_progress_window_ms),
-            terminal_message: spec
-                .recovery
-                .terminal_message
-                .clone()
-                .unwrap_or(defaults.terminal_message),
+            stable_timeout_ms: spec.recovery.stable_timeout_ms.unwrap_or(defaults.stable_timeout_ms),
+            stable_retry_delay_ms: spec.recovery.stable_retry_delay_ms.unwrap_or(defaults.stable_retry_delay_ms),
+            no_progress_window_ms: spec.recovery.no_progress_window_ms.unwrap_or(defaults.no_progress_window_ms),
+            terminal_message: spec.recovery.terminal_message.clone().unwrap_or(defaults.terminal_message),
             ..defaults
         };
         let base = EngineConfig::default();
         EngineConfig {
-            tools: spec
-                .tools
-                .iter()
-                .map(|(name, tool)| (name.clone(), tool.kind))
-                .collect(),
+            tools: spec.tools.iter().map(|(name, tool)| (name.clone(), tool.kind)).collect(),
             coalesce_ms: spec.coalesce_ms.unwrap_or(base.coalesce_ms),
             stall_timeout_ms: spec.stall_timeout_ms,
             max_steps: spec.max_steps.unwrap_or(base.max_steps),

@@ -116,10 +116,7 @@ impl Op {
 }
 
 /// Expands a call's steps. `fixture` resolves a fixture name to its steps.
-pub fn compile(
-    steps: &[Step],
-    fixture: &mut dyn FnMut(&str) -> Result<Vec<Step>, String>,
-) -> Result<Vec<Op>, String> {
+pub fn compile(steps: &[Step], fixture: &mut dyn FnMut(&str) -> Result<Vec<Step>, String>) -> Result<Vec<Op>, String> {
     let mut ops = Vec::new();
     let mut open_text = String::from("t0");
     for step in steps {
@@ -139,63 +136,28 @@ fn compile_step(
         Step::Text(text) => {
             let id = format!("t{}", ops.len());
             emit(ops, Chunk::TextStart { id: id.clone() });
-            emit(
-                ops,
-                Chunk::TextDelta {
-                    id: id.clone(),
-                    delta: text.clone(),
-                },
-            );
+            emit(ops, Chunk::TextDelta { id: id.clone(), delta: text.clone() });
             emit(ops, Chunk::TextEnd { id });
         }
         Step::TextStart(id) => {
             *open_text = id.clone();
             emit(ops, Chunk::TextStart { id: id.clone() });
         }
-        Step::TextDelta(delta) => emit(
-            ops,
-            Chunk::TextDelta {
-                id: open_text.clone(),
-                delta: delta.clone(),
-            },
-        ),
+        Step::TextDelta(delta) => emit(ops, Chunk::TextDelta { id: open_text.clone(), delta: delta.clone() }),
         Step::TextEnd(id) => emit(ops, Chunk::TextEnd { id: id.clone() }),
         Step::Reasoning(text) => {
             let id = format!("r{}", ops.len());
             emit(ops, Chunk::ReasoningStart { id: id.clone() });
-            emit(
-                ops,
-                Chunk::ReasoningDelta {
-                    id: id.clone(),
-                    delta: text.clone(),
-                },
-            );
+            emit(ops, Chunk::ReasoningDelta { id: id.clone(), delta: text.clone() });
             emit(ops, Chunk::ReasoningEnd { id });
         }
         Step::Tool(tool) => compile_tool(tool, ops),
-        Step::ToolStart { id, name } => emit(
-            ops,
-            Chunk::ToolInputStart {
-                id: id.clone(),
-                name: name.clone(),
-            },
-        ),
-        Step::ToolDelta { id, delta } => emit(
-            ops,
-            Chunk::ToolInputDelta {
-                id: id.clone(),
-                delta: delta.clone(),
-            },
-        ),
+        Step::ToolStart { id, name } => emit(ops, Chunk::ToolInputStart { id: id.clone(), name: name.clone() }),
+        Step::ToolDelta { id, delta } => emit(ops, Chunk::ToolInputDelta { id: id.clone(), delta: delta.clone() }),
         Step::ToolEnd(id) => emit(ops, Chunk::ToolInputEnd { id: id.clone() }),
-        Step::ToolCall { id, name, input } => emit(
-            ops,
-            Chunk::ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                input: input.clone(),
-            },
-        ),
+        Step::ToolCall { id, name, input } => {
+            emit(ops, Chunk::ToolCall { id: id.clone(), name: name.clone(), input: input.clone() })
+        }
         Step::SleepMs(range) => ops.push(Op::Sleep(*range)),
         Step::Repeat { times, steps } => {
             for _ in 0..*times {
@@ -204,22 +166,11 @@ fn compile_step(
                 }
             }
         }
-        Step::Finish(finish) => ops.push(Op::Finish {
-            reason: finish.reason,
-            output_tokens: finish.output_tokens,
-        }),
+        Step::Finish(finish) => ops.push(Op::Finish { reason: finish.reason, output_tokens: finish.output_tokens }),
         Step::Park => ops.push(Op::Park),
         Step::Cut => ops.push(Op::Cut),
-        Step::HttpError { status, message } => ops.push(Op::Http {
-            status: *status,
-            message: message.clone(),
-        }),
-        Step::ErrorChunk(message) => emit(
-            ops,
-            Chunk::Error {
-                message: message.clone(),
-            },
-        ),
+        Step::HttpError { status, message } => ops.push(Op::Http { status: *status, message: message.clone() }),
+        Step::ErrorChunk(message) => emit(ops, Chunk::Error { message: message.clone() }),
         Step::Fixture(name) => {
             for inner in fixture(name)? {
                 compile_step(&inner, ops, open_text, fixture)?;
@@ -230,20 +181,10 @@ fn compile_step(
 }
 
 fn compile_tool(tool: &ToolStep, ops: &mut Vec<Op>) {
-    let input = if tool.input.is_null() {
-        Value::Object(Default::default())
-    } else {
-        tool.input.clone()
-    };
+    let input = if tool.input.is_null() { Value::Object(Default::default()) } else { tool.input.clone() };
     let (id, name) = (tool.id.clone(), tool.name.clone());
-    ops.push(Op::Emit(Chunk::ToolInputStart {
-        id: id.clone(),
-        name: name.clone(),
-    }));
-    ops.push(Op::Emit(Chunk::ToolInputDelta {
-        id: id.clone(),
-        delta: input.to_string(),
-    }));
+    ops.push(Op::Emit(Chunk::ToolInputStart { id: id.clone(), name: name.clone() }));
+    ops.push(Op::Emit(Chunk::ToolInputDelta { id: id.clone(), delta: input.to_string() }));
     ops.push(Op::Emit(Chunk::ToolInputEnd { id: id.clone() }));
     if tool.finalize == Finalize::Call {
         ops.push(Op::Emit(Chunk::ToolCall { id, name, input }));

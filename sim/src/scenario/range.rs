@@ -26,9 +26,7 @@ impl TryFrom<RawRange> for RangeMs {
         match raw {
             RawRange::Exact(ms) => Ok(Self::exact(ms)),
             RawRange::Between([min, max]) if min <= max => Ok(Self { min, max }),
-            RawRange::Between([min, max]) => Err(format!(
-                "range [{min}, {max}] has its minimum above its maximum"
-            )),
+            RawRange::Between([min, max]) => Err(format!("range [{min}, {max}] has its minimum above its maximum")),
         }
     }
 }

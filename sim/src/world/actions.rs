@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use madsim::runtime::Handle;
-use turnsim_engine::SessionHandle;
+use turnsim_engine::{SessionHandle, TurnOptions};
 
 use super::rng::SharedRng;
 use super::{SimCallback, World};
@@ -20,26 +20,16 @@ impl World {
         let rng = SharedRng::derive(self.seed, "actions");
         let mut chat_id = 0;
         for action in &self.scenario.scenario.actions {
-            if matches!(action.kind, ActionKind::UserMessage(ref message) if message.via == Via::Chat)
-            {
+            if matches!(action.kind, ActionKind::UserMessage(ref message) if message.via == Via::Chat) {
                 chat_id += 1;
             }
-            self.spawn_when(
-                &action.when,
-                &rng,
-                self.clone()
-                    .perform(action.kind.clone(), chat_id, rng.clone()),
-            );
+            self.spawn_when(&action.when, &rng, self.clone().perform(action.kind.clone(), chat_id, rng.clone()));
         }
         for fault in &self.scenario.scenario.faults {
             if let Fault::Evict(evict) = fault {
-                let evict_action = Evict {
-                    restart_after_ms: evict.restart_after_ms,
-                };
+                let evict_action = Evict { restart_after_ms: evict.restart_after_ms };
                 let world = self.clone();
-                self.spawn_when(&evict.when, &rng, async move {
-                    world.evict(&evict_action, &rng_for(&world)).await
-                });
+                self.spawn_when(&evict.when, &rng, async move { world.evict(&evict_action, &rng_for(&world)).await });
             }
         }
     }
@@ -47,12 +37,7 @@ impl World {
     /// Runs `act` at its time (counted as busy from the start) or when its
     /// trigger matches (busy from then on; a trigger that never matches
     /// leaves nothing outstanding).
-    fn spawn_when(
-        &self,
-        when: &When,
-        rng: &SharedRng,
-        act: impl std::future::Future<Output = ()> + Send + 'static,
-    ) {
+    fn spawn_when(&self, when: &When, rng: &SharedRng, act: impl std::future::Future<Output = ()> + Send + 'static) {
         let busy = self.busy.clone();
         match when {
             When::AtMs(range) => {
@@ -84,39 +69,30 @@ impl World {
         match kind {
             ActionKind::UserMessage(message) => {
                 let engine = self.live_engine().await;
-                let via = if message.via == Via::Chat {
-                    "chat"
-                } else {
-                    "connection"
-                };
-                self.trace.record(Event::Action {
-                    what: format!("user-message via={via} {:?}", message.text),
-                });
+                let via = if message.via == Via::Chat { "chat" } else { "connection" };
+                self.trace.record(Event::Action { what: format!("user-message via={via} {:?}", message.text) });
+                let options = TurnOptions { stall_timeout_ms: message.stall_timeout_ms };
                 match message.via {
                     Via::Connection => {
-                        engine.user_message(&message.text);
+                        engine.user_message(&message.text, options);
                     }
                     Via::Chat => {
                         self.trace.record(Event::ChatCalled { chat: chat_id });
                         let callback = Box::new(SimCallback::new(chat_id, self.trace.clone()));
                         // The RPC leaves from the caller's node.
-                        let call = async move { engine.chat(&message.text, callback) };
+                        let call = async move { engine.chat(&message.text, options, callback) };
                         let _ = self.caller_node.spawn(call).await;
                     }
                 }
             }
             ActionKind::Deliver(delivery) => {
                 let engine = self.live_engine().await;
-                self.trace.record(Event::Action {
-                    what: format!("deliver {} {:?}", delivery.id, delivery.text),
-                });
+                self.trace.record(Event::Action { what: format!("deliver {} {:?}", delivery.id, delivery.text) });
                 engine.deliver(&delivery.id, &delivery.text);
             }
             ActionKind::Evict(evict) => self.evict(&evict, &rng).await,
             ActionKind::Disconnect(disconnect) => {
-                self.trace.record(Event::Action {
-                    what: "disconnect client".into(),
-                });
+                self.trace.record(Event::Action { what: "disconnect client".into() });
                 if let Some(client) = &self.client {
                     client.disconnect(disconnect.reconnect_after_ms);
                 }
@@ -161,16 +137,10 @@ pub fn trigger_matches(trigger: &Trigger, event: &Event) -> bool {
     use turnsim_engine::EngineEvent;
     if let (Some(tool), Some(state)) = (&trigger.tool, &trigger.state) {
         return match event {
-            Event::Engine(EngineEvent::ToolApplied {
-                call_id,
-                state: applied,
-                ..
-            })
-            | Event::Engine(EngineEvent::ToolReady {
-                call_id,
-                state: applied,
-                ..
-            }) => call_id == tool && applied.as_str() == state,
+            Event::Engine(EngineEvent::ToolApplied { call_id, state: applied, .. })
+            | Event::Engine(EngineEvent::ToolReady { call_id, state: applied, .. }) => {
+                call_id == tool && applied.as_str() == state
+            }
             _ => false,
         };
     }

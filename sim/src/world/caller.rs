@@ -15,27 +15,17 @@ pub struct SimCallback {
 
 impl SimCallback {
     pub fn new(chat: u32, trace: Trace) -> Self {
-        Self {
-            chat,
-            trace,
-            terminal: false,
-        }
+        Self { chat, trace, terminal: false }
     }
 }
 
 impl StreamCallback for SimCallback {
     fn on_start(&mut self, request_id: &str) {
-        self.trace.record(Event::CallbackStart {
-            chat: self.chat,
-            request_id: request_id.to_string(),
-        });
+        self.trace.record(Event::CallbackStart { chat: self.chat, request_id: request_id.to_string() });
     }
 
     fn on_event(&mut self, chunk: &Chunk) {
-        self.trace.record(Event::CallbackEvent {
-            chat: self.chat,
-            chunk: chunk.kind().to_string(),
-        });
+        self.trace.record(Event::CallbackEvent { chat: self.chat, chunk: chunk.kind().to_string() });
     }
 
     fn on_done(&mut self) {
@@ -45,26 +35,19 @@ impl StreamCallback for SimCallback {
 
     fn on_error(&mut self, message: &str) {
         self.terminal = true;
-        self.trace.record(Event::CallbackError {
-            chat: self.chat,
-            message: message.to_string(),
-        });
+        self.trace.record(Event::CallbackError { chat: self.chat, message: message.to_string() });
     }
 
     fn on_interrupted(&mut self) {
         self.terminal = true;
-        self.trace
-            .record(Event::CallbackInterrupted { chat: self.chat });
+        self.trace.record(Event::CallbackInterrupted { chat: self.chat });
     }
 }
 
 impl Drop for SimCallback {
     fn drop(&mut self) {
         if !self.terminal {
-            self.trace.record(Event::CallbackDropped {
-                chat: self.chat,
-                terminal: false,
-            });
+            self.trace.record(Event::CallbackDropped { chat: self.chat, terminal: false });
         }
     }
 }

@@ -67,10 +67,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(spec: &ClientSpec, switchboard: Switchboard, rng: SharedRng, trace: Trace) -> Self {
-        let state = State {
-            outstanding: 1,
-            ..State::default()
-        };
+        let state = State { outstanding: 1, ..State::default() };
         Self {
             spec: Arc::new(spec.clone()),
             answers: Arc::new(spec.tools.clone()),
@@ -126,10 +123,7 @@ impl Client {
         });
         let (sender, frames) = mpsc::unbounded_channel();
         self.unread.store(0, Ordering::SeqCst);
-        let engine_end = SimConnection {
-            frames: sender,
-            unread: self.unread.clone(),
-        };
+        let engine_end = SimConnection { frames: sender, unread: self.unread.clone() };
         if !engine.connect(connection, Box::new(engine_end)) {
             return None;
         }
@@ -168,37 +162,23 @@ impl Client {
     fn on_frame(&self, frame: Frame) {
         match frame {
             Frame::Messages(messages) => {
-                let pending = messages
-                    .iter()
-                    .flat_map(|message| message.tools())
-                    .filter(|tool| tool.state.is_pending());
+                let pending =
+                    messages.iter().flat_map(|message| message.tools()).filter(|tool| tool.state.is_pending());
                 for tool in pending {
                     self.consider(&tool.call_id, &tool.tool_name, tool.state);
                 }
             }
-            Frame::Tool {
-                call_id,
-                tool_name,
-                state,
-            } => {
-                self.trace.record(Event::ClientSawTool {
-                    call_id: call_id.clone(),
-                    state: state.as_str().into(),
-                });
+            Frame::Tool { call_id, tool_name, state } => {
+                self.trace.record(Event::ClientSawTool { call_id: call_id.clone(), state: state.as_str().into() });
                 self.consider(&call_id, &tool_name, state);
             }
-            Frame::Done { request_id, .. } => self.trace.record(Event::ClientFrame {
-                what: format!("done {request_id}"),
-            }),
-            Frame::Error {
-                request_id,
-                message,
-            } => self.trace.record(Event::ClientFrame {
-                what: format!("error {request_id} {message:?}"),
-            }),
-            Frame::Recovering(on) => self.trace.record(Event::ClientFrame {
-                what: format!("recovering={on}"),
-            }),
+            Frame::Done { request_id, .. } => {
+                self.trace.record(Event::ClientFrame { what: format!("done {request_id}") })
+            }
+            Frame::Error { request_id, message } => {
+                self.trace.record(Event::ClientFrame { what: format!("error {request_id} {message:?}") })
+            }
+            Frame::Recovering(on) => self.trace.record(Event::ClientFrame { what: format!("recovering={on}") }),
             Frame::Chunk { .. } => {}
         }
     }
@@ -224,10 +204,7 @@ impl Client {
         });
         if fresh {
             let latency_ms = self.rng.sample(answer.answer_after_ms);
-            tokio::spawn(
-                self.clone()
-                    .answer_later(call_id.to_string(), answer, latency_ms),
-            );
+            tokio::spawn(self.clone().answer_later(call_id.to_string(), answer, latency_ms));
         }
     }
 
@@ -252,38 +229,22 @@ impl Client {
         };
         let auto_continue = answer.auto_continue;
         let (what, sent) = match &answer.reply {
-            Reply::Approve(approved) => (
-                format!("approval approved={approved}"),
-                engine.approval(call_id, *approved, auto_continue),
-            ),
+            Reply::Approve(approved) => {
+                (format!("approval approved={approved}"), engine.approval(call_id, *approved, auto_continue))
+            }
             Reply::Output(output) => {
-                let result = ToolResult {
-                    call_id: call_id.to_string(),
-                    outcome: ToolOutcome::Output(output.clone()),
-                };
-                (
-                    format!("output {output}"),
-                    engine.tool_result(result, auto_continue),
-                )
+                let result = ToolResult { call_id: call_id.to_string(), outcome: ToolOutcome::Output(output.clone()) };
+                (format!("output {output}"), engine.tool_result(result, auto_continue))
             }
             Reply::Error(error) => {
-                let result = ToolResult {
-                    call_id: call_id.to_string(),
-                    outcome: ToolOutcome::Error(Some(error.clone())),
-                };
-                (
-                    format!("error {error:?}"),
-                    engine.tool_result(result, auto_continue),
-                )
+                let result =
+                    ToolResult { call_id: call_id.to_string(), outcome: ToolOutcome::Error(Some(error.clone())) };
+                (format!("error {error:?}"), engine.tool_result(result, auto_continue))
             }
             Reply::Never => return false,
         };
         if sent {
-            self.trace.record(Event::ClientSent {
-                call_id: call_id.to_string(),
-                what,
-                auto_continue,
-            });
+            self.trace.record(Event::ClientSent { call_id: call_id.to_string(), what, auto_continue });
         }
         sent
     }

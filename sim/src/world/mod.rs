@@ -87,12 +87,7 @@ impl World {
         let store = Arc::new(store::SimStore::new(trace.clone()));
         let switchboard = Switchboard::default();
         let model_node = handle.create_node().name("model").build();
-        let model = model::MockModel::new(
-            &scenario,
-            model_node,
-            rng::SharedRng::derive(seed, "model"),
-            trace.clone(),
-        );
+        let model = model::MockModel::new(&scenario, model_node, rng::SharedRng::derive(seed, "model"), trace.clone());
         let ports = Ports {
             store: store.clone(),
             model: Arc::new(model),
@@ -171,27 +166,16 @@ impl World {
         if self.busy.load(Ordering::SeqCst) > 0 {
             return false;
         }
-        if self
-            .client
-            .as_ref()
-            .is_some_and(|client| client.outstanding() > 0)
-        {
+        if self.client.as_ref().is_some_and(|client| client.outstanding() > 0) {
             return false;
         }
-        self.switchboard
-            .engine()
-            .is_some_and(|engine| engine.inspect().is_idle())
+        self.switchboard.engine().is_some_and(|engine| engine.inspect().is_idle())
     }
 }
 
 /// The engine process. Its init re-runs on every restart: a fresh session
 /// booted from the durable store.
-fn engine_node(
-    handle: &Handle,
-    config: EngineConfig,
-    ports: Ports,
-    switchboard: Switchboard,
-) -> NodeHandle {
+fn engine_node(handle: &Handle, config: EngineConfig, ports: Ports, switchboard: Switchboard) -> NodeHandle {
     handle
         .create_node()
         .name("engine")

@@ -25,27 +25,15 @@ pub struct MockModel {
 
 impl MockModel {
     pub fn new(scenario: &ScenarioFile, node: NodeHandle, rng: SharedRng, trace: Trace) -> Self {
-        Self {
-            calls: scenario.calls.clone(),
-            next_call: AtomicU32::new(0),
-            node,
-            rng,
-            trace,
-        }
+        Self { calls: scenario.calls.clone(), next_call: AtomicU32::new(0), node, rng, trace }
     }
 
     fn script(&self, call: u32, request: &ModelRequest) -> Vec<Op> {
         if ends_mid_tool_input(request) {
             // The provider sees a dangling partial call and produces nothing.
-            return vec![Op::Finish {
-                reason: FinishReason::Unknown,
-                output_tokens: Some(0),
-            }];
+            return vec![Op::Finish { reason: FinishReason::Unknown, output_tokens: Some(0) }];
         }
-        self.calls
-            .get(call as usize - 1)
-            .cloned()
-            .unwrap_or_else(crate::scenario::default_reply)
+        self.calls.get(call as usize - 1).cloned().unwrap_or_else(crate::scenario::default_reply)
     }
 }
 
@@ -62,19 +50,11 @@ impl ModelProvider for MockModel {
         let missing = missing_tool_results(&request);
         if !missing.is_empty() {
             self.trace.record(Event::ModelRejected { call, missing });
-            let error = StreamError::Http {
-                status: 400,
-                message: "MissingToolResultsError".into(),
-            };
+            let error = StreamError::Http { status: 400, message: "MissingToolResultsError".into() };
             let _ = sender.send(Err(error));
             return stream;
         }
-        let player = Player {
-            call,
-            sender,
-            rng: self.rng.clone(),
-            trace: self.trace.clone(),
-        };
+        let player = Player { call, sender, rng: self.rng.clone(), trace: self.trace.clone() };
         let ops = self.script(call, &request);
         self.node.spawn(player.play(ops));
         stream
@@ -83,35 +63,19 @@ impl ModelProvider for MockModel {
 
 /// Tool calls in the request that have no result and are not streaming.
 fn missing_tool_results(request: &ModelRequest) -> Vec<String> {
-    let assistant = request
-        .messages
-        .iter()
-        .filter(|message| message.role == Role::Assistant);
+    let assistant = request.messages.iter().filter(|message| message.role == Role::Assistant);
     assistant
         .flat_map(|message| message.tools())
-        .filter(|tool| {
-            matches!(
-                tool.state,
-                ToolState::InputAvailable | ToolState::ApprovalRequested
-            )
-        })
+        .filter(|tool| matches!(tool.state, ToolState::InputAvailable | ToolState::ApprovalRequested))
         .map(|tool| tool.call_id.clone())
         .collect()
 }
 
 fn ends_mid_tool_input(request: &ModelRequest) -> bool {
-    let Some(last) = request
-        .messages
-        .last()
-        .filter(|message| message.role == Role::Assistant)
-    else {
+    let Some(last) = request.messages.last().filter(|message| message.role == Role::Assistant) else {
         return false;
     };
-    let last_content = last
-        .parts
-        .iter()
-        .rev()
-        .find(|part| !matches!(part, Part::StepStart));
+    let last_content = last.parts.iter().rev().find(|part| !matches!(part, Part::StepStart));
     matches!(last_content, Some(Part::Tool(tool)) if tool.state == ToolState::InputStreaming)
 }
 
@@ -135,23 +99,15 @@ impl Player {
                         return self.end("abandoned by the engine");
                     }
                 }
-                Op::Finish {
-                    reason,
-                    output_tokens,
-                } => {
+                Op::Finish { reason, output_tokens } => {
                     index += 1;
-                    let usage = Usage {
-                        input_tokens: 10,
-                        output_tokens: output_tokens.unwrap_or(content_chunks),
-                    };
+                    let usage = Usage { input_tokens: 10, output_tokens: output_tokens.unwrap_or(content_chunks) };
                     if !self.send(index, Chunk::FinishStep { reason, usage }) {
                         return self.end("abandoned by the engine");
                     }
                     let _ = self.sender.send(Ok(Chunk::Finish { reason }));
                 }
-                Op::Sleep(range) => {
-                    tokio::time::sleep(Duration::from_millis(self.rng.sample(range))).await
-                }
+                Op::Sleep(range) => tokio::time::sleep(Duration::from_millis(self.rng.sample(range))).await,
                 Op::Park => {
                     self.end("parked");
                     return std::future::pending().await;
@@ -174,28 +130,18 @@ impl Player {
         if self.sender.is_closed() {
             return false;
         }
-        self.trace.record(Event::ModelChunk {
-            call: self.call,
-            index,
-            chunk: chunk.summary(),
-        });
+        self.trace.record(Event::ModelChunk { call: self.call, index, chunk: chunk.summary() });
         self.sender.send(Ok(chunk)).is_ok()
     }
 
     fn end(&self, how: &str) {
-        self.trace.record(Event::ModelEnd {
-            call: self.call,
-            how: how.to_string(),
-        });
+        self.trace.record(Event::ModelEnd { call: self.call, how: how.to_string() });
     }
 }
 
 fn is_content(chunk: &Chunk) -> bool {
     matches!(
         chunk,
-        Chunk::TextDelta { .. }
-            | Chunk::ReasoningDelta { .. }
-            | Chunk::ToolInputDelta { .. }
-            | Chunk::ToolCall { .. }
+        Chunk::TextDelta { .. } | Chunk::ReasoningDelta { .. } | Chunk::ToolInputDelta { .. } | Chunk::ToolCall { .. }
     )
 }

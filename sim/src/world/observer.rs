@@ -22,9 +22,6 @@ pub struct TraceSurface(pub Trace);
 
 impl MessengerSurface for TraceSurface {
     fn post(&self, delivery_id: &str, text: &str) {
-        self.0.record(Event::MessengerPost {
-            delivery: delivery_id.to_string(),
-            text: text.to_string(),
-        });
+        self.0.record(Event::MessengerPost { delivery: delivery_id.to_string(), text: text.to_string() });
     }
 }

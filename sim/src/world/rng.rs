@@ -15,9 +15,7 @@ pub struct SharedRng(Arc<Mutex<ChaCha8Rng>>);
 
 impl SharedRng {
     pub fn derive(seed: u64, label: &str) -> Self {
-        Self(Arc::new(Mutex::new(ChaCha8Rng::seed_from_u64(child_seed(
-            seed, label,
-        )))))
+        Self(Arc::new(Mutex::new(ChaCha8Rng::seed_from_u64(child_seed(seed, label)))))
     }
 
     pub fn sample(&self, range: RangeMs) -> u64 {

@@ -15,10 +15,7 @@ pub struct SimStore {
 
 impl SimStore {
     pub fn new(trace: Trace) -> Self {
-        Self {
-            state: Mutex::new(DurableState::default()),
-            trace,
-        }
+        Self { state: Mutex::new(DurableState::default()), trace }
     }
 
     pub fn snapshot(&self) -> DurableState {
@@ -37,11 +34,7 @@ impl DurableStore for SimStore {
             state.apply(write);
         }
         drop(state);
-        let shown: Vec<String> = writes
-            .iter()
-            .filter(|write| !write.is_bookkeeping())
-            .map(Write::summary)
-            .collect();
+        let shown: Vec<String> = writes.iter().filter(|write| !write.is_bookkeeping()).map(Write::summary).collect();
         if !shown.is_empty() {
             self.trace.record(Event::StoreCommit { writes: shown });
         }

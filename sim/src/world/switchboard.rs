@@ -19,10 +19,6 @@ impl Switchboard {
 
     /// The live engine, if the process is up.
     pub fn engine(&self) -> Option<SessionHandle> {
-        self.0
-            .lock()
-            .expect("switchboard lock")
-            .clone()
-            .filter(SessionHandle::is_alive)
+        self.0.lock().expect("switchboard lock").clone().filter(SessionHandle::is_alive)
     }
 }

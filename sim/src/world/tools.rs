@@ -26,22 +26,14 @@ impl ServerTools for SimServerTools {
         let spec = self.specs.get(&call.tool_name);
         let duration_ms = spec.map_or(0, |spec| self.rng.sample(spec.duration_ms));
         let outcome = match spec {
-            Some(ToolSpec {
-                error: Some(error), ..
-            }) => ToolOutcome::Error(Some(error.clone())),
-            Some(ToolSpec {
-                output: Some(output),
-                ..
-            }) => ToolOutcome::Output(output.clone()),
+            Some(ToolSpec { error: Some(error), .. }) => ToolOutcome::Error(Some(error.clone())),
+            Some(ToolSpec { output: Some(output), .. }) => ToolOutcome::Output(output.clone()),
             _ => ToolOutcome::Output(Value::String("ok".into())),
         };
         let trace = self.trace.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(duration_ms)).await;
-            trace.record(Event::ServerToolRun {
-                call_id: call.call_id,
-                tool_name: call.tool_name,
-            });
+            trace.record(Event::ServerToolRun { call_id: call.call_id, tool_name: call.tool_name });
             let _ = done.send(outcome);
         });
         result

@@ -6,17 +6,12 @@ use turnsim::scenario::{load_scenario, parse_scenario, ScenarioFile};
 
 /// The workspace root (tests run from the crate directory).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
 }
 
 /// A committed scenario by file stem, e.g. `barrier-late-sibling`.
 pub fn scenario(stem: &str) -> ScenarioFile {
-    let path = workspace_root()
-        .join("scenarios")
-        .join(format!("{stem}.yaml"));
+    let path = workspace_root().join("scenarios").join(format!("{stem}.yaml"));
     load_scenario(&path).unwrap_or_else(|error| panic!("{error}"))
 }
 
@@ -28,6 +23,5 @@ pub fn inline(yaml: &str) -> ScenarioFile {
 
 /// Every committed scenario.
 pub fn all_scenarios() -> Vec<ScenarioFile> {
-    turnsim::scenario::load_paths(&[workspace_root().join("scenarios")])
-        .unwrap_or_else(|error| panic!("{error}"))
+    turnsim::scenario::load_paths(&[workspace_root().join("scenarios")]).unwrap_or_else(|error| panic!("{error}"))
 }

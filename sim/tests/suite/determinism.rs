@@ -19,12 +19,7 @@ fn same_seed_same_trace_on_the_same_thread() {
     for file in all_scenarios() {
         for seed in [0, 7, 123_456] {
             let (first, second) = (timeline(&file, seed), timeline(&file, seed));
-            assert_eq!(
-                first,
-                second,
-                "{} seed {seed}: a second run on the same thread diverged",
-                file.path.display()
-            );
+            assert_eq!(first, second, "{} seed {seed}: a second run on the same thread diverged", file.path.display());
         }
     }
 }
@@ -33,31 +28,21 @@ fn same_seed_same_trace_on_the_same_thread() {
 fn same_seed_same_trace_on_a_fresh_thread_and_two_threads_at_once() {
     let file = scenario("barrier-late-sibling");
     let reference = timeline(&file, 42);
-    let fresh =
-        std::thread::scope(|scope| scope.spawn(|| timeline(&file, 42)).join().expect("thread"));
+    let fresh = std::thread::scope(|scope| scope.spawn(|| timeline(&file, 42)).join().expect("thread"));
     assert_eq!(reference, fresh, "a run on a fresh thread diverged");
     let (left, right) = std::thread::scope(|scope| {
         let left = scope.spawn(|| timeline(&file, 42));
         let right = scope.spawn(|| timeline(&file, 42));
         (left.join().expect("thread"), right.join().expect("thread"))
     });
-    assert_eq!(
-        reference, left,
-        "a run on one of two concurrent threads diverged"
-    );
-    assert_eq!(
-        reference, right,
-        "a run on one of two concurrent threads diverged"
-    );
+    assert_eq!(reference, left, "a run on one of two concurrent threads diverged");
+    assert_eq!(reference, right, "a run on one of two concurrent threads diverged");
 }
 
 #[test]
 fn json_trace_is_identical_too() {
     let file = scenario("eviction-between-result-and-continuation");
-    let json = |seed| {
-        serde_json::to_string(&world::run(&file, seed, &RegressionSet::default()).events)
-            .expect("json")
-    };
+    let json = |seed| serde_json::to_string(&world::run(&file, seed, &RegressionSet::default()).events).expect("json");
     assert_eq!(json(5), json(5));
 }
 

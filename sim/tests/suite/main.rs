@@ -1,7 +1,7 @@
 //! turnsim's integration tests, one binary, one module per intent.
 
+mod checkers;
 mod common;
 mod determinism;
 mod format;
-mod regressions;
 mod scenarios;

@@ -33,7 +33,8 @@ fn every_regression_is_guarded_by_a_committed_scenario_that_catches_it() {
         }
     }
     for regression in ALL_REGRESSIONS {
-        let files = guards.get(&regression).unwrap_or_else(|| panic!("no scenario's `Guards:` line names {regression}"));
+        let files =
+            guards.get(&regression).unwrap_or_else(|| panic!("no scenario's `Guards:` line names {regression}"));
         for file in files {
             let on = RegressionSet::of([regression]);
             assert!(fails_on_some_seed(file, &on), "{} names {regression} but passes with it on", file.path.display());

@@ -13,16 +13,9 @@ fn every_committed_scenario_passes_on_sixteen_seeds() {
         for seed in 0..16 {
             let (_, violations) = run_one(&file, seed, &RegressionSet::default());
             if !violations.is_empty() {
-                failures.push(format!(
-                    "{} seed {seed}: {violations:?}",
-                    file.path.display()
-                ));
+                failures.push(format!("{} seed {seed}: {violations:?}", file.path.display()));
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "scenarios failed:\n{}",
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "scenarios failed:\n{}", failures.join("\n"));
 }

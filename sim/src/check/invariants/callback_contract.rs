@@ -23,11 +23,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     violations
 }
 
-fn check_chat(
-    input: &CheckInput,
-    chat: u32,
-    callbacks: &[crate::check::facts::CallbackFact],
-) -> Option<Violation> {
+fn check_chat(input: &CheckInput, chat: u32, callbacks: &[crate::check::facts::CallbackFact]) -> Option<Violation> {
     let mut terminal: Option<&str> = None;
     for (position, callback) in callbacks.iter().enumerate() {
         if let Some(first) = terminal {
@@ -39,19 +35,11 @@ fn check_chat(
         }
         match callback.name {
             "on_start" if position != 0 => {
-                return Some(Violation::at(
-                    NAME,
-                    callback.at,
-                    format!("chat{chat}: on_start twice"),
-                ))
+                return Some(Violation::at(NAME, callback.at, format!("chat{chat}: on_start twice")))
             }
             "on_start" => {}
             _ if position == 0 => {
-                return Some(Violation::at(
-                    NAME,
-                    callback.at,
-                    format!("chat{chat}: {} before on_start", callback.name),
-                ))
+                return Some(Violation::at(NAME, callback.at, format!("chat{chat}: {} before on_start", callback.name)))
             }
             "on_event" => {}
             "dropped" => return check_drop(input, chat, callbacks, callback.at),
@@ -60,13 +48,8 @@ fn check_chat(
     }
     if terminal.is_none() && input.run.end == crate::world::RunEnd::Quiescent {
         let at = callbacks.last().map(|callback| callback.at);
-        let message =
-            format!("chat{chat}: the run settled but the callback never got a terminal call");
-        return Some(Violation {
-            check: NAME.into(),
-            message,
-            at_event: at,
-        });
+        let message = format!("chat{chat}: the run settled but the callback never got a terminal call");
+        return Some(Violation { check: NAME.into(), message, at_event: at });
     }
     None
 }
@@ -82,21 +65,14 @@ fn check_drop(
 ) -> Option<Violation> {
     let began = callbacks.first().map_or(0, |callback| callback.at);
     let facts = &input.facts;
-    let died = facts
-        .evictions
-        .iter()
-        .rev()
-        .find(|&&at| at <= dropped_at)
-        .is_some_and(|&evicted| {
-            evicted >= began.saturating_sub(1)
-                && !facts
-                    .restarts
-                    .iter()
-                    .any(|&restart| restart > evicted && restart < dropped_at)
-        });
+    let died = facts.evictions.iter().rev().find(|&&at| at <= dropped_at).is_some_and(|&evicted| {
+        evicted >= began.saturating_sub(1)
+            && !facts.restarts.iter().any(|&restart| restart > evicted && restart < dropped_at)
+    });
     if died {
         return None;
     }
-    let message = format!("chat{chat}: chat() returned with no terminal callback (no on_done, on_error or on_interrupted)");
+    let message =
+        format!("chat{chat}: chat() returned with no terminal callback (no on_done, on_error or on_interrupted)");
     Some(Violation::at(NAME, dropped_at, message))
 }

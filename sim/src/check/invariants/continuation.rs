@@ -37,11 +37,7 @@ struct Batch {
 
 impl Batch {
     fn pending(&self) -> Vec<&str> {
-        self.tools
-            .iter()
-            .filter(|(_, state)| state.is_pending())
-            .map(|(id, _)| id.as_str())
-            .collect()
+        self.tools.iter().filter(|(_, state)| state.is_pending()).map(|(id, _)| id.as_str()).collect()
     }
 
     fn settled(&self) -> bool {
@@ -78,46 +74,31 @@ impl Walk {
                 }
                 self.batch.tools.insert(call_id.clone(), *state);
             }
-            EngineEvent::ToolApplied {
-                call_id,
-                state,
-                auto_continue,
-                ..
-            } => {
+            EngineEvent::ToolApplied { call_id, state, auto_continue, .. } => {
                 self.batch.tools.insert(call_id.clone(), *state);
                 self.batch.opted_in |= *auto_continue;
                 self.batch.last_result_at = Some(index);
             }
             EngineEvent::Repaired { call_ids } => {
                 for call_id in call_ids {
-                    self.batch
-                        .tools
-                        .insert(call_id.clone(), ToolState::OutputError);
+                    self.batch.tools.insert(call_id.clone(), ToolState::OutputError);
                 }
             }
             EngineEvent::ContinuationFired { request_id } => self.on_fire(index, request_id),
-            EngineEvent::TurnStarted {
-                request_id, kind, ..
-            } => self.on_turn_start(index, request_id, *kind),
-            EngineEvent::TurnFinished {
-                request_id, status, ..
-            } => self.on_turn_end(request_id, *status),
+            EngineEvent::TurnStarted { request_id, kind, .. } => self.on_turn_start(index, request_id, *kind),
+            EngineEvent::TurnFinished { request_id, status, .. } => self.on_turn_end(request_id, *status),
             _ => {}
         }
     }
 
     fn on_fire(&mut self, index: usize, request_id: &str) {
         if let Some(open) = self.open_turns.first() {
-            let message =
-                format!("continuation {request_id} fired while the stream of {open} was open");
+            let message = format!("continuation {request_id} fired while the stream of {open} was open");
             self.violations.push(Violation::at(NAME, index, message));
         }
         let pending = self.batch.pending();
         if !pending.is_empty() && self.batch.settled() {
-            let message = format!(
-                "continuation {request_id} fired while {} was unanswered",
-                pending.join(", ")
-            );
+            let message = format!("continuation {request_id} fired while {} was unanswered", pending.join(", "));
             self.violations.push(Violation::at(NAME, index, message));
         }
     }
@@ -130,10 +111,8 @@ impl Walk {
         }
         if let Some((previous, Some(TurnStatus::Completed))) = &self.batch.consumer {
             if !self.batch.tools.is_empty() {
-                let message = format!(
-                    "{request_id} ({}) continued a batch that {previous} had already continued",
-                    kind.as_str()
-                );
+                let message =
+                    format!("{request_id} ({}) continued a batch that {previous} had already continued", kind.as_str());
                 self.violations.push(Violation::at(NAME, index, message));
             }
         }
@@ -152,19 +131,12 @@ impl Walk {
     /// A complete batch with an opted-in result must have been continued.
     fn check_liveness(&mut self) {
         let batch = &self.batch;
-        let complete =
-            !batch.tools.is_empty() && batch.tools.values().all(|state| state.is_output());
+        let complete = !batch.tools.is_empty() && batch.tools.values().all(|state| state.is_output());
         if complete && batch.opted_in && batch.consumer.is_none() {
             let tools: Vec<&str> = batch.tools.keys().map(String::as_str).collect();
-            let message = format!(
-                "batch {} is complete and a result opted in, but no continuation ran",
-                tools.join(", ")
-            );
-            self.violations.push(Violation {
-                check: NAME.into(),
-                message,
-                at_event: batch.last_result_at,
-            });
+            let message =
+                format!("batch {} is complete and a result opted in, but no continuation ran", tools.join(", "));
+            self.violations.push(Violation { check: NAME.into(), message, at_event: batch.last_result_at });
         }
     }
 }

@@ -20,15 +20,10 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     };
     let message = match run.end {
         RunEnd::Quiescent => return Vec::new(),
-        RunEnd::Horizon => format!(
-            "did not settle within {} ms of sim time; engine: {state}",
-            input.scenario.scenario.horizon_ms
-        ),
+        RunEnd::Horizon => {
+            format!("did not settle within {} ms of sim time; engine: {state}", input.scenario.scenario.horizon_ms)
+        }
         RunEnd::EventBudget => format!("exceeded the event budget (a livelock); engine: {state}"),
     };
-    vec![Violation {
-        check: INVARIANT.name.into(),
-        message,
-        at_event: run.events.len().checked_sub(1),
-    }]
+    vec![Violation { check: INVARIANT.name.into(), message, at_event: run.events.len().checked_sub(1) }]
 }

@@ -30,11 +30,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             "{} completed on model call #{} that ended with a zero-token finish ({} content chunks cut)",
             turn.request_id, last.call, last.content_chunks
         );
-        violations.push(Violation::at(
-            INVARIANT.name,
-            turn.ended_at.unwrap_or(last.at),
-            message,
-        ));
+        violations.push(Violation::at(INVARIANT.name, turn.ended_at.unwrap_or(last.at), message));
     }
     violations
 }
@@ -46,9 +42,7 @@ fn is_benign(facts: &Facts, message_id: &str, call: &CallFact) -> bool {
         .iter()
         .filter(|turn| turn.message_id == message_id)
         .flat_map(|turn| facts.calls_for(&turn.request_id))
-        .any(|earlier| {
-            earlier.at < call.at && earlier.content_chunks > 0 && !earlier.is_truncated_finish()
-        });
+        .any(|earlier| earlier.at < call.at && earlier.content_chunks > 0 && !earlier.is_truncated_finish());
     call.content_chunks == 0
         && matches!(&call.end, crate::check::facts::CallEnd::Finished { reason, .. } if reason == "unknown")
         && earlier_output

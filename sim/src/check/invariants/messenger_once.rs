@@ -21,12 +21,7 @@ const NAME: &str = "messenger-once";
 fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (delivery, requests) in deliveries(input) {
-        let posts = input
-            .facts
-            .posts
-            .get(&delivery)
-            .cloned()
-            .unwrap_or_default();
+        let posts = input.facts.posts.get(&delivery).cloned().unwrap_or_default();
         let bursts = count_bursts(&posts);
         if bursts > 1 {
             let at = posts.last().map(|post| post.0);
@@ -37,10 +32,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             });
         }
         if bursts == 0 && input.run.end == RunEnd::Quiescent {
-            violations.push(Violation::new(
-                NAME,
-                format!("delivery {delivery} was accepted but never posted"),
-            ));
+            violations.push(Violation::new(NAME, format!("delivery {delivery} was accepted but never posted")));
         }
         if let Some(violation) = check_interrupted(input, &delivery, &requests, &posts) {
             violations.push(violation);
@@ -53,11 +45,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 fn deliveries(input: &CheckInput) -> Vec<(String, Vec<String>)> {
     let mut found: Vec<(String, Vec<String>)> = Vec::new();
     for traced in &input.run.events {
-        if let Event::Engine(EngineEvent::DeliveryAccepted {
-            delivery_id,
-            request_id,
-        }) = &traced.event
-        {
+        if let Event::Engine(EngineEvent::DeliveryAccepted { delivery_id, request_id }) = &traced.event {
             match found.iter_mut().find(|(id, _)| id == delivery_id) {
                 Some((_, requests)) => requests.push(request_id.clone()),
                 None => found.push((delivery_id.clone(), vec![request_id.clone()])),
@@ -72,8 +60,7 @@ fn count_bursts(posts: &[(usize, u64, String)]) -> usize {
     let mut bursts = 0;
     let mut previous: Option<(usize, u64)> = None;
     for (index, at_us, _) in posts {
-        let continues = previous
-            .is_some_and(|(last_index, last_at)| last_at == *at_us && index - last_index <= 1);
+        let continues = previous.is_some_and(|(last_index, last_at)| last_at == *at_us && index - last_index <= 1);
         if !continues {
             bursts += 1;
         }
@@ -95,10 +82,7 @@ fn check_interrupted(
     let first = posts.first()?;
     let allowed = [INTERRUPTED_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE];
     if interrupted && !allowed.contains(&first.2.as_str()) {
-        let message = format!(
-            "delivery {delivery} was interrupted but posted {:?} as its answer",
-            first.2
-        );
+        let message = format!("delivery {delivery} was interrupted but posted {:?} as its answer", first.2);
         return Some(Violation::at(NAME, first.0, message));
     }
     None

@@ -21,19 +21,15 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (index, traced) in input.run.events.iter().enumerate() {
         match &traced.event {
-            Event::Engine(EngineEvent::RecoveryScheduled {
-                incident_id,
-                strategy,
-                ..
-            }) if strategy == "truncate" => {
+            Event::Engine(EngineEvent::RecoveryScheduled { incident_id, strategy, .. }) if strategy == "truncate" => {
                 mid_tool_input.insert(incident_id.clone());
             }
-            Event::Engine(EngineEvent::RecoveryExhausted {
-                incident_id,
-                attempt,
-                reason,
-            }) if mid_tool_input.contains(incident_id) => {
-                let message = format!("incident {incident_id} began mid tool input and exhausted after {attempt} attempts ({reason})");
+            Event::Engine(EngineEvent::RecoveryExhausted { incident_id, attempt, reason })
+                if mid_tool_input.contains(incident_id) =>
+            {
+                let message = format!(
+                    "incident {incident_id} began mid tool input and exhausted after {attempt} attempts ({reason})"
+                );
                 violations.push(Violation::at(INVARIANT.name, index, message));
             }
             _ => {}

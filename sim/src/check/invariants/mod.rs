@@ -37,14 +37,8 @@ pub const INVARIANTS: [Invariant; 10] = [
     no_lost_work::INVARIANT,
 ];
 
-pub const DETERMINISM_RULE: (&str, &str) = (
-    "determinism",
-    "the same seed gives the same trace, byte for byte",
-);
+pub const DETERMINISM_RULE: (&str, &str) = ("determinism", "the same seed gives the same trace, byte for byte");
 
 pub fn check_all(input: &CheckInput) -> Vec<Violation> {
-    INVARIANTS
-        .iter()
-        .flat_map(|invariant| (invariant.check)(input))
-        .collect()
+    INVARIANTS.iter().flat_map(|invariant| (invariant.check)(input)).collect()
 }

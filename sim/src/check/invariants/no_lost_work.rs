@@ -27,27 +27,14 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 }
 
 fn lost_messages(input: &CheckInput) -> Vec<Violation> {
-    let stored = input
-        .run
-        .events
-        .iter()
-        .enumerate()
-        .filter_map(|(index, traced)| match &traced.event {
-            Event::Engine(EngineEvent::UserMessageStored { message_id }) => {
-                Some((index, message_id))
-            }
-            _ => None,
-        });
+    let stored = input.run.events.iter().enumerate().filter_map(|(index, traced)| match &traced.event {
+        Event::Engine(EngineEvent::UserMessageStored { message_id }) => Some((index, message_id)),
+        _ => None,
+    });
     let messages = &input.run.final_state.messages;
     stored
         .filter(|(_, id)| !messages.iter().any(|message| &message.id == *id))
-        .map(|(index, id)| {
-            Violation::at(
-                NAME,
-                index,
-                format!("user message {id} was acknowledged but is gone"),
-            )
-        })
+        .map(|(index, id)| Violation::at(NAME, index, format!("user message {id} was acknowledged but is gone")))
         .collect()
 }
 
@@ -68,14 +55,10 @@ fn lost_results(input: &CheckInput) -> Vec<Violation> {
         let Some(tool) = messages.iter().find_map(|message| message.tool(call_id)) else {
             continue;
         };
-        let kept = tool.state == state
-            || (state == ToolState::ApprovalResponded && tool.state.is_output());
+        let kept = tool.state == state || (state == ToolState::ApprovalResponded && tool.state.is_output());
         if !kept {
-            let message = format!(
-                "{call_id} was applied as {} but is stored as {}",
-                state.as_str(),
-                tool.state.as_str()
-            );
+            let message =
+                format!("{call_id} was applied as {} but is stored as {}", state.as_str(), tool.state.as_str());
             violations.push(Violation::at(NAME, index, message));
         }
     }
@@ -90,9 +73,7 @@ fn repeated_server_tools(input: &CheckInput) -> Vec<Violation> {
             Event::Engine(EngineEvent::ToolApplied { call_id, state, .. }) if state.is_output() => {
                 stored_results.entry(call_id).or_insert(index);
             }
-            Event::ServerToolRun { call_id, .. }
-                if stored_results.contains_key(call_id.as_str()) =>
-            {
+            Event::ServerToolRun { call_id, .. } if stored_results.contains_key(call_id.as_str()) => {
                 violations.push(Violation::at(
                     NAME,
                     index,
@@ -112,28 +93,15 @@ fn unanswered_last_message(input: &CheckInput) -> Option<Violation> {
         return None;
     }
     let messages = &input.run.final_state.messages;
-    let last_user = messages
-        .iter()
-        .rposition(|message| message.role == Role::User)?;
-    let answered = messages[last_user + 1..]
-        .iter()
-        .any(|message| message.role == Role::Assistant && !message.parts.is_empty());
-    let errored = input
-        .run
-        .events
-        .iter()
-        .rev()
-        .find_map(|traced| match &traced.event {
-            Event::Engine(EngineEvent::TurnFinished { status, .. }) => {
-                Some(*status == turnsim_engine::TurnStatus::Error)
-            }
-            _ => None,
-        });
+    let last_user = messages.iter().rposition(|message| message.role == Role::User)?;
+    let answered =
+        messages[last_user + 1..].iter().any(|message| message.role == Role::Assistant && !message.parts.is_empty());
+    let errored = input.run.events.iter().rev().find_map(|traced| match &traced.event {
+        Event::Engine(EngineEvent::TurnFinished { status, .. }) => Some(*status == turnsim_engine::TurnStatus::Error),
+        _ => None,
+    });
     if answered || errored == Some(true) {
         return None;
     }
-    Some(Violation::new(
-        NAME,
-        format!("user message {} was never answered", messages[last_user].id),
-    ))
+    Some(Violation::new(NAME, format!("user message {} was never answered", messages[last_user].id)))
 }

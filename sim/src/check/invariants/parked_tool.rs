@@ -24,20 +24,13 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             continue;
         };
         match event {
-            EngineEvent::ToolReady {
-                call_id,
-                tool_name,
-                state,
-            } => {
+            EngineEvent::ToolReady { call_id, tool_name, state } => {
                 let client = is_client_tool(input, tool_name);
                 waiting.insert(call_id.clone(), client && state.is_pending());
             }
             EngineEvent::ToolApplied { call_id, state, .. } => {
                 let was_client = waiting.get(call_id).copied().unwrap_or(false);
-                waiting.insert(
-                    call_id.clone(),
-                    was_client && *state == ToolState::InputAvailable,
-                );
+                waiting.insert(call_id.clone(), was_client && *state == ToolState::InputAvailable);
             }
             EngineEvent::Repaired { call_ids } => {
                 let parked: Vec<&str> = call_ids
@@ -46,10 +39,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                     .map(String::as_str)
                     .collect();
                 if !parked.is_empty() && repaired_by_continuation(events, index) {
-                    let message = format!(
-                        "{} repaired to an error while waiting for the client",
-                        parked.join(", ")
-                    );
+                    let message = format!("{} repaired to an error while waiting for the client", parked.join(", "));
                     violations.push(Violation::at(INVARIANT.name, index, message));
                 }
                 for call_id in call_ids {
@@ -63,23 +53,15 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 }
 
 fn is_client_tool(input: &CheckInput, tool_name: &str) -> bool {
-    let kind = input
-        .scenario
-        .scenario
-        .engine
-        .tools
-        .get(tool_name)
-        .map_or(ToolKind::Client, |tool| tool.kind);
+    let kind = input.scenario.scenario.engine.tools.get(tool_name).map_or(ToolKind::Client, |tool| tool.kind);
     kind.is_client_answered()
 }
 
 /// Repair runs just before its turn's `turn.start`.
 fn repaired_by_continuation(events: &[crate::trace::TraceEvent], repaired_at: usize) -> bool {
-    let next_turn = events[repaired_at..]
-        .iter()
-        .find_map(|traced| match &traced.event {
-            Event::Engine(EngineEvent::TurnStarted { kind, .. }) => Some(*kind),
-            _ => None,
-        });
+    let next_turn = events[repaired_at..].iter().find_map(|traced| match &traced.event {
+        Event::Engine(EngineEvent::TurnStarted { kind, .. }) => Some(*kind),
+        _ => None,
+    });
     matches!(next_turn, Some(TurnKind::Continuation | TurnKind::Recovery))
 }

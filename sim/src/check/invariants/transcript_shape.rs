@@ -23,22 +23,14 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let messages = &input.run.final_state.messages;
     let mut violations = Vec::new();
     let mut seen_calls = BTreeSet::new();
-    for message in messages
-        .iter()
-        .filter(|message| message.role == Role::Assistant)
-    {
+    for message in messages.iter().filter(|message| message.role == Role::Assistant) {
         if let Some(position) = orphan_step_start(message) {
-            violations.push(Violation::new(
-                NAME,
-                format!("{}: orphan step-start at part {position}", message.id),
-            ));
+            violations.push(Violation::new(NAME, format!("{}: orphan step-start at part {position}", message.id)));
         }
         for tool in message.tools() {
             if !seen_calls.insert(tool.call_id.clone()) {
-                violations.push(Violation::new(
-                    NAME,
-                    format!("{}: tool call {} appears twice", message.id, tool.call_id),
-                ));
+                violations
+                    .push(Violation::new(NAME, format!("{}: tool call {} appears twice", message.id, tool.call_id)));
             }
         }
         violations.extend(check_step_starts(input, message));
@@ -49,32 +41,20 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 /// A `step-start` followed by another or by the end of the message.
 fn orphan_step_start(message: &Message) -> Option<usize> {
     let parts = &message.parts;
-    (0..parts.len()).find(|&at| {
-        matches!(parts[at], Part::StepStart)
-            && matches!(parts.get(at + 1), None | Some(Part::StepStart))
-    })
+    (0..parts.len())
+        .find(|&at| matches!(parts[at], Part::StepStart) && matches!(parts.get(at + 1), None | Some(Part::StepStart)))
 }
 
 fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation> {
-    let step_starts = message
-        .parts
-        .iter()
-        .filter(|part| matches!(part, Part::StepStart))
-        .count();
+    let step_starts = message.parts.iter().filter(|part| matches!(part, Part::StepStart)).count();
     let facts = &input.facts;
-    let requests: Vec<&str> = facts
-        .turns
-        .iter()
-        .filter(|turn| turn.message_id == message.id)
-        .map(|turn| turn.request_id.as_str())
-        .collect();
+    let requests: Vec<&str> =
+        facts.turns.iter().filter(|turn| turn.message_id == message.id).map(|turn| turn.request_id.as_str()).collect();
     let kept_calls = requests
         .iter()
         .flat_map(|request| facts.calls_for(request))
         .filter(|call| !call.is_truncated_finish())
-        .filter(|call| {
-            !(matches!(call.end, CallEnd::Http | CallEnd::Rejected) && call.content_chunks == 0)
-        })
+        .filter(|call| !(matches!(call.end, CallEnd::Http | CallEnd::Rejected) && call.content_chunks == 0))
         .count();
     (step_starts > kept_calls).then(|| {
         let message = format!(

@@ -1,0 +1,893 @@
+//! Every invariant checker fires on a broken trace. Each test takes a real
+//! clean run, shows the invariant reports nothing on it, then breaks exactly
+//! that rule the way an engine bug would (an event inserted, removed or
+//! edited, the stored transcript edited, or the run's end changed) and shows
+//! the checker reports it under its own name.
+
+use turnsim::check::invariants::INVARIANTS;
+use turnsim::check::{CheckInput, Violation};
+use turnsim::scenario::ScenarioFile;
+use turnsim::trace::{Event, TraceEvent};
+use turnsim::world::{self, RunEnd, RunRecord};
+use turnsim_engine::durable::TurnKind;
+use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
+use turnsim_engine::transcript::TextState;
+use turnsim_engine::{EngineEvent, Message, Part, RegressionSet, ToolState, TurnStatus};
+
+use crate::common::{inline, scenario};
+
+/// Two client tools in one batch, both ready when the user turn ends: `tc-a`
+/// answered at ~20 ms, `tc-b` at ~300 ms, then one continuation (`r4`).
+const TWO_CLIENT_TOOLS: &str = r#"
+name: two-client-tools
+engine:
+  tools:
+    tool_a: { kind: client }
+    tool_b: { kind: client }
+model:
+  - - tool: { id: tc-a, name: tool_a, input: { n: 1 }, finalize: finish }
+    - tool: { id: tc-b, name: tool_b, input: { n: 2 }, finalize: finish }
+    - finish: { reason: tool-calls }
+  - - text: "Both done."
+    - finish: { reason: stop }
+client:
+  tools:
+    tool_a: { answer_after_ms: [20, 20], output: "a", auto_continue: true }
+    tool_b: { answer_after_ms: [300, 300], output: "b", auto_continue: true }
+actions:
+  - at_ms: 0
+    user_message: { text: "do both" }
+"#;
+
+/// A client tool nobody answers, abandoned by a second user message: the
+/// engine repairs `tc-a` just before the new user turn `r4`.
+const PARKED_THEN_USER: &str = r#"
+name: parked-then-user
+engine:
+  tools:
+    tool_a: { kind: client }
+model:
+  - - tool: { id: tc-a, name: tool_a, input: { n: 1 } }
+    - finish: { reason: tool-calls }
+  - - text: "Moving on."
+    - finish: { reason: stop }
+client:
+  tools:
+    tool_a: { never_answers: true }
+actions:
+  - at_ms: 0
+    user_message: { text: "do it" }
+  - at_ms: 500
+    user_message: { text: "never mind" }
+"#;
+
+/// A messenger delivery `d1`, answered by `r1` in one post.
+const DELIVERY: &str = r#"
+name: delivery
+model:
+  - - text: "Hello there."
+    - finish: { reason: stop }
+actions:
+  - at_ms: 0
+    deliver: { id: d1, text: hi }
+"#;
+
+/// The user turn `r1` is killed mid-stream by an eviction; recovery `r4`
+/// (incident `r1:m2`) streams a client tool whose answer is continued by `r5`.
+const EVICTED_MID_STREAM: &str = r#"
+name: evicted-mid-stream
+engine:
+  tools:
+    tool_a: { kind: client }
+model:
+  - - text: "Working on it"
+    - sleep_ms: 1000
+    - finish: { reason: stop }
+  - - tool: { id: tc-a, name: tool_a, input: { n: 1 } }
+    - finish: { reason: tool-calls }
+  - - text: "All done."
+    - finish: { reason: stop }
+client:
+  tools:
+    tool_a: { answer_after_ms: [20, 20], output: "a", auto_continue: true }
+actions:
+  - at_ms: 0
+    user_message: { text: "do it" }
+  - at_ms: 100
+    evict: { restart_after_ms: [50, 50] }
+"#;
+
+const CALLBACK_CONTRACT: &str = "callback-contract";
+const SINGLE_CONTINUATION: &str = "single-continuation";
+const TOOL_RESULTS_PRESENT: &str = "tool-results-present";
+const PARKED_TOOL_KEPT: &str = "parked-tool-kept";
+const TRANSCRIPT_SHAPE: &str = "transcript-shape";
+const MID_TOOL_INPUT_RECOVERS: &str = "mid-tool-input-recovers";
+const NO_EMPTY_ANSWER: &str = "no-empty-answer";
+const MESSENGER_ONCE: &str = "messenger-once";
+const CONVERGES: &str = "converges";
+const NO_LOST_WORK: &str = "no-lost-work";
+
+/// A real run of a scenario on seed 0, and the scenario it came from.
+struct Run {
+    file: ScenarioFile,
+    record: RunRecord,
+}
+
+impl Run {
+    /// Runs `file` and asserts that `invariant` reports nothing on it.
+    fn clean(file: ScenarioFile, invariant: &str) -> Self {
+        let record = world::run(&file, 0, &RegressionSet::default());
+        assert_eq!(
+            record.end,
+            RunEnd::Quiescent,
+            "{}: the clean base run settles",
+            file.scenario.name
+        );
+        let run = Self { file, record };
+        let violations = run.check(invariant, &run.record);
+        assert!(
+            violations.is_empty(),
+            "{invariant} must pass the clean {} run: {violations:#?}",
+            run.file.scenario.name
+        );
+        run
+    }
+
+    fn committed(stem: &str, invariant: &str) -> Self {
+        Self::clean(scenario(stem), invariant)
+    }
+
+    fn inline(yaml: &str, invariant: &str) -> Self {
+        Self::clean(inline(yaml), invariant)
+    }
+
+    /// A copy of the clean record, to break.
+    fn broken(&self) -> RunRecord {
+        self.record.clone()
+    }
+
+    /// What the invariant named `name` reports on `record`.
+    fn check(&self, name: &str, record: &RunRecord) -> Vec<Violation> {
+        let invariant = INVARIANTS
+            .iter()
+            .find(|invariant| invariant.name == name)
+            .unwrap_or_else(|| panic!("no invariant is named {name}"));
+        (invariant.check)(&CheckInput::new(&self.file, record))
+    }
+
+    /// Asserts `name` reports, under its own name, a violation whose message
+    /// contains `needle`; returns everything it reported.
+    fn assert_fires(&self, name: &str, broken: &RunRecord, needle: &str) -> Vec<Violation> {
+        let violations = self.check(name, broken);
+        assert!(
+            violations.iter().any(|violation| violation.message.contains(needle)),
+            "{name} must report a violation containing {needle:?} on the broken trace, got {violations:#?}"
+        );
+        assert!(
+            violations.iter().all(|violation| violation.check == name),
+            "{name} reports under its own name: {violations:#?}"
+        );
+        violations
+    }
+
+    /// Asserts `name` reports nothing on an edited trace that still keeps
+    /// its rule.
+    fn assert_passes(&self, name: &str, edited: &RunRecord, why: &str) {
+        let violations = self.check(name, edited);
+        assert!(
+            violations.is_empty(),
+            "{name} must accept {why}: {violations:#?}"
+        );
+    }
+}
+
+/// Index of the first event that `matches`; `what` names it for the panic.
+fn index_of(record: &RunRecord, what: &str, matches: impl Fn(&Event) -> bool) -> usize {
+    record
+        .events
+        .iter()
+        .position(|traced| matches(&traced.event))
+        .unwrap_or_else(|| panic!("the clean trace has no {what}"))
+}
+
+/// Inserts `events` at `at`, stamped with the sim time of the event before.
+fn insert(record: &mut RunRecord, at: usize, events: Vec<Event>) {
+    let at_us = record.events[at.saturating_sub(1)].at_us;
+    insert_at_time(record, at, at_us, events);
+}
+
+/// Replaces the event at `at` with `events`, at its sim time.
+fn replace(record: &mut RunRecord, at: usize, events: Vec<Event>) {
+    let at_us = record.events.remove(at).at_us;
+    insert_at_time(record, at, at_us, events);
+}
+
+fn insert_at_time(record: &mut RunRecord, at: usize, at_us: u64, events: Vec<Event>) {
+    for (offset, event) in events.into_iter().enumerate() {
+        let lane = event.lane();
+        record
+            .events
+            .insert(at + offset, TraceEvent { at_us, lane, event });
+    }
+}
+
+fn engine_event(record: &RunRecord, at: usize) -> &EngineEvent {
+    match &record.events[at].event {
+        Event::Engine(event) => event,
+        other => panic!("event {at} is not an engine event: {other:?}"),
+    }
+}
+
+fn engine_event_mut(record: &mut RunRecord, at: usize) -> &mut EngineEvent {
+    match &mut record.events[at].event {
+        Event::Engine(event) => event,
+        other => panic!("event {at} is not an engine event: {other:?}"),
+    }
+}
+
+fn applied(call: &str) -> impl Fn(&Event) -> bool + '_ {
+    move |event| {
+        matches!(event, Event::Engine(EngineEvent::ToolApplied { call_id, .. }) if call_id == call)
+    }
+}
+
+fn turn_started(request: &str) -> impl Fn(&Event) -> bool + '_ {
+    move |event| {
+        matches!(event, Event::Engine(EngineEvent::TurnStarted { request_id, .. }) if request_id == request)
+    }
+}
+
+fn turn_finished(request: &str) -> impl Fn(&Event) -> bool + '_ {
+    move |event| {
+        matches!(event, Event::Engine(EngineEvent::TurnFinished { request_id, .. }) if request_id == request)
+    }
+}
+
+/// The events of a whole continuation-like turn `request` into `message`.
+fn turn(request: &str, kind: TurnKind, message: &str) -> Vec<Event> {
+    vec![
+        Event::Engine(EngineEvent::TurnQueued {
+            request_id: request.into(),
+            kind,
+        }),
+        Event::Engine(EngineEvent::TurnStarted {
+            request_id: request.into(),
+            kind,
+            message_id: message.into(),
+        }),
+        Event::Engine(EngineEvent::TurnFinished {
+            request_id: request.into(),
+            kind,
+            status: TurnStatus::Completed,
+        }),
+    ]
+}
+
+fn message_mut<'a>(record: &'a mut RunRecord, id: &str) -> &'a mut Message {
+    record
+        .final_state
+        .messages
+        .iter_mut()
+        .find(|message| message.id == id)
+        .unwrap_or_else(|| panic!("the stored transcript has no message {id}"))
+}
+
+fn part_kinds(message: &Message) -> Vec<&'static str> {
+    let kind = |part: &Part| match part {
+        Part::StepStart => "step-start",
+        Part::Text { .. } => "text",
+        Part::Reasoning { .. } => "reasoning",
+        Part::Tool(_) => "tool",
+    };
+    message.parts.iter().map(kind).collect()
+}
+
+// ---------------------------------------------------------------- callback-contract
+
+/// `server-tools-two-steps`: one `chat()` (chat1) that ends with `on_done`.
+fn chat_run() -> (Run, usize) {
+    let run = Run::committed("server-tools-two-steps", CALLBACK_CONTRACT);
+    let done = index_of(&run.record, "on_done of chat1", |event| {
+        matches!(event, Event::CallbackDone { chat: 1 })
+    });
+    (run, done)
+}
+
+#[test]
+fn callback_contract_fires_on_a_second_terminal_callback() {
+    let (run, done) = chat_run();
+    let mut broken = run.broken();
+    let late_error = Event::CallbackError {
+        chat: 1,
+        message: "late failure".into(),
+    };
+    insert(&mut broken, done + 1, vec![late_error]);
+    let violations = run.assert_fires(
+        CALLBACK_CONTRACT,
+        &broken,
+        "chat1: on_error after terminal on_done",
+    );
+    assert_eq!(
+        violations[0].at_event,
+        Some(done + 1),
+        "the violation points at the second terminal callback"
+    );
+}
+
+#[test]
+fn callback_contract_fires_on_an_event_after_on_done() {
+    let (run, done) = chat_run();
+    let mut broken = run.broken();
+    let late_event = Event::CallbackEvent {
+        chat: 1,
+        chunk: "text-delta".into(),
+    };
+    insert(&mut broken, done + 1, vec![late_event]);
+    run.assert_fires(
+        CALLBACK_CONTRACT,
+        &broken,
+        "chat1: on_event after terminal on_done",
+    );
+}
+
+#[test]
+fn callback_contract_fires_on_a_silent_return() {
+    let (run, done) = chat_run();
+    let mut broken = run.broken();
+    let dropped = Event::CallbackDropped {
+        chat: 1,
+        terminal: false,
+    };
+    replace(&mut broken, done, vec![dropped]);
+    run.assert_fires(
+        CALLBACK_CONTRACT,
+        &broken,
+        "chat1: chat() returned with no terminal callback",
+    );
+}
+
+#[test]
+fn callback_contract_accepts_a_drop_by_an_evicted_process() {
+    let (run, done) = chat_run();
+    let mut evicted = run.broken();
+    let dropped = Event::CallbackDropped {
+        chat: 1,
+        terminal: false,
+    };
+    replace(&mut evicted, done, vec![Event::Evicted, dropped]);
+    run.assert_passes(
+        CALLBACK_CONTRACT,
+        &evicted,
+        "a callback dropped by an eviction (the caller sees a transport break)",
+    );
+}
+
+#[test]
+fn callback_contract_fires_when_a_settled_chat_never_ends() {
+    let (run, done) = chat_run();
+    let mut broken = run.broken();
+    broken.events.remove(done);
+    run.assert_fires(
+        CALLBACK_CONTRACT,
+        &broken,
+        "chat1: the run settled but the callback never got a terminal call",
+    );
+}
+
+// ---------------------------------------------------------------- single-continuation
+
+#[test]
+fn single_continuation_fires_while_a_stream_is_open() {
+    // tc-fast is answered while r1 still streams (tc-slow not yet ready).
+    let run = Run::committed("barrier-late-sibling", SINGLE_CONTINUATION);
+    let mut broken = run.broken();
+    let fast = index_of(&broken, "tool.applied tc-fast", applied("tc-fast"));
+    let fired = Event::Engine(EngineEvent::ContinuationFired {
+        request_id: "r9".into(),
+    });
+    insert(&mut broken, fast + 1, vec![fired]);
+    let violations = run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "continuation r9 fired while the stream of r1 was open",
+    );
+    assert_eq!(violations.len(), 1, "only the open stream is wrong: {violations:#?}");
+}
+
+#[test]
+fn single_continuation_fires_while_a_sibling_is_unanswered() {
+    // r1 has ended; tc-a is answered, tc-b still input-available.
+    let run = Run::inline(TWO_CLIENT_TOOLS, SINGLE_CONTINUATION);
+    let mut broken = run.broken();
+    let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
+    let fired = Event::Engine(EngineEvent::ContinuationFired {
+        request_id: "r9".into(),
+    });
+    insert(&mut broken, answered + 1, vec![fired]);
+    let violations = run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "continuation r9 fired while tc-b was unanswered",
+    );
+    assert_eq!(violations.len(), 1, "only the unanswered sibling is wrong: {violations:#?}");
+}
+
+/// `continuation-single-client-tool` with a second continuation-like turn
+/// `r5` of kind `kind` after `r4` completed the batch.
+fn continued_twice(kind: TurnKind) -> (Run, RunRecord) {
+    let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
+    let mut broken = run.broken();
+    let ended = index_of(&broken, "turn.end r4", turn_finished("r4"));
+    let mut second = vec![Event::Engine(EngineEvent::ContinuationFired {
+        request_id: "r5".into(),
+    })];
+    second.extend(turn("r5", kind, "m3"));
+    insert(&mut broken, ended + 1, second);
+    (run, broken)
+}
+
+#[test]
+fn single_continuation_fires_on_a_second_continuation_of_one_batch() {
+    let (run, broken) = continued_twice(TurnKind::Continuation);
+    run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "r5 (continuation) continued a batch that r4 had already continued",
+    );
+}
+
+#[test]
+fn single_continuation_fires_on_a_recovery_after_a_completed_continuation() {
+    let (run, broken) = continued_twice(TurnKind::Recovery);
+    run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "r5 (recovery) continued a batch that r4 had already continued",
+    );
+}
+
+#[test]
+fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
+    // The coalesce timer never fires: the trace stops before continuation.fire
+    // and the run still settles.
+    let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
+    let mut broken = run.broken();
+    let fired = index_of(&broken, "continuation.fire", |event| {
+        matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
+    });
+    broken.events.truncate(fired);
+    assert_eq!(broken.end, RunEnd::Quiescent);
+    run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "batch tc-client-1 is complete and a result opted in, but no continuation ran",
+    );
+}
+
+#[test]
+fn single_continuation_does_not_count_a_stream_killed_by_an_eviction_as_open() {
+    // r1 never gets turn.end: the eviction killed it. The continuation r5
+    // fires after the restart, when no stream is open.
+    let run = Run::inline(EVICTED_MID_STREAM, SINGLE_CONTINUATION);
+    let record = &run.record;
+    let started = index_of(record, "turn.start r1", turn_started("r1"));
+    let evicted = index_of(record, "evict", |event| matches!(event, Event::Evicted));
+    let fired = index_of(record, "continuation.fire", |event| {
+        matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
+    });
+    assert!(
+        started < evicted && evicted < fired,
+        "the base run evicts r1 mid-stream, then continues"
+    );
+    assert!(
+        !record.events.iter().any(|traced| turn_finished("r1")(&traced.event)),
+        "the base run never ends r1 (the eviction killed it)"
+    );
+    let every: Vec<Violation> = INVARIANTS
+        .iter()
+        .flat_map(|invariant| (invariant.check)(&CheckInput::new(&run.file, &run.record)))
+        .collect();
+    assert!(every.is_empty(), "the evicted run keeps every invariant: {every:#?}");
+}
+
+// ---------------------------------------------------------------- tool-results-present
+
+#[test]
+fn tool_results_present_fires_on_a_rejected_model_request() {
+    // The continuation's request goes out without tc-client-1's result and
+    // the provider rejects it instead of streaming.
+    let run = Run::committed("continuation-single-client-tool", TOOL_RESULTS_PRESENT);
+    let mut broken = run.broken();
+    broken
+        .events
+        .retain(|traced| !matches!(traced.event, Event::ModelChunk { call: 2, .. }));
+    let call = index_of(&broken, "model call #2", |event| {
+        matches!(event, Event::ModelCall { call: 2, .. })
+    });
+    let rejected = Event::ModelRejected {
+        call: 2,
+        missing: vec!["tc-client-1".into()],
+    };
+    insert(&mut broken, call + 1, vec![rejected]);
+    run.assert_fires(
+        TOOL_RESULTS_PRESENT,
+        &broken,
+        "model call #2 was sent tool calls without results: tc-client-1",
+    );
+}
+
+// ---------------------------------------------------------------- parked-tool-kept
+
+#[test]
+fn parked_tool_kept_fires_when_a_premature_continuation_repairs_a_waiting_sibling() {
+    // The continuation fires on tc-a's answer and repairs tc-b, still waiting.
+    let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
+    let mut broken = run.broken();
+    let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
+    let mut premature = turn("r9", TurnKind::Continuation, "m3");
+    premature.insert(
+        1,
+        Event::Engine(EngineEvent::Repaired {
+            call_ids: vec!["tc-b".into()],
+        }),
+    );
+    premature.insert(
+        0,
+        Event::Engine(EngineEvent::ContinuationFired {
+            request_id: "r9".into(),
+        }),
+    );
+    insert(&mut broken, answered + 1, premature);
+    run.assert_fires(
+        PARKED_TOOL_KEPT,
+        &broken,
+        "tc-b repaired to an error while waiting for the client",
+    );
+}
+
+/// `PARKED_THEN_USER` and the index of the turn.start right after the repair
+/// of the parked tc-a.
+fn parked_run() -> (Run, usize) {
+    let run = Run::inline(PARKED_THEN_USER, PARKED_TOOL_KEPT);
+    let repaired = index_of(&run.record, "repair tc-a", |event| {
+        matches!(event, Event::Engine(EngineEvent::Repaired { call_ids }) if call_ids == &["tc-a"])
+    });
+    let next = repaired + 1;
+    assert!(
+        matches!(
+            engine_event(&run.record, next),
+            EngineEvent::TurnStarted {
+                kind: TurnKind::User,
+                ..
+            }
+        ),
+        "the clean run repairs the parked tc-a just before a user turn"
+    );
+    (run, next)
+}
+
+#[test]
+fn parked_tool_kept_accepts_the_repair_before_a_new_user_turn() {
+    // Asserted by `Run::clean` inside: the real trace holds that repair.
+    parked_run();
+}
+
+#[test]
+fn parked_tool_kept_fires_when_the_same_repair_precedes_a_continuation() {
+    let (run, next) = parked_run();
+    let mut broken = run.broken();
+    if let EngineEvent::TurnStarted { kind, .. } = engine_event_mut(&mut broken, next) {
+        *kind = TurnKind::Continuation;
+    }
+    run.assert_fires(
+        PARKED_TOOL_KEPT,
+        &broken,
+        "tc-a repaired to an error while waiting for the client",
+    );
+}
+
+// ---------------------------------------------------------------- transcript-shape
+
+/// `server-tools-two-steps`, whose answer m3 is step 1 (text, tool) then
+/// step 2 (text).
+fn two_step_run() -> Run {
+    let run = Run::committed("server-tools-two-steps", TRANSCRIPT_SHAPE);
+    let answer = run
+        .record
+        .final_state
+        .messages
+        .iter()
+        .find(|message| message.id == "m3")
+        .expect("the answer m3 is stored");
+    assert_eq!(
+        part_kinds(answer),
+        ["step-start", "text", "tool", "step-start", "text"],
+        "the base answer's shape"
+    );
+    run
+}
+
+#[test]
+fn transcript_shape_fires_on_an_orphan_step_start() {
+    let run = two_step_run();
+    let mut broken = run.broken();
+    message_mut(&mut broken, "m3").parts.pop();
+    let violations = run.assert_fires(
+        TRANSCRIPT_SHAPE,
+        &broken,
+        "m3: orphan step-start at part 3",
+    );
+    assert_eq!(violations.len(), 1, "only the orphan is wrong: {violations:#?}");
+}
+
+#[test]
+fn transcript_shape_fires_on_a_duplicated_tool_call() {
+    let run = two_step_run();
+    let mut broken = run.broken();
+    let answer = message_mut(&mut broken, "m3");
+    let tool = answer.parts[2].clone();
+    answer.parts.insert(3, tool);
+    run.assert_fires(
+        TRANSCRIPT_SHAPE,
+        &broken,
+        "m3: tool call tc-lookup-1 appears twice",
+    );
+}
+
+#[test]
+fn transcript_shape_fires_on_a_retried_attempts_extra_step_start() {
+    let run = two_step_run();
+    let mut broken = run.broken();
+    let answer = message_mut(&mut broken, "m3");
+    answer.parts.push(Part::StepStart);
+    answer.parts.push(Part::Text {
+        id: "t9".into(),
+        text: "It is 2".into(),
+        state: TextState::Done,
+    });
+    run.assert_fires(
+        TRANSCRIPT_SHAPE,
+        &broken,
+        "m3: 3 step-starts but only 2 model calls kept their output",
+    );
+}
+
+// ---------------------------------------------------------------- mid-tool-input-recovers
+
+/// `EVICTED_MID_STREAM` with its recovery's strategy set to `strategy` and
+/// the incident exhausted instead of completed.
+fn exhausted_recovery(strategy: &str) -> (Run, RunRecord) {
+    let run = Run::inline(EVICTED_MID_STREAM, MID_TOOL_INPUT_RECOVERS);
+    let mut broken = run.broken();
+    let scheduled = index_of(&broken, "recovery.scheduled", |event| {
+        matches!(event, Event::Engine(EngineEvent::RecoveryScheduled { .. }))
+    });
+    if let EngineEvent::RecoveryScheduled { strategy: set, .. } =
+        engine_event_mut(&mut broken, scheduled)
+    {
+        *set = strategy.into();
+    }
+    let completed = index_of(&broken, "recovery.completed r1:m2", |event| {
+        matches!(event, Event::Engine(EngineEvent::RecoveryCompleted { incident_id }) if incident_id == "r1:m2")
+    });
+    let exhausted = Event::Engine(EngineEvent::RecoveryExhausted {
+        incident_id: "r1:m2".into(),
+        attempt: 3,
+        reason: "no progress".into(),
+    });
+    replace(&mut broken, completed, vec![exhausted]);
+    (run, broken)
+}
+
+#[test]
+fn mid_tool_input_recovers_fires_when_a_truncate_recovery_exhausts() {
+    let (run, broken) = exhausted_recovery("truncate");
+    run.assert_fires(
+        MID_TOOL_INPUT_RECOVERS,
+        &broken,
+        "incident r1:m2 began mid tool input and exhausted after 3 attempts",
+    );
+}
+
+#[test]
+fn mid_tool_input_recovers_ignores_a_continue_recovery_that_exhausts() {
+    let (run, edited) = exhausted_recovery("continue");
+    run.assert_passes(
+        MID_TOOL_INPUT_RECOVERS,
+        &edited,
+        "the exhaustion of a recovery that did not begin mid tool input",
+    );
+}
+
+// ---------------------------------------------------------------- no-empty-answer
+
+/// `continuation-single-client-tool` with the continuation call #2 ending
+/// on a zero-token `unknown` finish.
+fn empty_finish_run() -> (Run, RunRecord) {
+    let run = Run::committed("continuation-single-client-tool", NO_EMPTY_ANSWER);
+    let mut broken = run.broken();
+    let finish = index_of(&broken, "call #2's finish-step", |event| {
+        matches!(event, Event::ModelChunk { call: 2, chunk, .. } if chunk.starts_with("finish-step "))
+    });
+    if let Event::ModelChunk { chunk, .. } = &mut broken.events[finish].event {
+        *chunk = "finish-step unknown out=0".into();
+    }
+    (run, broken)
+}
+
+#[test]
+fn no_empty_answer_fires_when_a_turn_completes_on_a_cut_stream() {
+    let (run, broken) = empty_finish_run();
+    run.assert_fires(
+        NO_EMPTY_ANSWER,
+        &broken,
+        "r4 completed on model call #2 that ended with a zero-token finish (1 content chunks cut)",
+    );
+}
+
+#[test]
+fn no_empty_answer_accepts_an_empty_unknown_finish_after_earlier_output() {
+    // Call #2 adds nothing after call #1's tool call: a benign end.
+    let (run, mut edited) = empty_finish_run();
+    edited.events.retain(|traced| {
+        !matches!(&traced.event, Event::ModelChunk { call: 2, chunk, .. } if !chunk.starts_with("finish-step "))
+    });
+    run.assert_passes(
+        NO_EMPTY_ANSWER,
+        &edited,
+        "an empty unknown finish that cut nothing after earlier output",
+    );
+}
+
+// ---------------------------------------------------------------- messenger-once
+
+/// `DELIVERY` and the index of its one post.
+fn delivery_run() -> (Run, usize) {
+    let run = Run::inline(DELIVERY, MESSENGER_ONCE);
+    let post = index_of(&run.record, "post d1", |event| {
+        matches!(event, Event::MessengerPost { delivery, .. } if delivery == "d1")
+    });
+    (run, post)
+}
+
+fn post(text: &str) -> Event {
+    Event::MessengerPost {
+        delivery: "d1".into(),
+        text: text.into(),
+    }
+}
+
+#[test]
+fn messenger_once_fires_on_a_second_post_later() {
+    let (run, _) = delivery_run();
+    let mut broken = run.broken();
+    let last = broken.events.last().expect("events").at_us;
+    broken.events.push(TraceEvent {
+        at_us: last + 5_000_000,
+        lane: post("Hello there.").lane(),
+        event: post("Hello there."),
+    });
+    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
+}
+
+#[test]
+fn messenger_once_counts_a_split_reply_as_one_post() {
+    let (run, at) = delivery_run();
+    let mut edited = run.broken();
+    insert(&mut edited, at + 1, vec![post("(continued)")]);
+    run.assert_passes(
+        MESSENGER_ONCE,
+        &edited,
+        "a long reply posted in one burst of consecutive posts",
+    );
+}
+
+/// `DELIVERY` with its turn r1 ended as interrupted.
+fn interrupted_delivery() -> (Run, RunRecord, usize) {
+    let (run, post) = delivery_run();
+    let mut broken = run.broken();
+    let ended = index_of(&broken, "turn.end r1", turn_finished("r1"));
+    if let EngineEvent::TurnFinished { status, .. } = engine_event_mut(&mut broken, ended) {
+        *status = TurnStatus::Interrupted;
+    }
+    (run, broken, post)
+}
+
+#[test]
+fn messenger_once_fires_when_an_interrupted_delivery_posts_its_partial() {
+    let (run, broken, _) = interrupted_delivery();
+    run.assert_fires(
+        MESSENGER_ONCE,
+        &broken,
+        "delivery d1 was interrupted but posted \"Hello there.\" as its answer",
+    );
+}
+
+#[test]
+fn messenger_once_accepts_the_apology_for_an_interrupted_delivery() {
+    let (run, mut edited, at) = interrupted_delivery();
+    edited.events[at].event = post(INTERRUPTED_MESSENGER_RESPONSE);
+    run.assert_passes(
+        MESSENGER_ONCE,
+        &edited,
+        "an interrupted delivery that posts the apology",
+    );
+}
+
+// ---------------------------------------------------------------- converges
+
+#[test]
+fn converges_fires_when_the_horizon_passes() {
+    let run = Run::committed("continuation-single-client-tool", CONVERGES);
+    let mut broken = run.broken();
+    broken.end = RunEnd::Horizon;
+    run.assert_fires(CONVERGES, &broken, "did not settle within");
+}
+
+#[test]
+fn converges_fires_when_the_event_budget_runs_out() {
+    let run = Run::committed("continuation-single-client-tool", CONVERGES);
+    let mut broken = run.broken();
+    broken.end = RunEnd::EventBudget;
+    run.assert_fires(CONVERGES, &broken, "exceeded the event budget");
+}
+
+// ---------------------------------------------------------------- no-lost-work
+
+#[test]
+fn no_lost_work_fires_when_a_stored_user_message_is_gone() {
+    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
+    let mut broken = run.broken();
+    broken.final_state.messages.retain(|message| message.id != "m2");
+    run.assert_fires(
+        NO_LOST_WORK,
+        &broken,
+        "user message m2 was acknowledged but is gone",
+    );
+}
+
+#[test]
+fn no_lost_work_fires_when_an_applied_result_is_stored_as_an_error() {
+    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
+    let mut broken = run.broken();
+    let tool = message_mut(&mut broken, "m3")
+        .parts
+        .iter_mut()
+        .find_map(|part| match part {
+            Part::Tool(tool) if tool.call_id == "tc-client-1" => Some(tool),
+            _ => None,
+        })
+        .expect("m3 stores tc-client-1");
+    tool.state = ToolState::OutputError;
+    run.assert_fires(
+        NO_LOST_WORK,
+        &broken,
+        "tc-client-1 was applied as output-available but is stored as output-error",
+    );
+}
+
+#[test]
+fn no_lost_work_fires_when_a_completed_server_tool_runs_again() {
+    let run = Run::committed("server-tools-two-steps", NO_LOST_WORK);
+    let mut broken = run.broken();
+    let stored = index_of(&broken, "tool.applied tc-lookup-1", applied("tc-lookup-1"));
+    let again = Event::ServerToolRun {
+        call_id: "tc-lookup-1".into(),
+        tool_name: "lookup".into(),
+    };
+    insert(&mut broken, stored + 1, vec![again]);
+    run.assert_fires(
+        NO_LOST_WORK,
+        &broken,
+        "server tool tc-lookup-1 ran again after its result was stored",
+    );
+}
+
+#[test]
+fn no_lost_work_fires_when_the_last_user_message_is_never_answered() {
+    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
+    let mut broken = run.broken();
+    broken.final_state.messages.retain(|message| message.id != "m3");
+    run.assert_fires(NO_LOST_WORK, &broken, "user message m2 was never answered");
+}
