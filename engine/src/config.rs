@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::regression::RegressionSet;
 
 /// Who answers a tool call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolKind {
     /// The engine executes it.

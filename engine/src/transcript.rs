@@ -375,10 +375,12 @@ impl Message {
             if tool.is_result_settled() || tool.state == ToolState::ApprovalResponded || keep(tool) {
                 continue;
             }
-            if tool.input.is_none() {
-                let parsed = serde_json::from_str::<Value>(&tool.input_text).unwrap_or(Value::Null);
-                tool.input = Some(normalise_input(parsed));
-            }
+            // Normalise first (think.ts): a stored input may be stringified or not an object.
+            let input = match tool.input.take() {
+                Some(input) => input,
+                None => serde_json::from_str::<Value>(&tool.input_text).unwrap_or(Value::Null),
+            };
+            tool.input = Some(normalise_input(input));
             tool.state = ToolState::OutputError;
             tool.error_text = Some(REPAIR_ERROR_TEXT.to_string());
             tool.repaired = true;

@@ -13,6 +13,7 @@ compile_error!(
 
 pub mod check;
 pub mod determinism;
+pub mod mermaid;
 pub mod report;
 pub mod runner;
 pub mod scenario;

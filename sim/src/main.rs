@@ -69,7 +69,9 @@ enum Command {
         #[arg(long, default_value_t = 8)]
         seeds: u64,
     },
-    /// List scenarios, invariants or regressions.
+    /// Print the JSON Schema of the scenario format (for editor validation).
+    Schema,
+    /// List scenarios, invariants, regressions or fault kinds.
     List {
         #[arg(value_enum)]
         what: ListWhat,
@@ -90,6 +92,7 @@ enum RunFormat {
 enum ReplayFormat {
     Text,
     Json,
+    Mermaid,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -97,7 +100,19 @@ enum ListWhat {
     Scenarios,
     Invariants,
     Regressions,
+    Faults,
 }
+
+/// Fault kinds a scenario can script (`faults:` and `actions:`).
+const FAULT_KINDS: [(&str, &str); 7] = [
+    ("stall", "the model stream parks after chunk k of call n (the watchdog's case)"),
+    ("cut", "the provider connection drops after chunk k of call n"),
+    ("truncate", "the provider ends the step after chunk k: finish-step unknown, 0 tokens"),
+    ("http_error", "call n answers an HTTP status (429 and 5xx are retried)"),
+    ("evict", "the engine process is killed at a time or trigger and restarted later"),
+    ("disconnect", "the client drops its connection and reconnects later"),
+    ("park", "a model step that never resolves, written in the script itself"),
+];
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -110,6 +125,10 @@ fn main() -> ExitCode {
         }
         Command::CheckDeterminism { paths, seeds } => check_determinism(&paths, seeds),
         Command::List { what, paths } => list(what, &paths),
+        Command::Schema => {
+            println!("{}", turnsim::scenario::json_schema());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error}");
@@ -218,6 +237,7 @@ fn replay(
             println!("{}", serde_json::to_string_pretty(&json).expect("serialises"));
         }
         ReplayFormat::Text => print_replay(&scenario, seed, regressions, &record, &violations),
+        ReplayFormat::Mermaid => print!("{}", turnsim::mermaid::render(&record.events)),
     }
     Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -275,6 +295,11 @@ fn list(what: ListWhat, paths: &[PathBuf]) -> Result<ExitCode, ScenarioError> {
                 println!("{:<24} {}", invariant.name, invariant.rule);
             }
             println!("{:<24} {}", DETERMINISM_RULE.0, DETERMINISM_RULE.1);
+        }
+        ListWhat::Faults => {
+            for (name, what) in FAULT_KINDS {
+                println!("{name:<12} {what}");
+            }
         }
         ListWhat::Scenarios => {
             for file in load_paths(paths)? {

@@ -187,7 +187,7 @@ impl Session {
         let inspection = Inspection {
             pending: self.barrier.pending.is_some(),
             barrier_active: false,
-            timer_armed: self.timers.coalesce.is_some(),
+            timer_armed: self.timers.coalesce.is_some() || self.timers.barrier_fixed.is_some(),
             stream_open: self.turn.is_some(),
             queued: self.queue.len(),
             alarms: self.durable.alarms.len() + usize::from(self.recovery_wait.is_some()),

@@ -89,8 +89,9 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioE
             .map_err(|message| ScenarioError::at(path, format!("model call {}: {message}", index + 1)))?;
         calls.push(ops);
     }
-    for fault in &scenario.faults {
-        apply_script_fault(fault, &mut calls).map_err(|message| ScenarioError::at(path, message))?;
+    for (index, fault) in scenario.faults.iter().enumerate() {
+        apply_script_fault(fault, &mut calls)
+            .map_err(|message| ScenarioError::at(path, format!("faults[{index}]: {message}")))?;
     }
     Ok(ScenarioFile { path: path.to_path_buf(), scenario, calls })
 }

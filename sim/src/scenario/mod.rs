@@ -10,6 +10,7 @@ mod range;
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turnsim_engine::{EngineConfig, RecoveryConfig, ToolKind};
@@ -18,10 +19,36 @@ pub use load::{default_reply, load_paths, load_scenario, parse_scenario, Scenari
 pub use model_script::{compile, Finalize, FinishStep, Op, Step, ToolStep};
 pub use range::RangeMs;
 
+/// The JSON Schema of the scenario format (`turnsim schema`).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Scenario);
+    serde_json::to_string_pretty(&schema).expect("schema serialises")
+}
+
+/// A type parsed through `try_from` documents the shape it is parsed from.
+macro_rules! schema_as {
+    ($type:ty, $raw:ty) => {
+        impl JsonSchema for $type {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                <$raw as JsonSchema>::schema_name()
+            }
+
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                <$raw as JsonSchema>::json_schema(generator)
+            }
+        }
+    };
+}
+pub(crate) use schema_as;
+
+schema_as!(AnswerSpec, RawAnswer);
+schema_as!(Action, RawAction);
+schema_as!(EvictFault, RawEvictFault);
+
 /// Sim time a run may take before it counts as not converging.
 pub const DEFAULT_HORIZON_MS: u64 = 30 * 60 * 1_000;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub name: String,
@@ -35,12 +62,14 @@ pub struct Scenario {
     /// One entry per model call, in call order; calls past the end get a
     /// short default text reply.
     #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
+    #[schemars(with = "Vec<Vec<Step>>")]
     pub model: Vec<Vec<Step>>,
     #[serde(default)]
     pub client: ClientSpec,
     #[serde(default)]
     pub actions: Vec<Action>,
     #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
+    #[schemars(with = "Vec<Fault>")]
     pub faults: Vec<Fault>,
     #[serde(default)]
     pub expect: Expect,
@@ -54,7 +83,7 @@ fn default_horizon_ms() -> u64 {
     DEFAULT_HORIZON_MS
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EngineSpec {
     #[serde(default)]
@@ -69,7 +98,7 @@ pub struct EngineSpec {
     pub tools: BTreeMap<String, ToolSpec>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecoverySpec {
     pub enabled: Option<bool>,
@@ -82,7 +111,7 @@ pub struct RecoverySpec {
     pub terminal_message: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     pub kind: ToolKind,
@@ -97,7 +126,7 @@ pub struct ToolSpec {
     pub error: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClientSpec {
     /// Open a connection at time 0.
@@ -135,7 +164,7 @@ pub struct AnswerSpec {
     pub auto_continue: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
     Output(Value),
@@ -144,7 +173,7 @@ pub enum Reply {
     Never,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawAnswer {
     #[serde(default)]
@@ -186,14 +215,14 @@ pub struct Action {
     pub kind: ActionKind,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum When {
     AtMs(RangeMs),
     Trigger(Trigger),
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
     UserMessage(UserMessage),
@@ -202,7 +231,7 @@ pub enum ActionKind {
     Disconnect(Disconnect),
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserMessage {
     pub text: String,
@@ -213,7 +242,7 @@ pub struct UserMessage {
     pub stall_timeout_ms: Option<u64>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Via {
     /// Over the client connection; the reply is broadcast.
@@ -223,21 +252,21 @@ pub enum Via {
     Chat,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Delivery {
     pub id: String,
     pub text: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Evict {
     #[serde(default)]
     pub restart_after_ms: RangeMs,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Disconnect {
     #[serde(default = "default_reconnect")]
@@ -245,7 +274,7 @@ pub struct Disconnect {
 }
 
 /// What the world watches the trace for.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Trigger {
     /// A tool call id; with `state`, fires when the engine applies or readies
@@ -269,7 +298,7 @@ fn first() -> u32 {
     1
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawAction {
     at_ms: Option<RangeMs>,
@@ -318,7 +347,7 @@ fn validate_trigger(trigger: Trigger) -> Result<Trigger, String> {
 }
 
 /// A fault the world injects.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
     /// The stream parks after chunk `after_chunk` of model call `call`.
@@ -333,21 +362,33 @@ pub enum Fault {
     Evict(EvictFault),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChunkPoint {
+    /// Model call, counting from 1.
+    #[serde(deserialize_with = "call_number")]
     pub call: u32,
     #[serde(default)]
     pub after_chunk: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpFault {
+    #[serde(deserialize_with = "call_number")]
     pub call: u32,
     #[serde(default)]
     pub after_chunk: u32,
     pub status: u16,
+}
+
+/// Model calls count from 1; a 0 is rejected where it is written.
+fn call_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let call = u32::deserialize(deserializer)?;
+    if call == 0 {
+        return Err(serde::de::Error::custom("`call` counts model calls from 1"));
+    }
+    Ok(call)
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -357,7 +398,7 @@ pub struct EvictFault {
     pub restart_after_ms: RangeMs,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawEvictFault {
     at_ms: Option<RangeMs>,
@@ -380,7 +421,7 @@ impl TryFrom<RawEvictFault> for EvictFault {
 }
 
 /// What must hold at the end of every seed, besides the invariants.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     pub continuations: Option<u32>,
@@ -400,7 +441,7 @@ pub struct Expect {
     pub expect_failure: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CallbackCounts {
     #[serde(default)]
@@ -413,14 +454,14 @@ pub struct CallbackCounts {
     pub transport_break: u32,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BarrierState {
     pub pending: Option<bool>,
     pub timer_armed: Option<bool>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecoveryCounts {
     pub scheduled: Option<u32>,

@@ -1,6 +1,7 @@
 //! Scripted model calls: what a scenario writes, and the flat list of
 //! operations the mock model plays.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turnsim_engine::{Chunk, FinishReason};
@@ -8,7 +9,7 @@ use turnsim_engine::{Chunk, FinishReason};
 use super::range::RangeMs;
 
 /// One step of a model call's script, as written in YAML.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Step {
     /// A whole text part: start, one delta, end.
@@ -61,7 +62,7 @@ pub enum Step {
     Fixture(String),
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolStep {
     pub id: String,
@@ -74,7 +75,7 @@ pub struct ToolStep {
     pub finalize: Finalize,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Finalize {
     #[default]
@@ -82,7 +83,7 @@ pub enum Finalize {
     Finish,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FinishStep {
     pub reason: FinishReason,

@@ -2,6 +2,7 @@
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `40` (exactly 40 ms) or `[100, 400]` (uniform in 100..=400 ms, per seed).
@@ -12,7 +13,7 @@ pub struct RangeMs {
     pub max: u64,
 }
 
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 enum RawRange {
     Exact(u64),
@@ -62,3 +63,5 @@ impl Default for RangeMs {
         Self::ZERO
     }
 }
+
+super::schema_as!(RangeMs, RawRange);

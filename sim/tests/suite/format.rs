@@ -32,3 +32,50 @@ fn repeat_and_ranges_expand_into_the_model_script() {
     assert_eq!(file.calls.len(), 1);
     assert_eq!(file.calls[0].len(), 7, "3 × (sleep + delta) + finish: {:?}", file.calls[0]);
 }
+
+/// Every file of the malformed corpus is rejected with a message that names
+/// it; YAML-level mistakes also carry their line and column.
+#[test]
+fn every_malformed_file_gets_a_located_error() {
+    let corpus = workspace_root().join("fixtures").join("malformed");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&corpus).expect("malformed corpus") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|ext| ext != "yaml") {
+            continue;
+        }
+        let error = turnsim::scenario::load_scenario(&path).expect_err("a malformed file must not load");
+        assert!(error.to_string().starts_with(&path.display().to_string()), "error names the file: {error}");
+        assert!(!error.message.is_empty(), "{}: empty message", path.display());
+        let post_parse = ["fault-past-script", "missing-fixture"];
+        let stem = path.file_stem().expect("stem").to_string_lossy().to_string();
+        if !post_parse.contains(&stem.as_str()) {
+            assert!(error.line.is_some() && error.column.is_some(), "{stem}: no line/column in `{error}`");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 15, "the corpus shrank to {checked} files");
+}
+
+/// The CLI exits 2 on bad input, with the located error on stderr.
+#[test]
+fn the_cli_exits_two_on_a_malformed_scenario() {
+    let path = workspace_root().join("fixtures").join("malformed").join("unknown-step.yaml");
+    let output =
+        std::process::Command::new(env!("CARGO_BIN_EXE_turnsim")).arg("run").arg(&path).output().expect("run turnsim");
+    assert_eq!(output.status.code(), Some(2), "exit code for a malformed file");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown-step.yaml:4:7: "), "stderr names file:line:col: {stderr}");
+}
+
+/// The committed JSON Schema is the one the Rust types generate.
+#[test]
+fn committed_schema_matches_the_types() {
+    let committed =
+        std::fs::read_to_string(workspace_root().join("scenarios").join("scenario.schema.json")).expect("schema file");
+    assert_eq!(
+        committed.trim_end(),
+        turnsim::scenario::json_schema().trim_end(),
+        "scenarios/scenario.schema.json is stale: regenerate it with `cargo run -p turnsim -- schema > scenarios/scenario.schema.json`"
+    );
+}

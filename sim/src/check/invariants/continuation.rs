@@ -55,8 +55,12 @@ struct Walk {
 fn check(input: &CheckInput) -> Vec<Violation> {
     let mut walk = Walk::default();
     for (index, traced) in input.run.events.iter().enumerate() {
-        if let Event::Engine(event) = &traced.event {
-            walk.on_event(index, event);
+        match &traced.event {
+            Event::Engine(event) => walk.on_event(index, event),
+            // The process died: the turns it was streaming never end, but
+            // none of their streams is open any more.
+            Event::Evicted => walk.open_turns.clear(),
+            _ => {}
         }
     }
     if input.run.end == RunEnd::Quiescent {
