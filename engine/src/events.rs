@@ -88,6 +88,11 @@ pub enum EngineEvent {
         attempt: u32,
         strategy: String,
     },
+    /// The conversation moved on (a newer message) before the recovery ran.
+    RecoverySkipped {
+        incident_id: String,
+        reason: String,
+    },
     RecoveryParked {
         incident_id: String,
     },
@@ -159,6 +164,7 @@ impl EngineEvent {
             Self::ProviderRetry { .. } => "provider.retry",
             Self::RecoveryScheduled { .. } => "recovery.scheduled",
             Self::RecoveryParked { .. } => "recovery.parked",
+            Self::RecoverySkipped { .. } => "recovery.skipped",
             Self::RecoveryExhausted { .. } => "recovery.exhausted",
             Self::RecoveryCompleted { .. } => "recovery.completed",
             Self::TurnFinished { .. } => "turn.end",
@@ -199,6 +205,7 @@ impl EngineEvent {
                 format!("{incident_id} attempt={attempt} strategy={strategy}")
             }
             Self::RecoveryParked { incident_id } | Self::RecoveryCompleted { incident_id } => incident_id.clone(),
+            Self::RecoverySkipped { incident_id, reason } => format!("{incident_id} {reason}"),
             Self::RecoveryExhausted { incident_id, attempt, reason } => {
                 format!("{incident_id} attempt={attempt} reason={reason}")
             }

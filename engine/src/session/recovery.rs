@@ -31,6 +31,9 @@ enum Cause {
 
 /// How a recovery turn treats the partial it resumes.
 pub fn recovery_strategy(message: Option<&Message>) -> &'static str {
+    if message.is_some_and(|message| message.role == Role::User) {
+        return "retry";
+    }
     let last_content =
         message.and_then(|message| message.parts.iter().rev().find(|part| !matches!(part, Part::StepStart)));
     match last_content {
@@ -65,8 +68,13 @@ impl Session {
             drop_trailing_step_start(&mut settled);
             self.commit(vec![Write::PutMessage(settled)]);
         }
+        // Nothing of the reply was stored: retry from the user message.
+        let target = match self.durable.message(&turn.message_id) {
+            Some(_) => turn.message_id.clone(),
+            None => self.durable.messages.last().map(|last| last.id.clone()).unwrap_or_default(),
+        };
         let delay_ms = self.config.recovery.alarm_delay_ms;
-        self.begin_recovery(&turn.root_request_id, &turn.message_id, Cause::Detected, delay_ms);
+        self.begin_recovery(None, &turn.root_request_id, &target, Cause::Detected, delay_ms);
     }
 
     /// An acknowledged user message whose turn never started (it was queued
@@ -81,7 +89,7 @@ impl Session {
         let root = format!("retry-{}", last.id);
         let message_id = last.id.clone();
         let delay_ms = self.config.recovery.alarm_delay_ms;
-        self.begin_recovery(&root, &message_id, Cause::Detected, delay_ms);
+        self.begin_recovery(None, &root, &message_id, Cause::Detected, delay_ms);
     }
 
     pub(super) fn route_stall_to_recovery(&mut self) {
@@ -89,16 +97,24 @@ impl Session {
             return;
         };
         let (root, message_id) = (turn.root_request_id.clone(), turn.assistant.id.clone());
+        let incident = turn.incident_id.clone();
         self.flush_in_flight(false);
         let delay_ms = self.config.recovery.alarm_delay_ms;
-        self.begin_recovery(&root, &message_id, Cause::Detected, delay_ms);
+        self.begin_recovery(incident.as_deref(), &root, &message_id, Cause::Detected, delay_ms);
         self.end_turn(TurnStatus::Interrupted, None);
     }
 
     /// Opens or advances the incident, then schedules the recovery alarm or
     /// exhausts. Returns whether recovery was scheduled.
-    fn begin_recovery(&mut self, root: &str, message_id: &str, cause: Cause, delay_ms: u64) -> bool {
-        let (incident, exhausted) = self.advance_incident(root, cause);
+    fn begin_recovery(
+        &mut self,
+        incident: Option<&str>,
+        root: &str,
+        message_id: &str,
+        cause: Cause,
+        delay_ms: u64,
+    ) -> bool {
+        let (incident, exhausted) = self.advance_incident(incident, root, cause);
         if let Some(reason) = exhausted {
             self.exhaust(incident, reason);
             return false;
@@ -123,9 +139,15 @@ impl Session {
         format!("{root}:{}", latest_user.map(|message| message.id.as_str()).unwrap_or(""))
     }
 
-    fn advance_incident(&mut self, root: &str, cause: Cause) -> (Incident, Option<&'static str>) {
+    fn advance_incident(
+        &mut self,
+        incident: Option<&str>,
+        root: &str,
+        cause: Cause,
+    ) -> (Incident, Option<&'static str>) {
         let recovery = &self.config.recovery;
-        let id = self.incident_id(root);
+        // An incident keeps its id for life: a newer user message must not split it.
+        let id = incident.map_or_else(|| self.incident_id(root), str::to_string);
         let now = clock::wall_ms();
         let progress = self.durable.progress;
         let mut incident = match self.durable.incidents.get(&id) {
@@ -140,24 +162,22 @@ impl Session {
                 status: String::new(),
             },
             Some(existing) => {
-                let made_progress = progress > existing.progress;
+                let made_progress = progress > existing.progress && cause != Cause::StableTimeout;
                 let debounced = cause == Cause::Detected
                     && now.saturating_sub(existing.last_attempt_ms) < recovery.alarm_debounce_ms;
+                // A stable timeout always spends an attempt: the session was busy, not
+                // this turn making progress.
                 let attempt = match (made_progress, debounced) {
                     (true, _) => 1,
                     (false, true) => existing.attempt,
                     (false, false) => existing.attempt + 1,
                 };
-                Incident {
-                    attempt,
-                    last_attempt_ms: now,
-                    last_progress_ms: if made_progress { now } else { existing.last_progress_ms },
-                    progress,
-                    ..existing.clone()
-                }
+                let last_progress_ms = if made_progress { now } else { existing.last_progress_ms };
+                Incident { attempt, last_attempt_ms: now, last_progress_ms, progress, ..existing.clone() }
             }
         };
-        let exhausted = if now.saturating_sub(incident.last_progress_ms) > recovery.no_progress_window_ms {
+        let stalled_for_ms = now.saturating_sub(incident.last_progress_ms);
+        let exhausted = if cause != Cause::StableTimeout && stalled_for_ms > recovery.no_progress_window_ms {
             Some("no_progress_timeout")
         } else if incident.attempt > recovery.max_attempts {
             Some(if cause == Cause::StableTimeout { "stable_timeout" } else { "max_attempts_exceeded" })
@@ -235,7 +255,9 @@ impl Session {
         self.timers.stable = None;
         let alarm = wait.alarm;
         let config = &self.config;
-        if has_pending_interaction(&self.durable.messages, |name| config.is_client_tool(name)) {
+        if self.durable.messages.last().is_none_or(|last| last.id != alarm.message_id) {
+            self.skip(&alarm, "conversation_changed");
+        } else if has_pending_interaction(&self.durable.messages, |name| config.is_client_tool(name)) {
             self.park(&alarm);
         } else {
             self.enqueue_recovery_turn(alarm);
@@ -249,6 +271,12 @@ impl Session {
             self.commit(vec![Write::PutIncident(incident)]);
         }
         self.observe(EngineEvent::RecoveryParked { incident_id: alarm.incident_id.clone() });
+        self.broadcast(Frame::Recovering(false));
+    }
+
+    fn skip(&mut self, alarm: &Alarm, reason: &str) {
+        self.commit(vec![Write::RemoveIncident(alarm.incident_id.clone())]);
+        self.observe(EngineEvent::RecoverySkipped { incident_id: alarm.incident_id.clone(), reason: reason.into() });
         self.broadcast(Frame::Recovering(false));
     }
 
@@ -274,7 +302,13 @@ impl Session {
         };
         let alarm = wait.alarm;
         let delay_ms = self.config.recovery.stable_retry_delay_ms;
-        self.begin_recovery(&alarm.root_request_id, &alarm.message_id, Cause::StableTimeout, delay_ms);
+        self.begin_recovery(
+            Some(&alarm.incident_id),
+            &alarm.root_request_id,
+            &alarm.message_id,
+            Cause::StableTimeout,
+            delay_ms,
+        );
     }
 
     /// Before a recovery turn's first model call: drop a tool call the
@@ -321,7 +355,7 @@ impl Session {
             TurnStatus::Interrupted | TurnStatus::Skipped => {}
             _ => {
                 let delay_ms = self.config.recovery.stable_retry_delay_ms;
-                self.begin_recovery(root, message_id, Cause::FailedAttempt, delay_ms);
+                self.begin_recovery(Some(&incident_id), root, message_id, Cause::FailedAttempt, delay_ms);
             }
         }
     }

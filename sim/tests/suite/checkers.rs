@@ -118,12 +118,7 @@ impl Run {
     /// Runs `file` and asserts that `invariant` reports nothing on it.
     fn clean(file: ScenarioFile, invariant: &str) -> Self {
         let record = world::run(&file, 0, &RegressionSet::default());
-        assert_eq!(
-            record.end,
-            RunEnd::Quiescent,
-            "{}: the clean base run settles",
-            file.scenario.name
-        );
+        assert_eq!(record.end, RunEnd::Quiescent, "{}: the clean base run settles", file.scenario.name);
         let run = Self { file, record };
         let violations = run.check(invariant, &run.record);
         assert!(
@@ -175,10 +170,7 @@ impl Run {
     /// its rule.
     fn assert_passes(&self, name: &str, edited: &RunRecord, why: &str) {
         let violations = self.check(name, edited);
-        assert!(
-            violations.is_empty(),
-            "{name} must accept {why}: {violations:#?}"
-        );
+        assert!(violations.is_empty(), "{name} must accept {why}: {violations:#?}");
     }
 }
 
@@ -206,9 +198,7 @@ fn replace(record: &mut RunRecord, at: usize, events: Vec<Event>) {
 fn insert_at_time(record: &mut RunRecord, at: usize, at_us: u64, events: Vec<Event>) {
     for (offset, event) in events.into_iter().enumerate() {
         let lane = event.lane();
-        record
-            .events
-            .insert(at + offset, TraceEvent { at_us, lane, event });
+        record.events.insert(at + offset, TraceEvent { at_us, lane, event });
     }
 }
 
@@ -227,40 +217,23 @@ fn engine_event_mut(record: &mut RunRecord, at: usize) -> &mut EngineEvent {
 }
 
 fn applied(call: &str) -> impl Fn(&Event) -> bool + '_ {
-    move |event| {
-        matches!(event, Event::Engine(EngineEvent::ToolApplied { call_id, .. }) if call_id == call)
-    }
+    move |event| matches!(event, Event::Engine(EngineEvent::ToolApplied { call_id, .. }) if call_id == call)
 }
 
 fn turn_started(request: &str) -> impl Fn(&Event) -> bool + '_ {
-    move |event| {
-        matches!(event, Event::Engine(EngineEvent::TurnStarted { request_id, .. }) if request_id == request)
-    }
+    move |event| matches!(event, Event::Engine(EngineEvent::TurnStarted { request_id, .. }) if request_id == request)
 }
 
 fn turn_finished(request: &str) -> impl Fn(&Event) -> bool + '_ {
-    move |event| {
-        matches!(event, Event::Engine(EngineEvent::TurnFinished { request_id, .. }) if request_id == request)
-    }
+    move |event| matches!(event, Event::Engine(EngineEvent::TurnFinished { request_id, .. }) if request_id == request)
 }
 
 /// The events of a whole continuation-like turn `request` into `message`.
 fn turn(request: &str, kind: TurnKind, message: &str) -> Vec<Event> {
     vec![
-        Event::Engine(EngineEvent::TurnQueued {
-            request_id: request.into(),
-            kind,
-        }),
-        Event::Engine(EngineEvent::TurnStarted {
-            request_id: request.into(),
-            kind,
-            message_id: message.into(),
-        }),
-        Event::Engine(EngineEvent::TurnFinished {
-            request_id: request.into(),
-            kind,
-            status: TurnStatus::Completed,
-        }),
+        Event::Engine(EngineEvent::TurnQueued { request_id: request.into(), kind }),
+        Event::Engine(EngineEvent::TurnStarted { request_id: request.into(), kind, message_id: message.into() }),
+        Event::Engine(EngineEvent::TurnFinished { request_id: request.into(), kind, status: TurnStatus::Completed }),
     ]
 }
 
@@ -288,9 +261,7 @@ fn part_kinds(message: &Message) -> Vec<&'static str> {
 /// `server-tools-two-steps`: one `chat()` (chat1) that ends with `on_done`.
 fn chat_run() -> (Run, usize) {
     let run = Run::committed("server-tools-two-steps", CALLBACK_CONTRACT);
-    let done = index_of(&run.record, "on_done of chat1", |event| {
-        matches!(event, Event::CallbackDone { chat: 1 })
-    });
+    let done = index_of(&run.record, "on_done of chat1", |event| matches!(event, Event::CallbackDone { chat: 1 }));
     (run, done)
 }
 
@@ -298,63 +269,35 @@ fn chat_run() -> (Run, usize) {
 fn callback_contract_fires_on_a_second_terminal_callback() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    let late_error = Event::CallbackError {
-        chat: 1,
-        message: "late failure".into(),
-    };
+    let late_error = Event::CallbackError { chat: 1, message: "late failure".into() };
     insert(&mut broken, done + 1, vec![late_error]);
-    let violations = run.assert_fires(
-        CALLBACK_CONTRACT,
-        &broken,
-        "chat1: on_error after terminal on_done",
-    );
-    assert_eq!(
-        violations[0].at_event,
-        Some(done + 1),
-        "the violation points at the second terminal callback"
-    );
+    let violations = run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: on_error after terminal on_done");
+    assert_eq!(violations[0].at_event, Some(done + 1), "the violation points at the second terminal callback");
 }
 
 #[test]
 fn callback_contract_fires_on_an_event_after_on_done() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    let late_event = Event::CallbackEvent {
-        chat: 1,
-        chunk: "text-delta".into(),
-    };
+    let late_event = Event::CallbackEvent { chat: 1, chunk: "text-delta".into() };
     insert(&mut broken, done + 1, vec![late_event]);
-    run.assert_fires(
-        CALLBACK_CONTRACT,
-        &broken,
-        "chat1: on_event after terminal on_done",
-    );
+    run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: on_event after terminal on_done");
 }
 
 #[test]
 fn callback_contract_fires_on_a_silent_return() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    let dropped = Event::CallbackDropped {
-        chat: 1,
-        terminal: false,
-    };
+    let dropped = Event::CallbackDropped { chat: 1, terminal: false };
     replace(&mut broken, done, vec![dropped]);
-    run.assert_fires(
-        CALLBACK_CONTRACT,
-        &broken,
-        "chat1: chat() returned with no terminal callback",
-    );
+    run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: chat() returned with no terminal callback");
 }
 
 #[test]
 fn callback_contract_accepts_a_drop_by_an_evicted_process() {
     let (run, done) = chat_run();
     let mut evicted = run.broken();
-    let dropped = Event::CallbackDropped {
-        chat: 1,
-        terminal: false,
-    };
+    let dropped = Event::CallbackDropped { chat: 1, terminal: false };
     replace(&mut evicted, done, vec![Event::Evicted, dropped]);
     run.assert_passes(
         CALLBACK_CONTRACT,
@@ -368,11 +311,7 @@ fn callback_contract_fires_when_a_settled_chat_never_ends() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
     broken.events.remove(done);
-    run.assert_fires(
-        CALLBACK_CONTRACT,
-        &broken,
-        "chat1: the run settled but the callback never got a terminal call",
-    );
+    run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: the run settled but the callback never got a terminal call");
 }
 
 // ---------------------------------------------------------------- single-continuation
@@ -383,15 +322,10 @@ fn single_continuation_fires_while_a_stream_is_open() {
     let run = Run::committed("barrier-late-sibling", SINGLE_CONTINUATION);
     let mut broken = run.broken();
     let fast = index_of(&broken, "tool.applied tc-fast", applied("tc-fast"));
-    let fired = Event::Engine(EngineEvent::ContinuationFired {
-        request_id: "r9".into(),
-    });
+    let fired = Event::Engine(EngineEvent::ContinuationFired { request_id: "r9".into() });
     insert(&mut broken, fast + 1, vec![fired]);
-    let violations = run.assert_fires(
-        SINGLE_CONTINUATION,
-        &broken,
-        "continuation r9 fired while the stream of r1 was open",
-    );
+    let violations =
+        run.assert_fires(SINGLE_CONTINUATION, &broken, "continuation r9 fired while the stream of r1 was open");
     assert_eq!(violations.len(), 1, "only the open stream is wrong: {violations:#?}");
 }
 
@@ -401,15 +335,9 @@ fn single_continuation_fires_while_a_sibling_is_unanswered() {
     let run = Run::inline(TWO_CLIENT_TOOLS, SINGLE_CONTINUATION);
     let mut broken = run.broken();
     let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
-    let fired = Event::Engine(EngineEvent::ContinuationFired {
-        request_id: "r9".into(),
-    });
+    let fired = Event::Engine(EngineEvent::ContinuationFired { request_id: "r9".into() });
     insert(&mut broken, answered + 1, vec![fired]);
-    let violations = run.assert_fires(
-        SINGLE_CONTINUATION,
-        &broken,
-        "continuation r9 fired while tc-b was unanswered",
-    );
+    let violations = run.assert_fires(SINGLE_CONTINUATION, &broken, "continuation r9 fired while tc-b was unanswered");
     assert_eq!(violations.len(), 1, "only the unanswered sibling is wrong: {violations:#?}");
 }
 
@@ -419,9 +347,7 @@ fn continued_twice(kind: TurnKind) -> (Run, RunRecord) {
     let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
     let mut broken = run.broken();
     let ended = index_of(&broken, "turn.end r4", turn_finished("r4"));
-    let mut second = vec![Event::Engine(EngineEvent::ContinuationFired {
-        request_id: "r5".into(),
-    })];
+    let mut second = vec![Event::Engine(EngineEvent::ContinuationFired { request_id: "r5".into() })];
     second.extend(turn("r5", kind, "m3"));
     insert(&mut broken, ended + 1, second);
     (run, broken)
@@ -430,21 +356,13 @@ fn continued_twice(kind: TurnKind) -> (Run, RunRecord) {
 #[test]
 fn single_continuation_fires_on_a_second_continuation_of_one_batch() {
     let (run, broken) = continued_twice(TurnKind::Continuation);
-    run.assert_fires(
-        SINGLE_CONTINUATION,
-        &broken,
-        "r5 (continuation) continued a batch that r4 had already continued",
-    );
+    run.assert_fires(SINGLE_CONTINUATION, &broken, "r5 (continuation) continued a batch that r4 had already continued");
 }
 
 #[test]
 fn single_continuation_fires_on_a_recovery_after_a_completed_continuation() {
     let (run, broken) = continued_twice(TurnKind::Recovery);
-    run.assert_fires(
-        SINGLE_CONTINUATION,
-        &broken,
-        "r5 (recovery) continued a batch that r4 had already continued",
-    );
+    run.assert_fires(SINGLE_CONTINUATION, &broken, "r5 (recovery) continued a batch that r4 had already continued");
 }
 
 #[test]
@@ -476,18 +394,13 @@ fn single_continuation_does_not_count_a_stream_killed_by_an_eviction_as_open() {
     let fired = index_of(record, "continuation.fire", |event| {
         matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
     });
-    assert!(
-        started < evicted && evicted < fired,
-        "the base run evicts r1 mid-stream, then continues"
-    );
+    assert!(started < evicted && evicted < fired, "the base run evicts r1 mid-stream, then continues");
     assert!(
         !record.events.iter().any(|traced| turn_finished("r1")(&traced.event)),
         "the base run never ends r1 (the eviction killed it)"
     );
-    let every: Vec<Violation> = INVARIANTS
-        .iter()
-        .flat_map(|invariant| (invariant.check)(&CheckInput::new(&run.file, &run.record)))
-        .collect();
+    let every: Vec<Violation> =
+        INVARIANTS.iter().flat_map(|invariant| (invariant.check)(&CheckInput::new(&run.file, &run.record))).collect();
     assert!(every.is_empty(), "the evicted run keeps every invariant: {every:#?}");
 }
 
@@ -499,22 +412,11 @@ fn tool_results_present_fires_on_a_rejected_model_request() {
     // the provider rejects it instead of streaming.
     let run = Run::committed("continuation-single-client-tool", TOOL_RESULTS_PRESENT);
     let mut broken = run.broken();
-    broken
-        .events
-        .retain(|traced| !matches!(traced.event, Event::ModelChunk { call: 2, .. }));
-    let call = index_of(&broken, "model call #2", |event| {
-        matches!(event, Event::ModelCall { call: 2, .. })
-    });
-    let rejected = Event::ModelRejected {
-        call: 2,
-        missing: vec!["tc-client-1".into()],
-    };
+    broken.events.retain(|traced| !matches!(traced.event, Event::ModelChunk { call: 2, .. }));
+    let call = index_of(&broken, "model call #2", |event| matches!(event, Event::ModelCall { call: 2, .. }));
+    let rejected = Event::ModelRejected { call: 2, missing: vec!["tc-client-1".into()] };
     insert(&mut broken, call + 1, vec![rejected]);
-    run.assert_fires(
-        TOOL_RESULTS_PRESENT,
-        &broken,
-        "model call #2 was sent tool calls without results: tc-client-1",
-    );
+    run.assert_fires(TOOL_RESULTS_PRESENT, &broken, "model call #2 was sent tool calls without results: tc-client-1");
 }
 
 // ---------------------------------------------------------------- parked-tool-kept
@@ -526,42 +428,26 @@ fn parked_tool_kept_fires_when_a_premature_continuation_repairs_a_waiting_siblin
     let mut broken = run.broken();
     let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
     let mut premature = turn("r9", TurnKind::Continuation, "m3");
-    premature.insert(
-        1,
-        Event::Engine(EngineEvent::Repaired {
-            call_ids: vec!["tc-b".into()],
-        }),
-    );
-    premature.insert(
-        0,
-        Event::Engine(EngineEvent::ContinuationFired {
-            request_id: "r9".into(),
-        }),
-    );
+    premature.insert(1, Event::Engine(EngineEvent::Repaired { call_ids: vec!["tc-b".into()] }));
+    premature.insert(0, Event::Engine(EngineEvent::ContinuationFired { request_id: "r9".into() }));
     insert(&mut broken, answered + 1, premature);
-    run.assert_fires(
-        PARKED_TOOL_KEPT,
-        &broken,
-        "tc-b repaired to an error while waiting for the client",
-    );
+    run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-b repaired to an error while waiting for the client");
 }
 
-/// `PARKED_THEN_USER` and the index of the turn.start right after the repair
-/// of the parked tc-a.
+/// `PARKED_THEN_USER` and the index of the engine's next event after the
+/// repair of the parked tc-a (its turn.start; only a store commit between).
 fn parked_run() -> (Run, usize) {
     let run = Run::inline(PARKED_THEN_USER, PARKED_TOOL_KEPT);
-    let repaired = index_of(&run.record, "repair tc-a", |event| {
-        matches!(event, Event::Engine(EngineEvent::Repaired { call_ids }) if call_ids == &["tc-a"])
-    });
-    let next = repaired + 1;
+    let repaired = index_of(
+        &run.record,
+        "repair tc-a",
+        |event| matches!(event, Event::Engine(EngineEvent::Repaired { call_ids }) if call_ids == &["tc-a"]),
+    );
+    let next = (repaired + 1..run.record.events.len())
+        .find(|&at| matches!(run.record.events[at].event, Event::Engine(_)))
+        .expect("an engine event follows the repair");
     assert!(
-        matches!(
-            engine_event(&run.record, next),
-            EngineEvent::TurnStarted {
-                kind: TurnKind::User,
-                ..
-            }
-        ),
+        matches!(engine_event(&run.record, next), EngineEvent::TurnStarted { kind: TurnKind::User, .. }),
         "the clean run repairs the parked tc-a just before a user turn"
     );
     (run, next)
@@ -580,11 +466,7 @@ fn parked_tool_kept_fires_when_the_same_repair_precedes_a_continuation() {
     if let EngineEvent::TurnStarted { kind, .. } = engine_event_mut(&mut broken, next) {
         *kind = TurnKind::Continuation;
     }
-    run.assert_fires(
-        PARKED_TOOL_KEPT,
-        &broken,
-        "tc-a repaired to an error while waiting for the client",
-    );
+    run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-a repaired to an error while waiting for the client");
 }
 
 // ---------------------------------------------------------------- transcript-shape
@@ -593,18 +475,9 @@ fn parked_tool_kept_fires_when_the_same_repair_precedes_a_continuation() {
 /// step 2 (text).
 fn two_step_run() -> Run {
     let run = Run::committed("server-tools-two-steps", TRANSCRIPT_SHAPE);
-    let answer = run
-        .record
-        .final_state
-        .messages
-        .iter()
-        .find(|message| message.id == "m3")
-        .expect("the answer m3 is stored");
-    assert_eq!(
-        part_kinds(answer),
-        ["step-start", "text", "tool", "step-start", "text"],
-        "the base answer's shape"
-    );
+    let answer =
+        run.record.final_state.messages.iter().find(|message| message.id == "m3").expect("the answer m3 is stored");
+    assert_eq!(part_kinds(answer), ["step-start", "text", "tool", "step-start", "text"], "the base answer's shape");
     run
 }
 
@@ -613,11 +486,7 @@ fn transcript_shape_fires_on_an_orphan_step_start() {
     let run = two_step_run();
     let mut broken = run.broken();
     message_mut(&mut broken, "m3").parts.pop();
-    let violations = run.assert_fires(
-        TRANSCRIPT_SHAPE,
-        &broken,
-        "m3: orphan step-start at part 3",
-    );
+    let violations = run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: orphan step-start at part 3");
     assert_eq!(violations.len(), 1, "only the orphan is wrong: {violations:#?}");
 }
 
@@ -628,11 +497,7 @@ fn transcript_shape_fires_on_a_duplicated_tool_call() {
     let answer = message_mut(&mut broken, "m3");
     let tool = answer.parts[2].clone();
     answer.parts.insert(3, tool);
-    run.assert_fires(
-        TRANSCRIPT_SHAPE,
-        &broken,
-        "m3: tool call tc-lookup-1 appears twice",
-    );
+    run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: tool call tc-lookup-1 appears twice");
 }
 
 #[test]
@@ -641,16 +506,8 @@ fn transcript_shape_fires_on_a_retried_attempts_extra_step_start() {
     let mut broken = run.broken();
     let answer = message_mut(&mut broken, "m3");
     answer.parts.push(Part::StepStart);
-    answer.parts.push(Part::Text {
-        id: "t9".into(),
-        text: "It is 2".into(),
-        state: TextState::Done,
-    });
-    run.assert_fires(
-        TRANSCRIPT_SHAPE,
-        &broken,
-        "m3: 3 step-starts but only 2 model calls kept their output",
-    );
+    answer.parts.push(Part::Text { id: "t9".into(), text: "It is 2".into(), state: TextState::Done });
+    run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: 3 step-starts but only 2 model calls kept their output");
 }
 
 // ---------------------------------------------------------------- mid-tool-input-recovers
@@ -663,14 +520,14 @@ fn exhausted_recovery(strategy: &str) -> (Run, RunRecord) {
     let scheduled = index_of(&broken, "recovery.scheduled", |event| {
         matches!(event, Event::Engine(EngineEvent::RecoveryScheduled { .. }))
     });
-    if let EngineEvent::RecoveryScheduled { strategy: set, .. } =
-        engine_event_mut(&mut broken, scheduled)
-    {
+    if let EngineEvent::RecoveryScheduled { strategy: set, .. } = engine_event_mut(&mut broken, scheduled) {
         *set = strategy.into();
     }
-    let completed = index_of(&broken, "recovery.completed r1:m2", |event| {
-        matches!(event, Event::Engine(EngineEvent::RecoveryCompleted { incident_id }) if incident_id == "r1:m2")
-    });
+    let completed = index_of(
+        &broken,
+        "recovery.completed r1:m2",
+        |event| matches!(event, Event::Engine(EngineEvent::RecoveryCompleted { incident_id }) if incident_id == "r1:m2"),
+    );
     let exhausted = Event::Engine(EngineEvent::RecoveryExhausted {
         incident_id: "r1:m2".into(),
         attempt: 3,
@@ -707,9 +564,11 @@ fn mid_tool_input_recovers_ignores_a_continue_recovery_that_exhausts() {
 fn empty_finish_run() -> (Run, RunRecord) {
     let run = Run::committed("continuation-single-client-tool", NO_EMPTY_ANSWER);
     let mut broken = run.broken();
-    let finish = index_of(&broken, "call #2's finish-step", |event| {
-        matches!(event, Event::ModelChunk { call: 2, chunk, .. } if chunk.starts_with("finish-step "))
-    });
+    let finish = index_of(
+        &broken,
+        "call #2's finish-step",
+        |event| matches!(event, Event::ModelChunk { call: 2, chunk, .. } if chunk.starts_with("finish-step ")),
+    );
     if let Event::ModelChunk { chunk, .. } = &mut broken.events[finish].event {
         *chunk = "finish-step unknown out=0".into();
     }
@@ -733,11 +592,7 @@ fn no_empty_answer_accepts_an_empty_unknown_finish_after_earlier_output() {
     edited.events.retain(|traced| {
         !matches!(&traced.event, Event::ModelChunk { call: 2, chunk, .. } if !chunk.starts_with("finish-step "))
     });
-    run.assert_passes(
-        NO_EMPTY_ANSWER,
-        &edited,
-        "an empty unknown finish that cut nothing after earlier output",
-    );
+    run.assert_passes(NO_EMPTY_ANSWER, &edited, "an empty unknown finish that cut nothing after earlier output");
 }
 
 // ---------------------------------------------------------------- messenger-once
@@ -745,17 +600,16 @@ fn no_empty_answer_accepts_an_empty_unknown_finish_after_earlier_output() {
 /// `DELIVERY` and the index of its one post.
 fn delivery_run() -> (Run, usize) {
     let run = Run::inline(DELIVERY, MESSENGER_ONCE);
-    let post = index_of(&run.record, "post d1", |event| {
-        matches!(event, Event::MessengerPost { delivery, .. } if delivery == "d1")
-    });
+    let post = index_of(
+        &run.record,
+        "post d1",
+        |event| matches!(event, Event::MessengerPost { delivery, .. } if delivery == "d1"),
+    );
     (run, post)
 }
 
 fn post(text: &str) -> Event {
-    Event::MessengerPost {
-        delivery: "d1".into(),
-        text: text.into(),
-    }
+    Event::MessengerPost { delivery: "d1".into(), text: text.into() }
 }
 
 #[test]
@@ -776,11 +630,7 @@ fn messenger_once_counts_a_split_reply_as_one_post() {
     let (run, at) = delivery_run();
     let mut edited = run.broken();
     insert(&mut edited, at + 1, vec![post("(continued)")]);
-    run.assert_passes(
-        MESSENGER_ONCE,
-        &edited,
-        "a long reply posted in one burst of consecutive posts",
-    );
+    run.assert_passes(MESSENGER_ONCE, &edited, "a long reply posted in one burst of consecutive posts");
 }
 
 /// `DELIVERY` with its turn r1 ended as interrupted.
@@ -797,22 +647,14 @@ fn interrupted_delivery() -> (Run, RunRecord, usize) {
 #[test]
 fn messenger_once_fires_when_an_interrupted_delivery_posts_its_partial() {
     let (run, broken, _) = interrupted_delivery();
-    run.assert_fires(
-        MESSENGER_ONCE,
-        &broken,
-        "delivery d1 was interrupted but posted \"Hello there.\" as its answer",
-    );
+    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 was interrupted but posted \"Hello there.\" as its answer");
 }
 
 #[test]
 fn messenger_once_accepts_the_apology_for_an_interrupted_delivery() {
     let (run, mut edited, at) = interrupted_delivery();
     edited.events[at].event = post(INTERRUPTED_MESSENGER_RESPONSE);
-    run.assert_passes(
-        MESSENGER_ONCE,
-        &edited,
-        "an interrupted delivery that posts the apology",
-    );
+    run.assert_passes(MESSENGER_ONCE, &edited, "an interrupted delivery that posts the apology");
 }
 
 // ---------------------------------------------------------------- converges
@@ -840,11 +682,7 @@ fn no_lost_work_fires_when_a_stored_user_message_is_gone() {
     let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
     let mut broken = run.broken();
     broken.final_state.messages.retain(|message| message.id != "m2");
-    run.assert_fires(
-        NO_LOST_WORK,
-        &broken,
-        "user message m2 was acknowledged but is gone",
-    );
+    run.assert_fires(NO_LOST_WORK, &broken, "user message m2 was acknowledged but is gone");
 }
 
 #[test]
@@ -872,16 +710,9 @@ fn no_lost_work_fires_when_a_completed_server_tool_runs_again() {
     let run = Run::committed("server-tools-two-steps", NO_LOST_WORK);
     let mut broken = run.broken();
     let stored = index_of(&broken, "tool.applied tc-lookup-1", applied("tc-lookup-1"));
-    let again = Event::ServerToolRun {
-        call_id: "tc-lookup-1".into(),
-        tool_name: "lookup".into(),
-    };
+    let again = Event::ServerToolRun { call_id: "tc-lookup-1".into(), tool_name: "lookup".into() };
     insert(&mut broken, stored + 1, vec![again]);
-    run.assert_fires(
-        NO_LOST_WORK,
-        &broken,
-        "server tool tc-lookup-1 ran again after its result was stored",
-    );
+    run.assert_fires(NO_LOST_WORK, &broken, "server tool tc-lookup-1 ran again after its result was stored");
 }
 
 #[test]

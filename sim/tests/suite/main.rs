@@ -4,4 +4,5 @@ mod checkers;
 mod common;
 mod determinism;
 mod format;
+mod regressions;
 mod scenarios;
