@@ -76,6 +76,8 @@ pub enum EngineEvent {
         request_id: String,
         attempt: u32,
         discarded_parts: usize,
+        /// Tool calls that went with the discarded parts.
+        discarded_tools: Vec<String>,
     },
     ProviderRetry {
         request_id: String,
@@ -195,8 +197,13 @@ impl EngineEvent {
             Self::ContinuationHeld { reason } => reason.clone(),
             Self::ContinuationFired { request_id } => request_id.clone(),
             Self::StreamStalled { request_id, timeout_ms } => format!("{request_id} after {timeout_ms}ms"),
-            Self::EmptyFinish { request_id, attempt, discarded_parts } => {
-                format!("{request_id} attempt={attempt} discarded={discarded_parts}")
+            Self::EmptyFinish { request_id, attempt, discarded_parts, discarded_tools } => {
+                let tools = if discarded_tools.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", discarded_tools.join(","))
+                };
+                format!("{request_id} attempt={attempt} discarded={discarded_parts}{tools}")
             }
             Self::ProviderRetry { request_id, attempt, delay_ms, reason } => {
                 format!("{request_id} attempt={attempt} in {delay_ms}ms ({reason})")

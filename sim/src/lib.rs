@@ -11,11 +11,16 @@ compile_error!(
      run cargo from the workspace root, and keep `--cfg madsim` in any RUSTFLAGS you set)"
 );
 
+pub mod bench;
 pub mod check;
+pub mod crash_points;
 pub mod determinism;
+pub mod explore;
 pub mod mermaid;
 pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod trace;
 pub mod world;
+
+pub use world::rng;

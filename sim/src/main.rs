@@ -69,6 +69,43 @@ enum Command {
         #[arg(long, default_value_t = 8)]
         seeds: u64,
     },
+    /// Generate random scenarios, run them, shrink the first failure and
+    /// write it as a YAML scenario.
+    Explore {
+        /// Cases to try.
+        #[arg(long, default_value_t = 2000)]
+        cases: usize,
+        /// Seed of the sweep: case i is generated from (seed, i).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[arg(long = "regression")]
+        regressions: Vec<Regression>,
+        /// Where the shrunk failing scenario is written.
+        #[arg(long, default_value = "explored")]
+        out: PathBuf,
+        /// Shrink runs at most.
+        #[arg(long, default_value_t = 2000)]
+        max_shrink_iters: usize,
+    },
+    /// Evict the engine after each durable write of each scenario's run (one
+    /// run per write boundary) and check every invariant.
+    CrashPoints {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The seed each scenario runs at.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Measure seeded runs per second, time compression and exploration speed.
+    Bench {
+        #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
+        format: ReplayFormat,
+        /// Directory holding the benchmark scenarios.
+        #[arg(long, default_value = "scenarios")]
+        scenarios: PathBuf,
+    },
     /// Print the JSON Schema of the scenario format (for editor validation).
     Schema,
     /// List scenarios, invariants, regressions or fault kinds.
@@ -125,6 +162,24 @@ fn main() -> ExitCode {
         }
         Command::CheckDeterminism { paths, seeds } => check_determinism(&paths, seeds),
         Command::List { what, paths } => list(what, &paths),
+        Command::Explore { cases, seed, jobs, regressions, out, max_shrink_iters } => {
+            let options = turnsim::explore::ExploreOptions {
+                cases,
+                seed,
+                jobs: jobs.unwrap_or_else(default_jobs),
+                regressions: RegressionSet::of(regressions),
+                max_shrink_iters,
+            };
+            explore(&options, &out)
+        }
+        Command::CrashPoints { paths, seed } => crash_points(&paths, seed),
+        Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios).map(|report| {
+            match format {
+                ReplayFormat::Json => println!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
+                _ => print!("{}", turnsim::bench::text(&report)),
+            }
+            ExitCode::SUCCESS
+        }),
         Command::Schema => {
             println!("{}", turnsim::scenario::json_schema());
             Ok(ExitCode::SUCCESS)
@@ -134,6 +189,75 @@ fn main() -> ExitCode {
         eprintln!("error: {error}");
         ExitCode::from(2)
     })
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |cores| cores.get())
+}
+
+fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) -> Result<ExitCode, ScenarioError> {
+    let names: Vec<&str> = options.regressions.iter().map(Regression::name).collect();
+    eprintln!(
+        "turnsim explore: seed {}, up to {} cases, {} jobs, regressions: {}",
+        options.seed,
+        options.cases,
+        options.jobs,
+        if names.is_empty() { "none".to_string() } else { names.join(" ") }
+    );
+    let started = turnsim::bench::wall_now();
+    let progress = progress_printer(options.cases);
+    let finding = turnsim::explore::explore(options, &|done| progress(done, options.cases));
+    let Some(finding) = finding else {
+        println!("explore: {} cases, no failure", options.cases);
+        return Ok(ExitCode::SUCCESS);
+    };
+    let path = turnsim::explore::write_finding(out, &finding).map_err(|error| ScenarioError {
+        path: out.to_path_buf(),
+        line: None,
+        column: None,
+        message: format!("cannot write the finding: {error}"),
+    })?;
+    println!(
+        "FAIL case {} after {:.1}s: {}: {}",
+        finding.case_index,
+        started.elapsed().as_secs_f64(),
+        finding.check,
+        finding.message
+    );
+    println!(
+        "  shrunk in {} runs to {} tools and {} faults",
+        finding.shrink_steps,
+        finding.shrunk.tools.len(),
+        finding.shrunk.faults.len()
+    );
+    println!("  written: {}", path.display());
+    let mut replay =
+        format!("cargo run --release -p turnsim -- replay {} --seed {}", path.display(), finding.shrunk.sim_seed);
+    for name in &names {
+        replay.push_str(&format!(" --regression {name}"));
+    }
+    println!("  replay: {replay}");
+    Ok(ExitCode::FAILURE)
+}
+
+fn crash_points(paths: &[PathBuf], seed: u64) -> Result<ExitCode, ScenarioError> {
+    let files = load_paths(paths)?;
+    let mut failed = 0;
+    let mut runs = 0;
+    for file in &files {
+        for outcome in turnsim::crash_points::sweep(file, seed) {
+            runs += 1;
+            if !outcome.violations.is_empty() {
+                failed += 1;
+                println!("FAIL {} seed {seed} evicted after write {}:", file.path.display(), outcome.write);
+                for violation in &outcome.violations {
+                    println!("    {}: {}", violation.check, violation.message);
+                }
+            }
+        }
+    }
+    println!("crash-points: {} passed, {failed} failed", runs - failed);
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn env_u64(name: &str) -> Result<Option<u64>, ScenarioError> {
@@ -160,17 +284,17 @@ fn run(
     let files = load_paths(&paths)?;
     let plan = Plan {
         seeds: seeds.or(env_u64("MADSIM_TEST_NUM")?),
-        seed_start: seed_start.or(env_u64("MADSIM_TEST_SEED")?).unwrap_or(0),
-        jobs: jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |cores| cores.get())),
+        seed_start: seed_start.or(env_u64("MADSIM_TEST_SEED")?),
+        jobs: jobs.unwrap_or_else(default_jobs),
         shard,
         regressions,
         files,
     };
     let total = plan.work().len();
+    let seeds_from = plan.seed_start.map_or("each file's seed_start".to_string(), |start| start.to_string());
     eprintln!(
-        "turnsim: {} scenarios, {total} runs, seeds from {}, {} jobs{}",
+        "turnsim: {} scenarios, {total} runs, seeds from {seeds_from}, {} jobs{}",
         plan.files.len(),
-        plan.seed_start,
         plan.jobs,
         describe(&plan)
     );

@@ -41,7 +41,8 @@ pub struct Plan {
     pub files: Vec<ScenarioFile>,
     /// Seeds per scenario; `None`: each file's own `seeds`.
     pub seeds: Option<u64>,
-    pub seed_start: u64,
+    /// First seed; `None`: each file's own `seed_start`.
+    pub seed_start: Option<u64>,
     pub jobs: usize,
     pub shard: Option<Shard>,
     pub regressions: RegressionSet,
@@ -70,7 +71,8 @@ impl Plan {
     pub fn work(&self) -> Vec<(usize, u64)> {
         let all = self.files.iter().enumerate().flat_map(|(index, file)| {
             let seeds = self.seeds.unwrap_or(file.scenario.seeds);
-            (0..seeds).map(move |offset| (index, self.seed_start + offset))
+            let start = self.seed_start.unwrap_or(file.scenario.seed_start);
+            (0..seeds).map(move |offset| (index, start + offset))
         });
         match self.shard {
             None => all.collect(),

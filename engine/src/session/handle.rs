@@ -29,6 +29,8 @@ pub struct Inspection {
     pub retry_armed: bool,
     /// Inputs sent to the session that it has not handled yet.
     pub inputs_waiting: usize,
+    /// The session has loaded its durable state and recovered what it had to.
+    pub booted: bool,
 }
 
 impl Inspection {

@@ -193,6 +193,7 @@ impl Session {
             alarms: self.durable.alarms.len() + usize::from(self.recovery_wait.is_some()),
             retry_armed: self.timers.retry.is_some(),
             inputs_waiting: self.inbox_sender.waiting(),
+            booted: true,
         };
         *self.published.lock().expect("inspection lock") = inspection;
         if inspection.is_idle() {

@@ -94,19 +94,42 @@ impl Session {
             return self.end_turn(TurnStatus::Completed, None);
         }
         let discarded_parts = if keep_parts { 0 } else { turn.assistant.parts.len() - floor };
+        let discarded_tools: Vec<String> = match keep_parts {
+            true => Vec::new(),
+            false => tool_ids(&turn.assistant.parts[floor..]),
+        };
         if !keep_parts {
             turn.assistant.parts.truncate(floor);
         }
         let attempt = turn.attempt;
         let request_id = turn.request_id.clone();
-        self.observe(EngineEvent::EmptyFinish { request_id, attempt, discarded_parts });
+        self.observe(EngineEvent::EmptyFinish {
+            request_id,
+            attempt,
+            discarded_parts,
+            discarded_tools: discarded_tools.clone(),
+        });
         self.flush_in_flight(false);
+        if !discarded_tools.is_empty() {
+            // The batch a pending continuation was for no longer exists.
+            self.drop_unfired_continuation();
+        }
         if attempt >= cap {
             let message = format!("EmptyOther: the provider ended the stream without output ({attempt} model calls)");
             return self.end_turn(TurnStatus::Error, Some(message));
         }
         self.start_attempt();
     }
+}
+
+fn tool_ids(parts: &[Part]) -> Vec<String> {
+    parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Tool(tool) => Some(tool.call_id.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Text, reasoning or tool content (a `step-start` alone is not content).

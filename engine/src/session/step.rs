@@ -252,9 +252,22 @@ impl Session {
         self.flush_in_flight(true);
         self.broadcast(Frame::Tool { call_id: call_id.to_string(), tool_name, state });
         self.arm_stall_watchdog();
-        if done {
-            self.next_step();
+        if !done {
+            return;
         }
+        // Client tools of the same step still wait: the turn ends here and
+        // their answers continue it, as a model request may not hold them.
+        if self.step_awaits_client() {
+            return self.end_turn(TurnStatus::Completed, None);
+        }
+        self.next_step();
+    }
+
+    fn step_awaits_client(&self) -> bool {
+        let Some(turn) = self.turn.as_ref() else { return false };
+        turn.assistant.parts[turn.part_floor..]
+            .iter()
+            .any(|part| matches!(part, Part::Tool(tool) if tool.state.is_pending()))
     }
 
     fn next_step(&mut self) {

@@ -55,6 +55,9 @@ pub struct Scenario {
     /// Seeds `turnsim run` sweeps when `--seeds` is not given.
     #[serde(default = "default_seeds")]
     pub seeds: u64,
+    /// The sweep's first seed when `--seed-start` is not given.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seed_start: u64,
     #[serde(default = "default_horizon_ms")]
     pub horizon_ms: u64,
     #[serde(default)]
@@ -75,6 +78,10 @@ pub struct Scenario {
     pub expect: Expect,
 }
 
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 fn default_seeds() -> u64 {
     64
 }
@@ -89,8 +96,10 @@ pub struct EngineSpec {
     #[serde(default)]
     pub stall_timeout_ms: u64,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub coalesce_ms: Option<u64>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
     #[serde(default)]
     pub recovery: RecoverySpec,
@@ -101,13 +110,21 @@ pub struct EngineSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecoverySpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stable_timeout_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stable_retry_delay_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub no_progress_window_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub alarm_debounce_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub alarm_delay_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub terminal_message: Option<String>,
 }
 
@@ -116,13 +133,15 @@ pub struct RecoverySpec {
 pub struct ToolSpec {
     pub kind: ToolKind,
     /// Server tools: how long one execution takes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "RangeMs::is_zero")]
     pub duration_ms: RangeMs,
     /// Server tools: the result (default `"ok"`).
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
     /// Server tools: fail with this error instead.
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -157,7 +176,7 @@ impl Default for ClientSpec {
 /// How the simulated client answers one tool. Latency counts from the moment
 /// the client sees the tool become `input-available` (or await approval).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, try_from = "RawAnswer")]
+#[serde(deny_unknown_fields, try_from = "RawAnswer", into = "RawAnswer")]
 pub struct AnswerSpec {
     pub answer_after_ms: RangeMs,
     pub reply: Reply,
@@ -173,17 +192,40 @@ pub enum Reply {
     Never,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawAnswer {
     #[serde(default)]
     answer_after_ms: RangeMs,
+    #[serde(skip_serializing_if = "Option::is_none")]
     output: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     approve: Option<bool>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     never_answers: bool,
     auto_continue: Option<bool>,
+}
+
+impl From<AnswerSpec> for RawAnswer {
+    fn from(spec: AnswerSpec) -> Self {
+        let mut raw = Self {
+            answer_after_ms: spec.answer_after_ms,
+            output: None,
+            error: None,
+            approve: None,
+            never_answers: false,
+            auto_continue: Some(spec.auto_continue),
+        };
+        match spec.reply {
+            Reply::Output(output) => raw.output = Some(output),
+            Reply::Error(error) => raw.error = Some(error),
+            Reply::Approve(approved) => raw.approve = Some(approved),
+            Reply::Never => raw.never_answers = true,
+        }
+        raw
+    }
 }
 
 impl TryFrom<RawAnswer> for AnswerSpec {
@@ -209,7 +251,7 @@ impl TryFrom<RawAnswer> for AnswerSpec {
 
 /// Something the world does, at a sim time or when a trigger matches.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, try_from = "RawAction")]
+#[serde(deny_unknown_fields, try_from = "RawAction", into = "RawAction")]
 pub struct Action {
     pub when: When,
     pub kind: ActionKind,
@@ -239,6 +281,7 @@ pub struct UserMessage {
     pub via: Via,
     /// This turn's stall watchdog timeout, overriding the engine's (0 = off).
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stall_timeout_ms: Option<u64>,
 }
 
@@ -280,11 +323,14 @@ pub struct Trigger {
     /// A tool call id; with `state`, fires when the engine applies or readies
     /// it in that state.
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     /// An engine event name (`continuation.fire`, `stream.stalled`, ...).
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
     /// Fire on the n-th match (default 1).
     #[serde(default = "first")]
@@ -298,15 +344,42 @@ fn first() -> u32 {
     1
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawAction {
+    #[serde(skip_serializing_if = "Option::is_none")]
     at_ms: Option<RangeMs>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     when: Option<Trigger>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     user_message: Option<UserMessage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     deliver: Option<Delivery>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     evict: Option<Evict>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     disconnect: Option<Disconnect>,
+}
+
+impl From<Action> for RawAction {
+    fn from(action: Action) -> Self {
+        let (at_ms, when) = when_fields(action.when);
+        let mut raw = Self { at_ms, when, user_message: None, deliver: None, evict: None, disconnect: None };
+        match action.kind {
+            ActionKind::UserMessage(message) => raw.user_message = Some(message),
+            ActionKind::Deliver(delivery) => raw.deliver = Some(delivery),
+            ActionKind::Evict(evict) => raw.evict = Some(evict),
+            ActionKind::Disconnect(disconnect) => raw.disconnect = Some(disconnect),
+        }
+        raw
+    }
+}
+
+fn when_fields(when: When) -> (Option<RangeMs>, Option<Trigger>) {
+    match when {
+        When::AtMs(at) => (Some(at), None),
+        When::Trigger(trigger) => (None, Some(trigger)),
+    }
 }
 
 impl TryFrom<RawAction> for Action {
@@ -392,19 +465,28 @@ fn call_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, try_from = "RawEvictFault")]
+#[serde(deny_unknown_fields, try_from = "RawEvictFault", into = "RawEvictFault")]
 pub struct EvictFault {
     pub when: When,
     pub restart_after_ms: RangeMs,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawEvictFault {
+    #[serde(skip_serializing_if = "Option::is_none")]
     at_ms: Option<RangeMs>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     when: Option<Trigger>,
     #[serde(default)]
     restart_after_ms: RangeMs,
+}
+
+impl From<EvictFault> for RawEvictFault {
+    fn from(fault: EvictFault) -> Self {
+        let (at_ms, when) = when_fields(fault.when);
+        Self { at_ms, when, restart_after_ms: fault.restart_after_ms }
+    }
 }
 
 impl TryFrom<RawEvictFault> for EvictFault {
@@ -424,20 +506,29 @@ impl TryFrom<RawEvictFault> for EvictFault {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub continuations: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub model_calls: Option<u32>,
     /// Final state by tool call id (`absent`: no such part).
     #[serde(default)]
     pub tools: BTreeMap<String, String>,
     /// Exactly these call ids were repaired.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub repaired: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub callbacks: Option<CallbackCounts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub messenger_posts: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub final_text_contains: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryCounts>,
     /// The engine's in-memory barrier state at the end of the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub barrier: Option<BarrierState>,
     /// Canaries only: this check must fail on every seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub expect_failure: Option<String>,
 }
 
@@ -457,16 +548,22 @@ pub struct CallbackCounts {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BarrierState {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pending: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timer_armed: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecoveryCounts {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduled: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub completed: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exhausted: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub parked: Option<u32>,
 }
 

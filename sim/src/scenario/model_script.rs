@@ -87,7 +87,7 @@ pub enum Finalize {
 #[serde(deny_unknown_fields)]
 pub struct FinishStep {
     pub reason: FinishReason,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u32>,
 }
 

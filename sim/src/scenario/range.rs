@@ -49,6 +49,10 @@ impl RangeMs {
         Self { min: ms, max: ms }
     }
 
+    pub fn is_zero(&self) -> bool {
+        *self == Self::ZERO
+    }
+
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> u64 {
         if self.min == self.max {
             self.min

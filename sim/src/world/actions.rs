@@ -100,9 +100,13 @@ impl World {
         }
     }
 
-    /// Kills the engine process and restarts it after the sampled delay.
+    /// Kills the engine process and restarts it after the sampled delay. A
+    /// process already down cannot be killed again: that eviction does nothing.
     async fn evict(&self, evict: &Evict, rng: &SharedRng) {
         let restart_after_ms = rng.sample(evict.restart_after_ms);
+        if self.engine_down.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let handle = Handle::current();
         self.trace.record(Event::Evicted);
         self.switchboard.clear();
@@ -110,6 +114,7 @@ impl World {
         tokio::time::sleep(Duration::from_millis(restart_after_ms)).await;
         self.trace.record(Event::Restarted);
         handle.restart(self.engine_node.id());
+        self.engine_down.store(false, Ordering::SeqCst);
     }
 
     /// The live engine, waiting while the process is down.

@@ -77,6 +77,8 @@ pub(crate) struct World {
     caller_node: NodeHandle,
     /// Scripted actions and faults not yet finished.
     busy: Arc<AtomicUsize>,
+    /// Between an eviction and its restart.
+    engine_down: Arc<std::sync::atomic::AtomicBool>,
     seed: u64,
 }
 
@@ -118,6 +120,7 @@ impl World {
             engine_node,
             caller_node,
             busy: Arc::new(AtomicUsize::new(0)),
+            engine_down: Default::default(),
             seed,
         }
     }

@@ -3,6 +3,7 @@
 mod checkers;
 mod common;
 mod determinism;
+mod exploration;
 mod format;
 mod regressions;
 mod scenarios;

@@ -88,6 +88,11 @@ impl Walk {
                     self.batch.tools.insert(call_id.clone(), ToolState::OutputError);
                 }
             }
+            EngineEvent::EmptyFinish { discarded_tools, .. } => {
+                for call_id in discarded_tools {
+                    self.batch.tools.remove(call_id);
+                }
+            }
             EngineEvent::ContinuationFired { request_id } => self.on_fire(index, request_id),
             EngineEvent::TurnStarted { request_id, kind, .. } => self.on_turn_start(index, request_id, *kind),
             EngineEvent::TurnFinished { request_id, status, .. } => self.on_turn_end(request_id, *status),

@@ -1,0 +1,130 @@
+//! `turnsim bench`: how many seeded runs a CI minute buys.
+//!
+//! Wall-clock time is read here, outside any simulation, only to time whole
+//! batches of runs; nothing it measures reaches a trace. Each figure is the
+//! median of several rounds, because this machine is noisy.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use turnsim_engine::RegressionSet;
+
+use crate::runner::{self, Plan};
+use crate::scenario::{load_paths, load_scenario, ScenarioError, ScenarioFile};
+
+/// The standard scenario: a parallel batch with a late sibling, a stall
+/// routed to recovery, an eviction and a messenger delivery.
+pub const STANDARD_SCENARIO: &str = "bench-standard-story.yaml";
+/// About 130 s of recovery attempts with stable timeouts and reschedules.
+pub const LONG_RECOVERY_SCENARIO: &str = "recovery-stable-timeout-exhausts.yaml";
+const ROUNDS: usize = 5;
+const ROUND_TIME: Duration = Duration::from_millis(600);
+
+#[derive(Debug, Serialize)]
+pub struct BenchReport {
+    /// Standard scenario, seeded runs per second on one thread.
+    pub runs_per_sec: f64,
+    /// The whole committed suite, runs per second on one thread.
+    pub suite_runs_per_sec: f64,
+    /// The suite with `--jobs 2`, as a ratio to one thread.
+    pub jobs2_speedup: f64,
+    /// Simulated seconds per wall second on the long recovery story.
+    pub sim_seconds_per_wall_second: f64,
+    /// Exploration cases per second on one thread (generate, run, check).
+    pub explore_cases_per_sec: f64,
+    pub suite_runs: usize,
+    pub rounds: usize,
+}
+
+/// Runs every measurement against the scenarios in `scenarios_dir`.
+pub fn run(scenarios_dir: &Path) -> Result<BenchReport, ScenarioError> {
+    let standard = load_scenario(&scenarios_dir.join(STANDARD_SCENARIO))?;
+    let long = load_scenario(&scenarios_dir.join(LONG_RECOVERY_SCENARIO))?;
+    let suite = load_paths(&[scenarios_dir.to_path_buf()])?;
+    let suite_runs = Plan {
+        files: suite.clone(),
+        seeds: None,
+        seed_start: None,
+        jobs: 1,
+        shard: None,
+        regressions: RegressionSet::default(),
+    }
+    .work()
+    .len();
+    let one_thread = median(ROUNDS, || suite_rate(&suite, 1));
+    let two_threads = median(ROUNDS, || suite_rate(&suite, 2));
+    Ok(BenchReport {
+        runs_per_sec: median(ROUNDS, || seeded_rate(&standard).0),
+        suite_runs_per_sec: one_thread,
+        jobs2_speedup: two_threads / one_thread,
+        sim_seconds_per_wall_second: median(ROUNDS, || seeded_rate(&long).1),
+        explore_cases_per_sec: median(ROUNDS, crate::explore::bench_rate),
+        suite_runs,
+        rounds: ROUNDS,
+    })
+}
+
+/// Runs consecutive seeds for about one round; returns (runs per second,
+/// simulated seconds per wall second).
+fn seeded_rate(file: &ScenarioFile) -> (f64, f64) {
+    let regressions = RegressionSet::default();
+    let started = wall_now();
+    let (mut runs, mut sim_ms) = (0u64, 0u64);
+    while started.elapsed() < ROUND_TIME {
+        let (record, violations) = runner::run_one(file, runs, &regressions);
+        assert!(
+            violations.is_empty(),
+            "benchmark scenario {} failed on seed {runs}: {violations:?}",
+            file.path.display()
+        );
+        sim_ms += record.sim_ms;
+        runs += 1;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    (runs as f64 / seconds, sim_ms as f64 / 1000.0 / seconds)
+}
+
+fn suite_rate(suite: &[ScenarioFile], jobs: usize) -> f64 {
+    let plan = Plan {
+        files: suite.to_vec(),
+        seeds: None,
+        seed_start: None,
+        jobs,
+        shard: None,
+        regressions: RegressionSet::default(),
+    };
+    let started = wall_now();
+    let outcomes = runner::execute(&plan, &|_, _| {});
+    outcomes.len() as f64 / started.elapsed().as_secs_f64()
+}
+
+pub fn median(rounds: usize, mut measure: impl FnMut() -> f64) -> f64 {
+    let mut values: Vec<f64> = (0..rounds).map(|_| measure()).collect();
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Wall-clock, for timing batches of runs from outside the simulation.
+#[allow(clippy::disallowed_methods)]
+pub fn wall_now() -> Instant {
+    Instant::now()
+}
+
+pub fn text(report: &BenchReport) -> String {
+    format!(
+        "standard scenario        {:>12.0} runs/s (one thread)\n\
+         whole suite              {:>12.0} runs/s (one thread, {} runs)\n\
+         --jobs 2 speedup         {:>12.2}x\n\
+         long recovery story      {:>12.0} sim-s per wall-s\n\
+         exploration              {:>12.0} cases/s (one thread)\n\
+         (median of {} rounds)\n",
+        report.runs_per_sec,
+        report.suite_runs_per_sec,
+        report.suite_runs,
+        report.jobs2_speedup,
+        report.sim_seconds_per_wall_second,
+        report.explore_cases_per_sec,
+        report.rounds
+    )
+}

@@ -1,0 +1,285 @@
+//! What exploration generates: a whole scenario as a small structure that
+//! proptest can shrink (fewer tools, fewer faults, shorter gaps), turned into
+//! the same `Scenario` a person would write.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use turnsim_engine::{FinishReason, ToolKind};
+
+use crate::scenario::{
+    Action, ActionKind, AnswerSpec, ChunkPoint, ClientSpec, Delivery, Disconnect, EngineSpec, EvictFault, Expect,
+    Fault, FinishStep, HttpFault, RangeMs, RecoverySpec, Reply, Scenario, Step, ToolSpec, ToolStep, Trigger,
+    UserMessage, Via, When, DEFAULT_HORIZON_MS,
+};
+
+/// How the user's message reaches the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    Connection,
+    Chat,
+    Messenger,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Latency {
+    Fast,
+    Slow,
+    /// A person: minutes.
+    Human,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCase {
+    pub kind: ToolKind,
+    /// Text deltas (40 ms apart) streamed before this tool is emitted.
+    pub gaps_before: u8,
+    /// Finalised mid-stream by a `tool-call` chunk, or only at finish.
+    pub finalized_mid_stream: bool,
+    pub latency: Latency,
+    pub errored: bool,
+    pub auto_continue: bool,
+    pub never_answers: bool,
+    pub approve: bool,
+}
+
+/// Where an eviction lands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EvictWhen {
+    AtMs(u64),
+    /// Right after tool `index`'s result is applied, within `delay_ms`.
+    AfterResult {
+        index: usize,
+        delay_ms: u64,
+    },
+    AfterEvent(&'static str),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum FaultCase {
+    /// Call 1 parks after this share (percent) of its chunks.
+    Stall {
+        percent: u8,
+    },
+    Truncate {
+        percent: u8,
+    },
+    Cut {
+        percent: u8,
+    },
+    Http {
+        status: u16,
+    },
+    Evict {
+        when: EvictWhen,
+        restart_after_ms: u64,
+    },
+    Disconnect {
+        at_ms: u64,
+        reconnect_after_ms: u64,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// The simulation seed: fixed, never shrunk.
+    pub sim_seed: u64,
+    pub entry: Entry,
+    pub tools: Vec<ToolCase>,
+    /// Text deltas after the last tool, before `finish`.
+    pub tail_gaps: u8,
+    /// Watchdog on (2 s) even without a stall fault.
+    pub watchdog: bool,
+    pub faults: Vec<FaultCase>,
+}
+
+const GAP_MS: u64 = 40;
+
+impl Case {
+    /// The scenario a person would write for this case.
+    pub fn scenario(&self, name: &str) -> Scenario {
+        let stalls = self.faults.iter().any(|fault| matches!(fault, FaultCase::Stall { .. }));
+        Scenario {
+            name: name.to_string(),
+            seeds: 1,
+            seed_start: self.sim_seed,
+            horizon_ms: DEFAULT_HORIZON_MS,
+            engine: EngineSpec {
+                stall_timeout_ms: if self.watchdog || stalls { 2_000 } else { 0 },
+                recovery: RecoverySpec::default(),
+                tools: self.tool_specs(),
+                ..EngineSpec::default()
+            },
+            model: vec![self.first_call()],
+            client: ClientSpec { tools: self.answers(), ..ClientSpec::default() },
+            actions: [self.entry_action()].into_iter().chain(disconnect_actions(self)).collect(),
+            faults: self.faults(),
+            expect: Expect::default(),
+        }
+    }
+
+    fn tool_name(index: usize) -> String {
+        format!("tool_{index}")
+    }
+
+    pub fn call_id(index: usize) -> String {
+        format!("tc-{index}")
+    }
+
+    fn tool_specs(&self) -> BTreeMap<String, ToolSpec> {
+        let spec = |tool: &ToolCase| ToolSpec {
+            kind: tool.kind,
+            duration_ms: if tool.kind == ToolKind::Server { RangeMs { min: 5, max: 200 } } else { RangeMs::ZERO },
+            output: None,
+            error: tool.errored.then(|| "server tool failed".to_string()),
+        };
+        self.tools.iter().enumerate().map(|(index, tool)| (Self::tool_name(index), spec(tool))).collect()
+    }
+
+    fn answers(&self) -> BTreeMap<String, AnswerSpec> {
+        let answers = self.tools.iter().enumerate().filter(|(_, tool)| tool.kind != ToolKind::Server);
+        answers.map(|(index, tool)| (Self::tool_name(index), answer(tool))).collect()
+    }
+
+    /// Call 1 streams the batch with text between the tools; later calls
+    /// get the model's default short answer.
+    fn first_call(&self) -> Vec<Step> {
+        let mut steps = vec![Step::TextStart("t-main".into())];
+        for (index, tool) in self.tools.iter().enumerate() {
+            push_gaps(&mut steps, tool.gaps_before);
+            let finalize = if tool.finalized_mid_stream {
+                crate::scenario::Finalize::Call
+            } else {
+                crate::scenario::Finalize::Finish
+            };
+            steps.push(Step::Tool(ToolStep {
+                id: Self::call_id(index),
+                name: Self::tool_name(index),
+                input: json!({ "n": index }),
+                finalize,
+            }));
+        }
+        push_gaps(&mut steps, self.tail_gaps);
+        steps.push(Step::TextEnd("t-main".into()));
+        let reason = if self.tools.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls };
+        steps.push(Step::Finish(FinishStep { reason, output_tokens: None }));
+        steps
+    }
+
+    /// Chunks call 1 streams (what `after_chunk` counts).
+    fn first_call_chunks(&self) -> u32 {
+        let gaps: u32 =
+            self.tools.iter().map(|tool| u32::from(tool.gaps_before)).sum::<u32>() + u32::from(self.tail_gaps);
+        let tools: u32 = self.tools.iter().map(|tool| if tool.finalized_mid_stream { 4 } else { 3 }).sum();
+        1 + gaps + tools + 1 + 1
+    }
+
+    fn entry_action(&self) -> Action {
+        let message = |via| ActionKind::UserMessage(UserMessage { text: "go".into(), via, stall_timeout_ms: None });
+        let kind = match self.entry {
+            Entry::Connection => message(Via::Connection),
+            Entry::Chat => message(Via::Chat),
+            Entry::Messenger => ActionKind::Deliver(Delivery { id: "d1".into(), text: "go".into() }),
+        };
+        Action { when: When::AtMs(RangeMs::ZERO), kind }
+    }
+
+    /// Model-call faults land on successive calls (call 1, then the retry or
+    /// recovery that follows it, ...); evictions are timed or triggered.
+    fn faults(&self) -> Vec<Fault> {
+        let scripted = self.faults.iter().filter(|fault| !matches!(fault, FaultCase::Disconnect { .. }));
+        let mut call = 0;
+        let mut faults = Vec::new();
+        for fault in scripted {
+            if !matches!(fault, FaultCase::Evict { .. }) {
+                call += 1;
+            }
+            faults.push(self.fault(fault, call));
+        }
+        faults
+    }
+
+    /// Chunks model call `call` streams (later calls play the default reply).
+    fn call_chunks(&self, call: u32) -> u32 {
+        if call == 1 {
+            self.first_call_chunks()
+        } else {
+            crate::scenario::default_reply().iter().filter(|op| op.is_chunk()).count() as u32
+        }
+    }
+
+    fn chunk_point(&self, percent: u8, call: u32) -> ChunkPoint {
+        let chunks = self.call_chunks(call);
+        let after_chunk = (chunks * u32::from(percent) / 100).clamp(1, chunks.saturating_sub(1).max(1));
+        ChunkPoint { call, after_chunk }
+    }
+
+    fn fault(&self, fault: &FaultCase, call: u32) -> Fault {
+        match fault {
+            FaultCase::Stall { percent } => Fault::Stall(self.chunk_point(*percent, call)),
+            FaultCase::Truncate { percent } => Fault::Truncate(self.chunk_point(*percent, call)),
+            FaultCase::Cut { percent } => Fault::Cut(self.chunk_point(*percent, call)),
+            FaultCase::Http { status } => Fault::HttpError(HttpFault { call, after_chunk: 0, status: *status }),
+            FaultCase::Evict { when, restart_after_ms } => {
+                Fault::Evict(EvictFault { when: evict_when(when), restart_after_ms: RangeMs::exact(*restart_after_ms) })
+            }
+            FaultCase::Disconnect { .. } => unreachable!("disconnects are actions"),
+        }
+    }
+}
+
+fn evict_when(when: &EvictWhen) -> When {
+    match when {
+        EvictWhen::AtMs(at) => When::AtMs(RangeMs::exact(*at)),
+        EvictWhen::AfterResult { index, delay_ms } => When::Trigger(Trigger {
+            tool: Some(Case::call_id(*index)),
+            state: Some("output-available".into()),
+            event: None,
+            nth: 1,
+            delay_ms: RangeMs::exact(*delay_ms),
+        }),
+        EvictWhen::AfterEvent(event) => When::Trigger(Trigger {
+            tool: None,
+            state: None,
+            event: Some(event.to_string()),
+            nth: 1,
+            delay_ms: RangeMs::ZERO,
+        }),
+    }
+}
+
+fn push_gaps(steps: &mut Vec<Step>, gaps: u8) {
+    for _ in 0..gaps {
+        steps.push(Step::SleepMs(RangeMs::exact(GAP_MS)));
+        steps.push(Step::TextDelta(".".into()));
+    }
+}
+
+fn answer(tool: &ToolCase) -> AnswerSpec {
+    let answer_after_ms = match tool.latency {
+        Latency::Fast => RangeMs { min: 0, max: 50 },
+        Latency::Slow => RangeMs { min: 100, max: 1_500 },
+        Latency::Human => RangeMs { min: 60_000, max: 240_000 },
+    };
+    let reply = match () {
+        _ if tool.never_answers => Reply::Never,
+        _ if tool.kind == ToolKind::Approval => Reply::Approve(tool.approve),
+        _ if tool.errored => Reply::Error("tool failed".into()),
+        _ => Reply::Output(json!("ok")),
+    };
+    AnswerSpec { answer_after_ms, reply, auto_continue: tool.auto_continue }
+}
+
+/// Disconnects are actions, not faults, in the scenario format.
+pub fn disconnect_actions(case: &Case) -> Vec<Action> {
+    case.faults
+        .iter()
+        .filter_map(|fault| match fault {
+            FaultCase::Disconnect { at_ms, reconnect_after_ms } => Some(Action {
+                when: When::AtMs(RangeMs::exact(*at_ms)),
+                kind: ActionKind::Disconnect(Disconnect { reconnect_after_ms: RangeMs::exact(*reconnect_after_ms) }),
+            }),
+            _ => None,
+        })
+        .collect()
+}

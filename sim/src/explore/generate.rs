@@ -1,0 +1,107 @@
+//! proptest strategies for whole cases. Swarm testing: each case first draws
+//! which fault kinds are on at all, then how many of each, so some cases are
+//! calm and some are storms, and rare combinations still come up.
+
+use proptest::prelude::*;
+use turnsim_engine::ToolKind;
+
+use super::case::{Case, Entry, EvictWhen, FaultCase, Latency, ToolCase};
+
+fn tool_kind() -> impl Strategy<Value = ToolKind> {
+    prop_oneof![
+        4 => Just(ToolKind::Client),
+        2 => Just(ToolKind::Server),
+        1 => Just(ToolKind::Human),
+        1 => Just(ToolKind::Approval),
+    ]
+}
+
+fn latency() -> impl Strategy<Value = Latency> {
+    prop_oneof![4 => Just(Latency::Fast), 3 => Just(Latency::Slow), 1 => Just(Latency::Human)]
+}
+
+fn tool() -> impl Strategy<Value = ToolCase> {
+    (
+        tool_kind(),
+        0u8..24,
+        any::<bool>(),
+        latency(),
+        prop::bool::weighted(0.25),
+        prop::bool::weighted(0.8),
+        prop::bool::weighted(0.05),
+        prop::bool::weighted(0.8),
+    )
+        .prop_map(
+            |(kind, gaps_before, finalized_mid_stream, latency, errored, auto_continue, never_answers, approve)| {
+                // An errored result opts out of continuing, as clients send it.
+                let auto_continue = auto_continue && !errored;
+                let latency = if kind == ToolKind::Human { Latency::Human } else { latency };
+                ToolCase {
+                    kind,
+                    gaps_before,
+                    finalized_mid_stream,
+                    latency,
+                    errored,
+                    auto_continue,
+                    never_answers,
+                    approve,
+                }
+            },
+        )
+}
+
+fn evict_when(tools: usize) -> impl Strategy<Value = EvictWhen> {
+    prop_oneof![
+        (0u64..3_000).prop_map(EvictWhen::AtMs),
+        (0..tools.max(1), 0u64..60).prop_map(|(index, delay_ms)| EvictWhen::AfterResult { index, delay_ms }),
+        Just(EvictWhen::AfterEvent("recovery.scheduled")),
+        Just(EvictWhen::AfterEvent("user-message.stored")),
+        Just(EvictWhen::AfterEvent("continuation.fire")),
+    ]
+}
+
+/// One fault of a kind the swarm switched on.
+fn fault_of(kind: u8, tools: usize) -> BoxedStrategy<FaultCase> {
+    match kind {
+        0 => (5u8..100).prop_map(|percent| FaultCase::Stall { percent }).boxed(),
+        1 => (5u8..100).prop_map(|percent| FaultCase::Truncate { percent }).boxed(),
+        2 => (5u8..100).prop_map(|percent| FaultCase::Cut { percent }).boxed(),
+        3 => prop_oneof![Just(429u16), Just(503u16)].prop_map(|status| FaultCase::Http { status }).boxed(),
+        4 => (evict_when(tools), 0u64..500)
+            .prop_map(|(when, restart_after_ms)| FaultCase::Evict { when, restart_after_ms })
+            .boxed(),
+        _ => (0u64..2_000, 20u64..500)
+            .prop_map(|(at_ms, reconnect_after_ms)| FaultCase::Disconnect { at_ms, reconnect_after_ms })
+            .boxed(),
+    }
+}
+
+/// The swarm: which of the six fault kinds are on, then up to two of each.
+fn faults(tools: usize) -> impl Strategy<Value = Vec<FaultCase>> {
+    prop::collection::vec(prop::bool::weighted(0.3), 6).prop_flat_map(move |on| {
+        let kinds: Vec<u8> = on.iter().enumerate().filter(|(_, on)| **on).map(|(kind, _)| kind as u8).collect();
+        let per_kind: Vec<BoxedStrategy<Vec<FaultCase>>> =
+            kinds.into_iter().map(|kind| prop::collection::vec(fault_of(kind, tools), 1..=2).boxed()).collect();
+        per_kind.prop_map(|groups| groups.into_iter().flatten().collect::<Vec<_>>())
+    })
+}
+
+fn entry() -> impl Strategy<Value = Entry> {
+    prop_oneof![2 => Just(Entry::Connection), 1 => Just(Entry::Chat), 1 => Just(Entry::Messenger)]
+}
+
+pub fn case() -> impl Strategy<Value = Case> {
+    (any::<u64>().no_shrink(), entry(), prop::collection::vec(tool(), 1..=4), 0u8..24, any::<bool>()).prop_flat_map(
+        |(sim_seed, entry, tools, tail_gaps, watchdog)| {
+            let count = tools.len();
+            faults(count).prop_map(move |faults| Case {
+                sim_seed,
+                entry,
+                tools: tools.clone(),
+                tail_gaps,
+                watchdog,
+                faults,
+            })
+        },
+    )
+}
