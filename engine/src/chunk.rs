@@ -154,6 +154,7 @@ impl StreamError {
     pub fn message(&self) -> String {
         match self {
             Self::Cut => "model stream cut: connection closed mid-stream".to_string(),
+            Self::Http { status, message } if message.is_empty() => format!("provider error {status}"),
             Self::Http { status, message } => format!("provider error {status}: {message}"),
         }
     }

@@ -301,9 +301,9 @@ fn run(
     let outcomes = runner::execute(&plan, &progress_printer(total));
     let summary = report::summarise(&plan.files, &outcomes, &plan.regressions);
     match format {
-        RunFormat::Text => print!("{}", report::text(&plan.files, &outcomes, &plan.regressions)),
-        RunFormat::Json => println!("{}", report::json(&summary)),
-        RunFormat::Junit => print!("{}", report::junit(&plan.files, &outcomes, &plan.regressions)),
+        RunFormat::Text => emit(&report::text(&plan.files, &outcomes, &plan.regressions)),
+        RunFormat::Json => emit(&format!("{}\n", report::json(&summary))),
+        RunFormat::Junit => emit(&report::junit(&plan.files, &outcomes, &plan.regressions)),
     }
     if matches!(format, RunFormat::Text) {
         println!("suite: {} passed, {} failed", summary.passed, summary.failed);
@@ -361,7 +361,7 @@ fn replay(
             println!("{}", serde_json::to_string_pretty(&json).expect("serialises"));
         }
         ReplayFormat::Text => print_replay(&scenario, seed, regressions, &record, &violations),
-        ReplayFormat::Mermaid => print!("{}", turnsim::mermaid::render(&record.events)),
+        ReplayFormat::Mermaid => emit(&turnsim::mermaid::render(&record.events)),
     }
     Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -373,23 +373,38 @@ fn print_replay(
     record: &turnsim::world::RunRecord,
     violations: &[turnsim::check::Violation],
 ) {
+    use std::fmt::Write as _;
     let names: Vec<&str> = regressions.iter().map(Regression::name).collect();
-    println!(
-        "SEED={seed} scenario={} regressions={}",
-        scenario.scenario.name,
-        if names.is_empty() { "none".into() } else { names.join(",") }
-    );
-    print!("{}", trace::render_timeline(&record.events));
-    println!("end: {:?} after {} ms of sim time, {} events", record.end, record.sim_ms, record.events.len());
+    let regressions_shown = if names.is_empty() { "none".into() } else { names.join(",") };
+    let mut out = format!("SEED={seed} scenario={} regressions={regressions_shown}\n", scenario.scenario.name);
+    out.push_str(&trace::render_timeline(&record.events));
+    let _ =
+        writeln!(out, "end: {:?} after {} ms of sim time, {} events", record.end, record.sim_ms, record.events.len());
+    if let Some(expected) = &scenario.scenario.expect.expect_failure {
+        // A canary passes by failing: show the failure it exists to produce.
+        for violation in turnsim::check::raw_violations(scenario, record).iter().filter(|v| &v.check == expected) {
+            let _ = writeln!(out, "EXPECTED FAILURE {}: {}", violation.check, violation.message);
+        }
+    }
     if violations.is_empty() {
-        println!("all checks passed");
-        return;
+        out.push_str("all checks passed\n");
     }
     for violation in violations {
         let at = violation.at_event.map(|at| format!(" (event {})", at + 1)).unwrap_or_default();
-        println!("FAILED {}: {}{at}", violation.check, violation.message);
+        let _ = writeln!(out, "FAILED {}: {}{at}", violation.check, violation.message);
     }
-    println!("replay: {}", runner::replay_command(scenario, seed, regressions));
+    if !violations.is_empty() {
+        let _ = writeln!(out, "replay: {}", runner::replay_command(scenario, seed, regressions));
+    }
+    emit(&out);
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends the program quietly.
+fn emit(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    if stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).is_err() {
+        std::process::exit(0);
+    }
 }
 
 fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, ScenarioError> {

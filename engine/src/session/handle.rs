@@ -36,7 +36,8 @@ pub struct Inspection {
 impl Inspection {
     /// Nothing is running or scheduled: the session would sleep.
     pub fn is_idle(&self) -> bool {
-        !self.timer_armed
+        self.booted
+            && !self.timer_armed
             && !self.stream_open
             && self.queued == 0
             && self.alarms == 0

@@ -14,15 +14,19 @@ use super::Session;
 impl Session {
     pub(super) fn on_tool_result(&mut self, result: ToolResult, auto_continue: bool) {
         let call_id = result.call_id.clone();
-        self.apply_interaction(&call_id, auto_continue, |message| message.apply_tool_result(&result));
-        self.after_interaction(auto_continue);
+        if self.apply_interaction(&call_id, auto_continue, |message| message.apply_tool_result(&result)) {
+            self.after_interaction(auto_continue);
+        }
     }
 
     pub(super) fn on_approval(&mut self, call_id: &str, approved: bool, auto_continue: bool) {
-        self.apply_interaction(call_id, auto_continue, |message| message.apply_approval(call_id, approved));
-        self.after_interaction(auto_continue);
+        if self.apply_interaction(call_id, auto_continue, |message| message.apply_approval(call_id, approved)) {
+            self.after_interaction(auto_continue);
+        }
     }
 
+    /// Only an applied result moves the barrier: a stale one (its call was
+    /// repaired or discarded) must not start a continuation of its own.
     fn after_interaction(&mut self, auto_continue: bool) {
         if auto_continue {
             self.schedule_auto_continuation();
@@ -31,11 +35,12 @@ impl Session {
         }
     }
 
-    fn apply_interaction(&mut self, call_id: &str, auto_continue: bool, apply: impl Fn(&mut Message) -> bool) {
+    /// Returns whether the interaction applied.
+    fn apply_interaction(&mut self, call_id: &str, auto_continue: bool, apply: impl Fn(&mut Message) -> bool) -> bool {
         let applied = self.apply_to_accumulator(&apply).or_else(|| self.apply_to_store(call_id, &apply));
         let Some((into, message)) = applied else {
             self.observe(EngineEvent::ToolIgnored { call_id: call_id.to_string() });
-            return;
+            return false;
         };
         let tool = message.tool(call_id).expect("an applied tool exists");
         let (state, tool_name) = (tool.state, tool.tool_name.clone());
@@ -45,6 +50,7 @@ impl Session {
         if state == ToolState::ApprovalResponded {
             self.broadcast(Frame::Messages(self.durable.messages.clone()));
         }
+        true
     }
 
     fn apply_to_accumulator(&mut self, apply: &impl Fn(&mut Message) -> bool) -> Option<(&'static str, Message)> {

@@ -265,10 +265,11 @@ impl Session {
         self.arm_alarm_timer();
     }
 
+    /// The client's answer will continue the turn; the incident closes
+    /// without spending an attempt.
     fn park(&mut self, alarm: &Alarm) {
-        if let Some(mut incident) = self.durable.incidents.get(&alarm.incident_id).cloned() {
-            incident.status = "skipped".into();
-            self.commit(vec![Write::PutIncident(incident)]);
+        if self.durable.incidents.contains_key(&alarm.incident_id) {
+            self.commit(vec![Write::RemoveIncident(alarm.incident_id.clone())]);
         }
         self.observe(EngineEvent::RecoveryParked { incident_id: alarm.incident_id.clone() });
         self.broadcast(Frame::Recovering(false));

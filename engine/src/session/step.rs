@@ -130,6 +130,10 @@ impl Session {
             turn.assistant.request_approval(call_id, &format!("approval-{call_id}"));
             state = ToolState::ApprovalRequested;
         }
+        if state == ToolState::ApprovalRequested {
+            // The client is about to be asked: the request must be durable.
+            self.flush_in_flight(false);
+        }
         self.observe(EngineEvent::ToolReady { call_id: call_id.to_string(), tool_name: tool_name.clone(), state });
         let frame = Frame::Tool { call_id: call_id.to_string(), tool_name, state };
         self.broadcast(frame);

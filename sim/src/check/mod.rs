@@ -45,17 +45,23 @@ impl<'a> CheckInput<'a> {
     }
 }
 
-/// Every invariant, then the expectations. A canary's expected failure is
-/// turned around: the named check must fail, and then the run passes.
-pub fn check_run(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation> {
+/// Every invariant, then the expectations, as they came out.
+pub fn raw_violations(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation> {
     let input = CheckInput::new(scenario, run);
     let mut violations = invariants::check_all(&input);
     violations.extend(expect::check(&input));
+    violations
+}
+
+/// [`raw_violations`], with a canary's expected failure turned around: the
+/// named check must fail, and then the run passes.
+pub fn check_run(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation> {
+    let violations = raw_violations(scenario, run);
     match &scenario.scenario.expect.expect_failure {
         None => violations,
         Some(expected) if violations.iter().any(|violation| &violation.check == expected) => Vec::new(),
         Some(expected) => {
-            let mut message = format!("canary: expected check `{expected}` to fail, but it passed");
+            let mut message = format!("expected check `{expected}` to fail, but it passed");
             if !violations.is_empty() {
                 let seen: Vec<&str> = violations.iter().map(|violation| violation.check.as_str()).collect();
                 message.push_str(&format!(" (failed instead: {})", seen.join(", ")));

@@ -2,7 +2,6 @@
 //! then acts on the world.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use madsim::runtime::Handle;
 use turnsim_engine::{SessionHandle, TurnOptions};
@@ -11,9 +10,6 @@ use super::rng::SharedRng;
 use super::{SimCallback, World};
 use crate::scenario::{ActionKind, Evict, Fault, Trigger, Via, When};
 use crate::trace::{Event, Trace};
-
-/// How often an action waiting for a dead engine looks again.
-const ENGINE_POLL_MS: u64 = 10;
 
 impl World {
     pub(super) fn start_actions(&self) {
@@ -39,14 +35,20 @@ impl World {
     /// leaves nothing outstanding).
     fn spawn_when(&self, when: &When, rng: &SharedRng, act: impl std::future::Future<Output = ()> + Send + 'static) {
         let busy = self.busy.clone();
+        let trace = self.trace.clone();
+        // The world re-checks quiescence on trace activity: say when work ends.
+        let done = move |busy: &std::sync::atomic::AtomicUsize| {
+            busy.fetch_sub(1, Ordering::SeqCst);
+            trace.poke();
+        };
         match when {
             When::AtMs(range) => {
                 busy.fetch_add(1, Ordering::SeqCst);
                 let at_ms = rng.sample(*range);
                 tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(at_ms)).await;
+                    pause_ms(at_ms).await;
                     act.await;
-                    busy.fetch_sub(1, Ordering::SeqCst);
+                    done(&busy);
                 });
             }
             When::Trigger(trigger) => {
@@ -57,9 +59,9 @@ impl World {
                         return;
                     }
                     busy.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                    pause_ms(delay_ms).await;
                     act.await;
-                    busy.fetch_sub(1, Ordering::SeqCst);
+                    done(&busy);
                 });
             }
         }
@@ -111,7 +113,7 @@ impl World {
         self.trace.record(Event::Evicted);
         self.switchboard.clear();
         handle.kill(self.engine_node.id());
-        tokio::time::sleep(Duration::from_millis(restart_after_ms)).await;
+        pause_ms(restart_after_ms).await;
         self.trace.record(Event::Restarted);
         handle.restart(self.engine_node.id());
         self.engine_down.store(false, Ordering::SeqCst);
@@ -119,12 +121,14 @@ impl World {
 
     /// The live engine, waiting while the process is down.
     async fn live_engine(&self) -> SessionHandle {
-        loop {
-            if let Some(engine) = self.switchboard.engine() {
-                return engine;
-            }
-            tokio::time::sleep(Duration::from_millis(ENGINE_POLL_MS)).await;
-        }
+        self.switchboard.wait_for_engine().await
+    }
+}
+
+/// Waits `ms` of sim time; zero means now, not at the next timer tick.
+pub async fn pause_ms(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
 }
 

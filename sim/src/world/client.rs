@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 use turnsim_engine::ports::{Connection, Frame};
@@ -18,9 +17,6 @@ use super::rng::SharedRng;
 use super::switchboard::Switchboard;
 use crate::scenario::{AnswerSpec, ClientSpec, RangeMs, Reply};
 use crate::trace::{Event, Trace};
-
-/// How long a disconnected client waits between tries to reach a dead engine.
-const RECONNECT_POLL_MS: u64 = 10;
 
 /// The engine's end of a connection. Frames in flight count as client work,
 /// so the world is not called quiescent while the client has unread frames.
@@ -51,6 +47,8 @@ struct State {
     outstanding: usize,
     /// Set by a scripted disconnect: close, then reconnect after this.
     drop_requested: Option<RangeMs>,
+    /// A connection is open: results can only be sent over one.
+    connected: bool,
 }
 
 #[derive(Clone)]
@@ -98,10 +96,14 @@ impl Client {
                 continue;
             };
             self.update(|state| state.outstanding -= 1);
+            self.update(|state| state.connected = true);
             let reconnect_after = self.serve(connection, frames).await;
-            self.update(|state| state.outstanding += 1);
+            self.update(|state| {
+                state.connected = false;
+                state.outstanding += 1;
+            });
             self.trace.record(Event::ClientDisconnected { connection });
-            tokio::time::sleep(Duration::from_millis(self.rng.sample(reconnect_after))).await;
+            super::actions::pause_ms(self.rng.sample(reconnect_after)).await;
         }
     }
 
@@ -112,10 +114,7 @@ impl Client {
     }
 
     async fn connect(&self) -> Option<(u64, mpsc::UnboundedReceiver<Frame>)> {
-        let Some(engine) = self.switchboard.engine() else {
-            tokio::time::sleep(Duration::from_millis(RECONNECT_POLL_MS)).await;
-            return None;
-        };
+        let engine = self.switchboard.wait_for_engine().await;
         let connection = self.update(|state| {
             state.next_connection += 1;
             state.sent.clear();
@@ -209,7 +208,7 @@ impl Client {
     }
 
     async fn answer_later(self, call_id: String, answer: AnswerSpec, latency_ms: u64) {
-        tokio::time::sleep(Duration::from_millis(latency_ms)).await;
+        super::actions::pause_ms(latency_ms).await;
         let sent = self.send_answer(&call_id, &answer);
         self.update(|state| {
             state.scheduled.remove(&call_id);

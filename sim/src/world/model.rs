@@ -4,7 +4,6 @@
 //! request that ends in a half-streamed tool call with nothing.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 use madsim::runtime::NodeHandle;
 use tokio::sync::mpsc;
@@ -107,7 +106,7 @@ impl Player {
                     }
                     let _ = self.sender.send(Ok(Chunk::Finish { reason }));
                 }
-                Op::Sleep(range) => tokio::time::sleep(Duration::from_millis(self.rng.sample(range))).await,
+                Op::Sleep(range) => super::actions::pause_ms(self.rng.sample(range)).await,
                 Op::Park => {
                     self.end("parked");
                     return std::future::pending().await;

@@ -3,22 +3,39 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::Notify;
 use turnsim_engine::SessionHandle;
 
 #[derive(Clone, Default)]
-pub struct Switchboard(Arc<Mutex<Option<SessionHandle>>>);
+pub struct Switchboard {
+    engine: Arc<Mutex<Option<SessionHandle>>>,
+    installed: Arc<Notify>,
+}
 
 impl Switchboard {
     pub fn install(&self, handle: SessionHandle) {
-        *self.0.lock().expect("switchboard lock") = Some(handle);
+        *self.engine.lock().expect("switchboard lock") = Some(handle);
+        self.installed.notify_waiters();
     }
 
     pub fn clear(&self) {
-        *self.0.lock().expect("switchboard lock") = None;
+        *self.engine.lock().expect("switchboard lock") = None;
     }
 
     /// The live engine, if the process is up.
     pub fn engine(&self) -> Option<SessionHandle> {
-        self.0.lock().expect("switchboard lock").clone().filter(SessionHandle::is_alive)
+        self.engine.lock().expect("switchboard lock").clone().filter(SessionHandle::is_alive)
+    }
+
+    /// The live engine, waiting for the process to (re)start if it is down.
+    pub async fn wait_for_engine(&self) -> SessionHandle {
+        loop {
+            // Created before the check, so an install in between still wakes it.
+            let installed = self.installed.notified();
+            if let Some(engine) = self.engine() {
+                return engine;
+            }
+            installed.await;
+        }
     }
 }

@@ -3,7 +3,6 @@
 //! side effect), which the no-repeat invariant counts.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -32,7 +31,7 @@ impl ServerTools for SimServerTools {
         };
         let trace = self.trace.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(duration_ms)).await;
+            super::actions::pause_ms(duration_ms).await;
             trace.record(Event::ServerToolRun { call_id: call.call_id, tool_name: call.tool_name });
             let _ = done.send(outcome);
         });

@@ -55,8 +55,9 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[crate::check::facts::C
 }
 
 /// A callback dropped without a terminal call is a transport break only if
-/// the process died: its last eviction is after the chat began and no
-/// restart came between that eviction and the drop.
+/// its process died: an eviction came after the chat began and before the
+/// drop. (A killed process's tasks are dropped lazily, so the drop may be
+/// traced after the restart; the callback cannot outlive its process.)
 fn check_drop(
     input: &CheckInput,
     chat: u32,
@@ -64,12 +65,7 @@ fn check_drop(
     dropped_at: usize,
 ) -> Option<Violation> {
     let began = callbacks.first().map_or(0, |callback| callback.at);
-    let facts = &input.facts;
-    let died = facts.evictions.iter().rev().find(|&&at| at <= dropped_at).is_some_and(|&evicted| {
-        evicted >= began.saturating_sub(1)
-            && !facts.restarts.iter().any(|&restart| restart > evicted && restart < dropped_at)
-    });
-    if died {
+    if input.facts.evicted_between(began, dropped_at) {
         return None;
     }
     let message =
