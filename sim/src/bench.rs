@@ -59,15 +59,22 @@ pub fn run(scenarios_dir: &Path) -> Result<BenchReport, ScenarioError> {
         suite_runs_per_sec: one_thread,
         jobs2_speedup: two_threads / one_thread,
         sim_seconds_per_wall_second: median(ROUNDS, || seeded_rate(&long).1),
-        explore_cases_per_sec: median(ROUNDS, crate::explore::bench_rate),
+        explore_cases_per_sec: median(ROUNDS, || {
+            std::thread::scope(|scope| scope.spawn(crate::explore::bench_rate).join().expect("bench thread"))
+        }),
         suite_runs,
         rounds: ROUNDS,
     })
 }
 
-/// Runs consecutive seeds for about one round; returns (runs per second,
-/// simulated seconds per wall second).
+/// Runs consecutive seeds for about one round on a worker thread (as
+/// `turnsim run` does); returns (runs per second, simulated seconds per wall
+/// second).
 fn seeded_rate(file: &ScenarioFile) -> (f64, f64) {
+    std::thread::scope(|scope| scope.spawn(|| seeded_rate_here(file)).join().expect("bench thread"))
+}
+
+fn seeded_rate_here(file: &ScenarioFile) -> (f64, f64) {
     let regressions = RegressionSet::default();
     let started = wall_now();
     let (mut runs, mut sim_ms) = (0u64, 0u64);

@@ -14,11 +14,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use mimalloc::MiMalloc;
 use turnsim::check::invariants::{DETERMINISM_RULE, INVARIANTS};
 use turnsim::runner::{self, Plan, Shard};
 use turnsim::scenario::{load_paths, load_scenario, ScenarioError, ScenarioFile};
 use turnsim::{report, trace};
 use turnsim_engine::{Regression, RegressionSet, ALL_REGRESSIONS};
+
+/// Sweeps build and drop a runtime per seed; mimalloc keeps that churn in
+/// user space (glibc's arena trimming made it syscall-bound).
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
 
 #[derive(Parser)]
 #[command(name = "turnsim", version, about = "Deterministic simulation and fault injection for chat turn engines")]

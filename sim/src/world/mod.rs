@@ -75,6 +75,7 @@ pub(crate) struct World {
     client: Option<Client>,
     engine_node: NodeHandle,
     caller_node: NodeHandle,
+    model_node_id: madsim::task::NodeId,
     /// Scripted actions and faults not yet finished.
     busy: Arc<AtomicUsize>,
     /// Between an eviction and its restart.
@@ -89,6 +90,7 @@ impl World {
         let store = Arc::new(store::SimStore::new(trace.clone()));
         let switchboard = Switchboard::default();
         let model_node = handle.create_node().name("model").build();
+        let model_node_id = model_node.id();
         let model = model::MockModel::new(&scenario, model_node, rng::SharedRng::derive(seed, "model"), trace.clone());
         let ports = Ports {
             store: store.clone(),
@@ -119,6 +121,7 @@ impl World {
             client,
             engine_node,
             caller_node,
+            model_node_id,
             busy: Arc::new(AtomicUsize::new(0)),
             engine_down: Default::default(),
             seed,
@@ -126,21 +129,35 @@ impl World {
     }
 
     async fn run(self, seed: u64) -> RunRecord {
+        let client_node = Handle::current().create_node().name("client").build();
         if let Some(client) = self.client.clone() {
-            let client_node = Handle::current().create_node().name("client").build();
             client_node.spawn(client.run());
         }
         self.start_actions();
         let end = self.wait_until_settled().await;
         let final_inspection = self.switchboard.engine().map(|engine| engine.inspect());
-        RunRecord {
+        let record = RunRecord {
             seed,
             events: self.trace.take(),
             end,
             final_state: self.store.snapshot(),
             final_inspection,
             sim_ms: sim_now().as_millis() as u64,
+        };
+        self.tear_down(&[client_node.id(), self.engine_node.id(), self.caller_node.id(), self.model_node_id]).await;
+        record
+    }
+
+    /// Kills every node and lets the executor drop their tasks. Tasks that
+    /// never finish (a parked model, the client loop) hold handles into the
+    /// runtime; left alive they would keep each run's memory forever.
+    async fn tear_down(&self, nodes: &[madsim::task::NodeId]) {
+        self.switchboard.clear();
+        let handle = Handle::current();
+        for node in nodes {
+            handle.kill(*node);
         }
+        tokio::task::yield_now().await;
     }
 
     /// Waits for quiescence: the engine idle, the client and every scripted
