@@ -13,6 +13,7 @@ compile_error!(
 
 pub mod bench;
 pub mod check;
+pub mod coverage;
 pub mod crash_points;
 pub mod determinism;
 pub mod explore;

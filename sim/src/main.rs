@@ -212,7 +212,8 @@ fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) ->
     );
     let started = turnsim::bench::wall_now();
     let progress = progress_printer(options.cases);
-    let finding = turnsim::explore::explore(options, &|done| progress(done, options.cases));
+    let (finding, coverage) = turnsim::explore::explore_with_coverage(options, &|done| progress(done, options.cases));
+    emit(&format!("fault coverage (turn phase x fault kind):\n{}\n", coverage.render()));
     let Some(finding) = finding else {
         println!("explore: {} cases, no failure", options.cases);
         return Ok(ExitCode::SUCCESS);
@@ -312,7 +313,10 @@ fn run(
         RunFormat::Junit => emit(&report::junit(&plan.files, &outcomes, &plan.regressions)),
     }
     if matches!(format, RunFormat::Text) {
-        println!("suite: {} passed, {} failed", summary.passed, summary.failed);
+        let mut coverage = turnsim::coverage::Coverage::default();
+        outcomes.iter().for_each(|outcome| coverage.merge(&outcome.coverage));
+        emit(&format!("\nfault coverage (turn phase x fault kind, over all runs):\n{}", coverage.render()));
+        emit(&format!("suite: {} passed, {} failed\n", summary.passed, summary.failed));
     }
     Ok(if summary.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -58,6 +58,8 @@ pub struct Outcome {
     pub sim_ms: u64,
     /// The last timeline lines before the first violation (failures only).
     pub tail: Vec<String>,
+    /// Which faults landed in which turn phase.
+    pub coverage: crate::coverage::Coverage,
 }
 
 impl Outcome {
@@ -119,7 +121,8 @@ pub fn execute(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<Out
 fn run_and_summarise(plan: &Plan, scenario: usize, seed: u64) -> Outcome {
     let (record, violations) = run_one(&plan.files[scenario], seed, &plan.regressions);
     let tail = if violations.is_empty() { Vec::new() } else { tail_before(&record, &violations) };
-    Outcome { scenario, seed, violations, end: record.end, sim_ms: record.sim_ms, tail }
+    let coverage = crate::coverage::Coverage::of_run(&record.events);
+    Outcome { scenario, seed, violations, end: record.end, sim_ms: record.sim_ms, tail, coverage }
 }
 
 /// Up to twelve timeline lines ending where the first violation shows.

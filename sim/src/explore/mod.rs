@@ -22,6 +22,7 @@ use turnsim_engine::RegressionSet;
 pub use case::Case;
 
 use crate::check::Violation;
+use crate::coverage::Coverage;
 use crate::rng::child_seed;
 use crate::runner::run_one;
 use crate::scenario::{parse_scenario, ScenarioFile};
@@ -59,8 +60,17 @@ impl Finding {
     }
 }
 
-/// Runs up to `cases` cases; returns the first failure (lowest case index), shrunk.
+/// Runs up to `cases` cases; returns the first failure (lowest case index),
+/// shrunk, and the fault coverage of the cases run.
 pub fn explore(options: &ExploreOptions, progress: &(dyn Fn(usize) + Sync)) -> Option<Finding> {
+    explore_with_coverage(options, progress).0
+}
+
+pub fn explore_with_coverage(
+    options: &ExploreOptions,
+    progress: &(dyn Fn(usize) + Sync),
+) -> (Option<Finding>, Coverage) {
+    let coverage = Mutex::new(Coverage::default());
     let next = AtomicUsize::new(0);
     let first_failure: Mutex<Option<(usize, Case, Violation)>> = Mutex::new(None);
     std::thread::scope(|scope| {
@@ -72,7 +82,9 @@ pub fn explore(options: &ExploreOptions, progress: &(dyn Fn(usize) + Sync)) -> O
                     break;
                 }
                 let case = generate_case(options.seed, index);
-                if let Some(violation) = failure(&case, &options.regressions) {
+                let (violation, case_coverage) = run_case(&case, &options.regressions);
+                coverage.lock().expect("lock").merge(&case_coverage);
+                if let Some(violation) = violation {
                     let mut found = first_failure.lock().expect("lock");
                     if found.as_ref().is_none_or(|(at, _, _)| index < *at) {
                         *found = Some((index, case, violation));
@@ -82,11 +94,14 @@ pub fn explore(options: &ExploreOptions, progress: &(dyn Fn(usize) + Sync)) -> O
             });
         }
     });
-    let (case_index, original, violation) = first_failure.into_inner().expect("lock")?;
+    let coverage = coverage.into_inner().expect("lock");
+    let Some((case_index, original, violation)) = first_failure.into_inner().expect("lock") else {
+        return (None, coverage);
+    };
     let (shrunk, shrink_steps) = shrink::shrink(options.seed, case_index, &violation.check, options);
     let shrunk_violation = failure(&shrunk, &options.regressions).unwrap_or_else(|| violation.clone());
     let yaml = render_yaml(&shrunk, options, case_index, &shrunk_violation);
-    Some(Finding {
+    let finding = Finding {
         case_index,
         check: shrunk_violation.check.clone(),
         message: shrunk_violation.message,
@@ -94,7 +109,8 @@ pub fn explore(options: &ExploreOptions, progress: &(dyn Fn(usize) + Sync)) -> O
         shrunk,
         shrink_steps,
         yaml,
-    })
+    };
+    (Some(finding), coverage)
 }
 
 /// The case's own RNG: the sweep seed and the case index, nothing else.
@@ -127,8 +143,13 @@ pub fn scenario_file(case: &Case) -> ScenarioFile {
 
 /// The first violation of a case's run at its seed, if any.
 pub fn failure(case: &Case, regressions: &RegressionSet) -> Option<Violation> {
+    run_case(case, regressions).0
+}
+
+fn run_case(case: &Case, regressions: &RegressionSet) -> (Option<Violation>, Coverage) {
     let file = scenario_file(case);
-    run_one(&file, case.sim_seed, regressions).1.into_iter().next()
+    let (record, violations) = run_one(&file, case.sim_seed, regressions);
+    (violations.into_iter().next(), Coverage::of_run(&record.events))
 }
 
 fn render_yaml(case: &Case, options: &ExploreOptions, case_index: usize, violation: &Violation) -> String {

@@ -7,3 +7,4 @@ mod exploration;
 mod format;
 mod regressions;
 mod scenarios;
+mod snapshots;
