@@ -21,7 +21,8 @@ pub use chunk::{Chunk, FinishReason, StreamError, Usage};
 pub use config::{EngineConfig, RecoveryConfig, ToolKind, TurnOptions};
 pub use events::{EngineEvent, TurnStatus};
 pub use ports::{
-    Connection, DurableStore, Frame, ModelProvider, ModelRequest, Observer, Ports, ServerTools, StreamCallback,
+    Connection, DurableStore, FaultPoints, FaultSite, Frame, ModelProvider, ModelRequest, NoFaults, Observer, Ports,
+    ServerTools, StreamCallback, ALL_FAULT_SITES,
 };
 pub use regression::{Regression, RegressionSet, ALL_REGRESSIONS};
 pub use session::{Inspection, SessionHandle};

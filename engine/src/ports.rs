@@ -97,6 +97,50 @@ pub trait Observer: Send + Sync {
     fn idle(&self) {}
 }
 
+/// Places where the engine may take a correct but unlucky path, so a
+/// simulator can push it off its happy path (FoundationDB's BUGGIFY). A
+/// production host answers `false` everywhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultSite {
+    /// Skip a periodic mid-stream flush: less of the partial is durable.
+    SkipProgressFlush,
+    /// The coalesce timer fires twenty times later than configured.
+    SlowCoalesceTimer,
+    /// A recovery alarm wakes the session five seconds late.
+    LateAlarm,
+    /// A provider retry backs off twice as long.
+    SlowRetryBackoff,
+}
+
+pub const ALL_FAULT_SITES: [FaultSite; 4] =
+    [FaultSite::SkipProgressFlush, FaultSite::SlowCoalesceTimer, FaultSite::LateAlarm, FaultSite::SlowRetryBackoff];
+
+impl FaultSite {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SkipProgressFlush => "skip-progress-flush",
+            Self::SlowCoalesceTimer => "slow-coalesce-timer",
+            Self::LateAlarm => "late-alarm",
+            Self::SlowRetryBackoff => "slow-retry-backoff",
+        }
+    }
+}
+
+pub trait FaultPoints: Send + Sync {
+    /// Whether the engine takes the unlucky path at `site` this time.
+    fn fire(&self, site: FaultSite) -> bool;
+}
+
+/// No fault points: the host's default.
+pub struct NoFaults;
+
+impl FaultPoints for NoFaults {
+    fn fire(&self, _site: FaultSite) -> bool {
+        false
+    }
+}
+
 /// Everything the engine needs from its host.
 #[derive(Clone)]
 pub struct Ports {
@@ -105,4 +149,5 @@ pub struct Ports {
     pub server_tools: Arc<dyn ServerTools>,
     pub observer: Arc<dyn Observer>,
     pub surface: Arc<dyn crate::messenger::MessengerSurface>,
+    pub faults: Arc<dyn FaultPoints>,
 }

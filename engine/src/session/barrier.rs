@@ -108,7 +108,9 @@ impl Session {
     }
 
     fn arm_coalesce_timer(&mut self) {
-        self.timers.coalesce = Some(clock::now() + Duration::from_millis(self.config.coalesce_ms));
+        let slow = self.buggify(crate::ports::FaultSite::SlowCoalesceTimer);
+        let coalesce_ms = if slow { self.config.coalesce_ms * 20 } else { self.config.coalesce_ms };
+        self.timers.coalesce = Some(clock::now() + Duration::from_millis(coalesce_ms));
         self.observe(EngineEvent::CoalesceTimerArmed);
     }
 

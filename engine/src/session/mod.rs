@@ -159,6 +159,11 @@ impl Session {
         self.connections.retain(|_, connection| connection.send(frame.clone()));
     }
 
+    /// A BUGGIFY point: the host decides whether the unlucky path is taken.
+    fn buggify(&self, site: crate::ports::FaultSite) -> bool {
+        self.ports.faults.fire(site)
+    }
+
     fn observe(&self, event: EngineEvent) {
         self.ports.observer.observe(event);
     }

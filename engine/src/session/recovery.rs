@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::clock;
 use crate::durable::{Alarm, InFlightTurn, Incident, TerminalStatus, TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
-use crate::ports::Frame;
+use crate::ports::{FaultSite, Frame};
 use crate::regression::Regression;
 use crate::transcript::{has_pending_interaction, leaf_assistant, Message, Part, Role, ToolState};
 
@@ -122,7 +122,7 @@ impl Session {
         let strategy = recovery_strategy(self.durable.message(message_id)).to_string();
         let alarm = Alarm {
             id: format!("alarm-{}-{}", incident.id, incident.attempt),
-            due_ms: clock::wall_ms() + delay_ms,
+            due_ms: clock::wall_ms() + delay_ms + if self.buggify(FaultSite::LateAlarm) { 5_000 } else { 0 },
             incident_id: incident.id.clone(),
             root_request_id: root.to_string(),
             message_id: message_id.to_string(),

@@ -59,7 +59,8 @@ impl Session {
         }
         super::turn::drop_trailing_step_start(&mut turn.assistant);
         turn.phase = Phase::RetryWait;
-        let delay_ms = retry_delay_ms(turn.attempt);
+        let slow = self.ports.faults.fire(crate::ports::FaultSite::SlowRetryBackoff);
+        let delay_ms = retry_delay_ms(turn.attempt) * if slow { 2 } else { 1 };
         let event = EngineEvent::ProviderRetry {
             request_id: turn.request_id.clone(),
             attempt: turn.attempt,

@@ -5,7 +5,7 @@ use crate::chunk::{Chunk, FinishReason, StreamError, Usage};
 use crate::config::ToolKind;
 use crate::durable::{TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
-use crate::ports::{Frame, ModelRequest, ServerToolCall};
+use crate::ports::{FaultSite, Frame, ModelRequest, ServerToolCall};
 use crate::regression::Regression;
 use crate::transcript::{Part, ToolOutcome, ToolResult, ToolState};
 
@@ -79,8 +79,9 @@ impl Session {
             callback.on_event(&chunk);
         }
         let first_flush = turn.unflushed_chunks == 1 && !turn.flushed_once;
-        let flush_due =
-            first_flush || turn.unflushed_chunks >= FLUSH_EVERY_CHUNKS || matches!(chunk, Chunk::ToolCall { .. });
+        let periodic = turn.unflushed_chunks >= FLUSH_EVERY_CHUNKS;
+        let is_tool_call = matches!(chunk, Chunk::ToolCall { .. });
+        let flush_due = first_flush || is_tool_call || (periodic && !self.buggify(FaultSite::SkipProgressFlush));
         let ready = match &chunk {
             Chunk::ToolCall { id, .. } => Some(id.clone()),
             _ => None,

@@ -75,6 +75,8 @@ pub struct Facts {
     pub posts: BTreeMap<String, Vec<(usize, u64, String)>>,
     pub evictions: Vec<usize>,
     pub restarts: Vec<usize>,
+    /// Where each `chat()` was called, by chat id.
+    pub chat_called: BTreeMap<u32, usize>,
 }
 
 impl Facts {
@@ -109,6 +111,7 @@ impl Facts {
             Event::CallbackDropped { chat, .. } => self.callback(*chat, index, "dropped"),
             Event::ChatCalled { chat } => {
                 self.callbacks.entry(*chat).or_default();
+                self.chat_called.insert(*chat, index);
             }
             Event::MessengerPost { delivery, text } => {
                 self.posts.entry(delivery.clone()).or_default().push((index, at_us, text.clone()))

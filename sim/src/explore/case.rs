@@ -90,6 +90,8 @@ pub struct Case {
     pub tail_gaps: u8,
     /// Watchdog on (2 s) even without a stall fault.
     pub watchdog: bool,
+    /// The engine's BUGGIFY fault points are live.
+    pub buggify: bool,
     pub faults: Vec<FaultCase>,
 }
 
@@ -104,6 +106,7 @@ impl Case {
             seeds: 1,
             seed_start: self.sim_seed,
             horizon_ms: DEFAULT_HORIZON_MS,
+            buggify: self.buggify,
             engine: EngineSpec {
                 stall_timeout_ms: if self.watchdog || stalls { 2_000 } else { 0 },
                 recovery: RecoverySpec::default(),

@@ -91,17 +91,24 @@ fn entry() -> impl Strategy<Value = Entry> {
 }
 
 pub fn case() -> impl Strategy<Value = Case> {
-    (any::<u64>().no_shrink(), entry(), prop::collection::vec(tool(), 1..=4), 0u8..24, any::<bool>()).prop_flat_map(
-        |(sim_seed, entry, tools, tail_gaps, watchdog)| {
-            let count = tools.len();
-            faults(count).prop_map(move |faults| Case {
-                sim_seed,
-                entry,
-                tools: tools.clone(),
-                tail_gaps,
-                watchdog,
-                faults,
-            })
-        },
-    )
+    let shape = (
+        any::<u64>().no_shrink(),
+        entry(),
+        prop::collection::vec(tool(), 1..=4),
+        0u8..24,
+        any::<bool>(),
+        any::<bool>(),
+    );
+    shape.prop_flat_map(|(sim_seed, entry, tools, tail_gaps, watchdog, buggify)| {
+        let count = tools.len();
+        faults(count).prop_map(move |faults| Case {
+            sim_seed,
+            entry,
+            tools: tools.clone(),
+            tail_gaps,
+            watchdog,
+            buggify,
+            faults,
+        })
+    })
 }

@@ -60,6 +60,9 @@ pub struct Scenario {
     pub seed_start: u64,
     #[serde(default = "default_horizon_ms")]
     pub horizon_ms: u64,
+    /// Let the seed push the engine through its BUGGIFY fault points.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub buggify: bool,
     #[serde(default)]
     pub engine: EngineSpec,
     /// One entry per model call, in call order; calls past the end get a

@@ -5,6 +5,7 @@
 //! its sim-time horizon or event budget runs out.
 
 mod actions;
+mod buggify;
 mod caller;
 mod client;
 mod model;
@@ -102,6 +103,11 @@ impl World {
             }),
             observer: Arc::new(observer::TraceObserver(trace.clone())),
             surface: Arc::new(observer::TraceSurface(trace.clone())),
+            faults: Arc::new(buggify::SimFaultPoints::new(
+                scenario.scenario.buggify,
+                rng::SharedRng::derive(seed, "buggify"),
+                trace.clone(),
+            )),
         };
         let engine_node = engine_node(&handle, config, ports, switchboard.clone());
         let client = scenario.scenario.client.connect.then(|| {

@@ -38,11 +38,11 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[crate::check::facts::C
                 return Some(Violation::at(NAME, callback.at, format!("chat{chat}: on_start twice")))
             }
             "on_start" => {}
+            "dropped" => return check_drop(input, chat, callbacks, callback.at),
             _ if position == 0 => {
                 return Some(Violation::at(NAME, callback.at, format!("chat{chat}: {} before on_start", callback.name)))
             }
             "on_event" => {}
-            "dropped" => return check_drop(input, chat, callbacks, callback.at),
             name => terminal = Some(name),
         }
     }
@@ -64,7 +64,9 @@ fn check_drop(
     callbacks: &[crate::check::facts::CallbackFact],
     dropped_at: usize,
 ) -> Option<Violation> {
-    let began = callbacks.first().map_or(0, |callback| callback.at);
+    // From the chat() call itself: an RPC sent into a dying process is
+    // dropped before on_start, and that too is a transport break.
+    let began = input.facts.chat_called.get(&chat).copied().unwrap_or(0);
     if input.facts.evicted_between(began, dropped_at) {
         return None;
     }
