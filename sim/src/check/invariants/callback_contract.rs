@@ -38,7 +38,7 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[crate::check::facts::C
                 return Some(Violation::at(NAME, callback.at, format!("chat{chat}: on_start twice")))
             }
             "on_start" => {}
-            "dropped" => return check_drop(input, chat, callbacks, callback.at),
+            "dropped" => return check_drop(input, chat, callback.at),
             _ if position == 0 => {
                 return Some(Violation::at(NAME, callback.at, format!("chat{chat}: {} before on_start", callback.name)))
             }
@@ -58,12 +58,7 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[crate::check::facts::C
 /// its process died: an eviction came after the chat began and before the
 /// drop. (A killed process's tasks are dropped lazily, so the drop may be
 /// traced after the restart; the callback cannot outlive its process.)
-fn check_drop(
-    input: &CheckInput,
-    chat: u32,
-    callbacks: &[crate::check::facts::CallbackFact],
-    dropped_at: usize,
-) -> Option<Violation> {
+fn check_drop(input: &CheckInput, chat: u32, dropped_at: usize) -> Option<Violation> {
     // From the chat() call itself: an RPC sent into a dying process is
     // dropped before on_start, and that too is a transport break.
     let began = input.facts.chat_called.get(&chat).copied().unwrap_or(0);
