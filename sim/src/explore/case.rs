@@ -251,10 +251,11 @@ fn evict_when(when: &EvictWhen) -> When {
     }
 }
 
+/// `gaps` text deltas 40 ms apart, written as one `repeat` step.
 fn push_gaps(steps: &mut Vec<Step>, gaps: u8) {
-    for _ in 0..gaps {
-        steps.push(Step::SleepMs(RangeMs::exact(GAP_MS)));
-        steps.push(Step::TextDelta(".".into()));
+    if gaps > 0 {
+        let gap = vec![Step::SleepMs(RangeMs::exact(GAP_MS)), Step::TextDelta(".".into())];
+        steps.push(Step::Repeat { times: u32::from(gaps), steps: gap });
     }
 }
 
