@@ -95,6 +95,23 @@ pub trait Observer: Send + Sync {
     /// The session handled its last waiting input and nothing is running or
     /// armed: a host may let the process sleep.
     fn idle(&self) {}
+
+    /// Recovery gave up on an incident (called exactly once per incident,
+    /// before the terminal message goes out): the host's `onExhausted`.
+    fn on_exhausted(&self, _context: &ExhaustedContext) {}
+}
+
+/// What a host learns when recovery gives up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExhaustedContext {
+    pub incident_id: String,
+    pub root_request_id: String,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub reason: String,
+    pub terminal_message: String,
+    /// The text of the partial the interrupted turn left.
+    pub partial_text: String,
 }
 
 /// Places where the engine may take a correct but unlucky path, so a

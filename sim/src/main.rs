@@ -252,7 +252,7 @@ fn crash_points(paths: &[PathBuf], seed: u64) -> Result<ExitCode, ScenarioError>
     let mut failed = 0;
     let mut runs = 0;
     for file in &files {
-        for outcome in turnsim::crash_points::sweep(file, seed) {
+        for outcome in turnsim::crash_points::sweep(file, seed, &RegressionSet::default()) {
             runs += 1;
             if !outcome.violations.is_empty() {
                 failed += 1;

@@ -129,6 +129,11 @@ pub enum Event {
         chat: u32,
         terminal: bool,
     },
+    /// The engine called its host's `on_exhausted` hook.
+    OnExhausted {
+        incident: String,
+        reason: String,
+    },
     MessengerPost {
         delivery: String,
         text: String,
@@ -159,6 +164,7 @@ impl Event {
             | Self::CallbackInterrupted { .. }
             | Self::CallbackDropped { .. } => Lane::Caller,
             Self::MessengerPost { .. } => Lane::Messenger,
+            Self::OnExhausted { .. } => Lane::Engine,
         }
     }
 
@@ -189,6 +195,7 @@ impl Event {
             Self::CallbackInterrupted { .. } => "on_interrupted",
             Self::CallbackDropped { .. } => "dropped",
             Self::MessengerPost { .. } => "post",
+            Self::OnExhausted { .. } => "on_exhausted",
         }
     }
 
@@ -224,6 +231,7 @@ impl Event {
             Self::CallbackError { chat, message } => format!("chat{chat} {message:?}"),
             Self::CallbackDropped { chat, terminal } => format!("chat{chat} terminal={terminal}"),
             Self::MessengerPost { delivery, text } => format!("{delivery} {text:?}"),
+            Self::OnExhausted { incident, reason } => format!("{incident} {reason}"),
         }
     }
 }

@@ -204,8 +204,13 @@ impl Session {
         }
     }
 
+    /// The continuation (or recovery) that took the pending continuation is
+    /// done. A pending one it did not take — opened for a new batch while a
+    /// recovery streamed — stays, and the finalize re-check fires it.
     pub(super) fn on_continuation_finished(&mut self) {
-        self.barrier.pending = None;
+        if self.barrier.pending.as_ref().is_some_and(|pending| pending.past_coalesce) {
+            self.barrier.pending = None;
+        }
         if std::mem::take(&mut self.barrier.deferred) {
             self.open_pending();
             self.on_coalesce_timer();

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::clock;
 use crate::durable::{Alarm, InFlightTurn, Incident, TerminalStatus, TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
-use crate::ports::{FaultSite, Frame};
+use crate::ports::{ExhaustedContext, FaultSite, Frame};
 use crate::regression::Regression;
 use crate::transcript::{has_pending_interaction, leaf_assistant, Message, Part, Role, ToolState};
 
@@ -98,6 +98,10 @@ impl Session {
         };
         let (root, message_id) = (turn.root_request_id.clone(), turn.assistant.id.clone());
         let incident = turn.incident_id.clone();
+        // The settled partial: an attempt that streamed nothing leaves no step.
+        if let Some(turn) = self.turn.as_mut() {
+            drop_trailing_step_start(&mut turn.assistant);
+        }
         self.flush_in_flight(false);
         let delay_ms = self.config.recovery.alarm_delay_ms;
         self.begin_recovery(incident.as_deref(), &root, &message_id, Cause::Detected, delay_ms);
@@ -114,6 +118,12 @@ impl Session {
         cause: Cause,
         delay_ms: u64,
     ) -> bool {
+        let exhausted_before =
+            |id: &str| self.durable.incidents.get(id).is_some_and(|incident| incident.status == "exhausted");
+        if incident.is_some_and(exhausted_before) {
+            // Re-entry after the budget was spent: the terminal message went out once.
+            return false;
+        }
         let (incident, exhausted) = self.advance_incident(incident, root, cause);
         if let Some(reason) = exhausted {
             self.exhaust(incident, reason);
@@ -204,6 +214,18 @@ impl Session {
         let mut writes = vec![Write::Terminal(Some(status))];
         writes.extend(alarms);
         self.commit(writes);
+        let partial_text =
+            self.durable.messages.iter().rev().find(|message| message.role == Role::Assistant).map(Message::text);
+        let context = ExhaustedContext {
+            incident_id: incident.id.clone(),
+            root_request_id: incident.root_request_id.clone(),
+            attempt: incident.attempt,
+            max_attempts: self.config.recovery.max_attempts,
+            reason: reason.to_string(),
+            terminal_message: terminal.clone(),
+            partial_text: partial_text.unwrap_or_default(),
+        };
+        self.ports.observer.on_exhausted(&context);
         let event = EngineEvent::RecoveryExhausted {
             incident_id: incident.id,
             attempt: incident.attempt,

@@ -225,7 +225,9 @@ impl Session {
         self.timers.retry = None;
         drop_trailing_step_start(&mut turn.assistant);
         let mut writes = vec![Write::InFlight(None)];
-        if !turn.assistant.parts.is_empty() {
+        // An emptied message that was flushed must be rewritten, or the store
+        // keeps the orphan step it held.
+        if !turn.assistant.parts.is_empty() || self.durable.message(&turn.assistant.id).is_some() {
             writes.insert(0, Write::PutMessage(turn.assistant.clone()));
         }
         self.commit(writes);

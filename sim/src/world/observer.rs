@@ -15,6 +15,10 @@ impl Observer for TraceObserver {
     fn idle(&self) {
         self.0.poke();
     }
+
+    fn on_exhausted(&self, context: &turnsim_engine::ports::ExhaustedContext) {
+        self.0.record(Event::OnExhausted { incident: context.incident_id.clone(), reason: context.reason.clone() });
+    }
 }
 
 /// The chat surface a messenger posts to.

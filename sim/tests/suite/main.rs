@@ -2,6 +2,7 @@
 
 mod checkers;
 mod common;
+mod crash_points;
 mod determinism;
 mod exploration;
 mod format;

@@ -7,14 +7,14 @@ use crate::check::{CheckInput, Violation};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "callback-contract",
-    rule: "each chat() gets on_start, events, then exactly one of on_done/on_error/on_interrupted (or a transport break on eviction)",
+    rule: "each chat() gets on_start, events, then exactly one of on_done/on_error/on_interrupted (or a transport break on eviction); on_exhausted runs once per exhausted incident",
     check,
 };
 
 const NAME: &str = "callback-contract";
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let mut violations = Vec::new();
+    let mut violations = exhausted_hooks(input);
     for (chat, callbacks) in &input.facts.callbacks {
         if let Some(violation) = check_chat(input, *chat, callbacks) {
             violations.push(violation);
@@ -68,4 +68,43 @@ fn check_drop(input: &CheckInput, chat: u32, dropped_at: usize) -> Option<Violat
     let message =
         format!("chat{chat}: chat() returned with no terminal callback (no on_done, on_error or on_interrupted)");
     Some(Violation::at(NAME, dropped_at, message))
+}
+
+/// The host's `on_exhausted` runs exactly once for each incident recovery
+/// gave up on, and never for one it did not.
+fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
+    use std::collections::BTreeMap;
+    use turnsim_engine::EngineEvent;
+    let mut hooks: BTreeMap<&str, (usize, u32)> = BTreeMap::new();
+    let mut exhausted: BTreeMap<&str, usize> = BTreeMap::new();
+    for (index, traced) in input.run.events.iter().enumerate() {
+        match &traced.event {
+            crate::trace::Event::OnExhausted { incident, .. } => hooks.entry(incident).or_insert((index, 0)).1 += 1,
+            crate::trace::Event::Engine(EngineEvent::RecoveryExhausted { incident_id, .. }) => {
+                exhausted.insert(incident_id, index);
+            }
+            _ => {}
+        }
+    }
+    let mut violations = Vec::new();
+    for (incident, at) in &exhausted {
+        let calls = hooks.get(incident).map_or(0, |(_, calls)| *calls);
+        if calls != 1 {
+            violations.push(Violation::at(
+                NAME,
+                *at,
+                format!("incident {incident} exhausted with {calls} on_exhausted calls"),
+            ));
+        }
+    }
+    for (incident, (at, _)) in &hooks {
+        if !exhausted.contains_key(incident) {
+            violations.push(Violation::at(
+                NAME,
+                *at,
+                format!("on_exhausted for incident {incident}, which never exhausted"),
+            ));
+        }
+    }
+    violations
 }

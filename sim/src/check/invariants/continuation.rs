@@ -12,7 +12,7 @@ use turnsim_engine::durable::TurnKind;
 use turnsim_engine::{EngineEvent, ToolState, TurnStatus};
 
 use super::Invariant;
-use crate::check::{CheckInput, Violation};
+use crate::check::{CheckInput, Facts, Violation};
 use crate::trace::Event;
 use crate::world::RunEnd;
 
@@ -23,6 +23,11 @@ pub const INVARIANT: Invariant = Invariant {
 };
 
 const NAME: &str = "single-continuation";
+
+/// Whether any model call of the request streamed content it kept.
+fn produced_output(facts: &Facts, request_id: &str) -> bool {
+    facts.calls_for(request_id).any(|call| call.content_chunks > 0 && !call.is_truncated_finish())
+}
 
 /// The batch being answered: its tools and who continued it.
 #[derive(Default)]
@@ -56,7 +61,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut walk = Walk::default();
     for (index, traced) in input.run.events.iter().enumerate() {
         match &traced.event {
-            Event::Engine(event) => walk.on_event(index, event),
+            Event::Engine(event) => walk.on_event(&input.facts, index, event),
             // The process died: the turns it was streaming never end, but
             // none of their streams is open any more.
             Event::Evicted => walk.open_turns.clear(),
@@ -70,7 +75,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 }
 
 impl Walk {
-    fn on_event(&mut self, index: usize, event: &EngineEvent) {
+    fn on_event(&mut self, facts: &Facts, index: usize, event: &EngineEvent) {
         match event {
             EngineEvent::ToolReady { call_id, state, .. } => {
                 if self.batch.consumer.is_some() {
@@ -94,7 +99,7 @@ impl Walk {
                 }
             }
             EngineEvent::ContinuationFired { request_id } => self.on_fire(index, request_id),
-            EngineEvent::TurnStarted { request_id, kind, .. } => self.on_turn_start(index, request_id, *kind),
+            EngineEvent::TurnStarted { request_id, kind, .. } => self.on_turn_start(facts, index, request_id, *kind),
             EngineEvent::TurnFinished { request_id, status, .. } => self.on_turn_end(request_id, *status),
             _ => {}
         }
@@ -112,14 +117,15 @@ impl Walk {
         }
     }
 
-    fn on_turn_start(&mut self, index: usize, request_id: &str, kind: TurnKind) {
+    fn on_turn_start(&mut self, facts: &Facts, index: usize, request_id: &str, kind: TurnKind) {
         self.open_turns.push(request_id.to_string());
         if matches!(kind, TurnKind::User | TurnKind::Chat) {
             self.batch = Batch::default();
             return;
         }
         if let Some((previous, Some(TurnStatus::Completed))) = &self.batch.consumer {
-            if !self.batch.tools.is_empty() {
+            // A continuation that produced nothing may be retried by recovery.
+            if !self.batch.tools.is_empty() && produced_output(facts, previous) {
                 let message =
                     format!("{request_id} ({}) continued a batch that {previous} had already continued", kind.as_str());
                 self.violations.push(Violation::at(NAME, index, message));
