@@ -57,6 +57,12 @@ impl Session {
         if !error.is_retryable() || turn.attempt >= self.config.max_model_calls_http_retry {
             return self.end_turn(TurnStatus::Error, Some(error.message()));
         }
+        // Discard nothing the attempt streamed; an attempt that streamed no
+        // output leaves no empty step behind for the retry to pile onto.
+        let emptied = !turn.attempt_output && turn.assistant.parts.len() > turn.part_floor;
+        if !turn.attempt_output {
+            turn.assistant.parts.truncate(turn.part_floor);
+        }
         super::turn::drop_trailing_step_start(&mut turn.assistant);
         turn.phase = Phase::RetryWait;
         let slow = self.ports.faults.fire(crate::ports::FaultSite::SlowRetryBackoff);
@@ -68,6 +74,9 @@ impl Session {
             reason: error.message(),
         };
         self.observe(event);
+        if emptied && self.durable.in_flight.as_ref().is_some_and(|in_flight| in_flight.stream_started) {
+            self.flush_in_flight(false);
+        }
         self.timers.retry = Some(clock::now() + Duration::from_millis(delay_ms));
     }
 
@@ -133,9 +142,14 @@ fn tool_ids(parts: &[Part]) -> Vec<String> {
         .collect()
 }
 
-/// Text, reasoning or tool content (a `step-start` alone is not content).
+/// Text, reasoning or tool content: a `step-start`, or a text part that
+/// never got a delta, is not output.
 fn has_content(parts: &[Part]) -> bool {
-    parts.iter().any(|part| !matches!(part, Part::StepStart))
+    parts.iter().any(|part| match part {
+        Part::StepStart => false,
+        Part::Text { text, .. } | Part::Reasoning { text, .. } => !text.is_empty(),
+        Part::Tool(_) => true,
+    })
 }
 
 #[cfg(test)]

@@ -71,14 +71,16 @@ impl Session {
             return;
         };
         turn.assistant.apply_chunk(&chunk);
-        turn.attempt_output = true;
-        turn.produced_output = true;
+        if is_content(&chunk) {
+            turn.attempt_output = true;
+            turn.produced_output = true;
+        }
         turn.unflushed_chunks += 1;
         let request_id = turn.request_id.clone();
         if let Some(callback) = turn.callback.as_mut() {
             callback.on_event(&chunk);
         }
-        let first_flush = turn.unflushed_chunks == 1 && !turn.flushed_once;
+        let first_flush = turn.attempt_output && !turn.flushed_once;
         let periodic = turn.unflushed_chunks >= FLUSH_EVERY_CHUNKS;
         let is_tool_call = matches!(chunk, Chunk::ToolCall { .. });
         let flush_due = first_flush || is_tool_call || (periodic && !self.buggify(FaultSite::SkipProgressFlush));
@@ -286,4 +288,12 @@ impl Session {
         }
         self.start_attempt();
     }
+}
+
+/// Chunks that carry output (what token counts measure), not bare framing.
+fn is_content(chunk: &Chunk) -> bool {
+    matches!(
+        chunk,
+        Chunk::TextDelta { .. } | Chunk::ReasoningDelta { .. } | Chunk::ToolInputDelta { .. } | Chunk::ToolCall { .. }
+    )
 }

@@ -145,7 +145,7 @@ fn load_fixture(dir: &Path, name: &str) -> Result<Vec<Step>, String> {
 }
 
 /// Stall, cut, truncate and HTTP faults rewrite the script of their call.
-fn apply_script_fault(fault: &Fault, calls: &mut Vec<Vec<Op>>) -> Result<(), String> {
+pub(crate) fn apply_script_fault(fault: &Fault, calls: &mut Vec<Vec<Op>>) -> Result<(), String> {
     let (call, after_chunk, op) = match fault {
         Fault::Stall(point) => (point.call, point.after_chunk, Op::Park),
         Fault::Cut(point) => (point.call, point.after_chunk, Op::Cut),
@@ -155,7 +155,7 @@ fn apply_script_fault(fault: &Fault, calls: &mut Vec<Vec<Op>>) -> Result<(), Str
         Fault::HttpError(http) => {
             (http.call, http.after_chunk, Op::Http { status: http.status, message: "injected".into() })
         }
-        Fault::Evict(_) => return Ok(()),
+        Fault::Evict(_) | Fault::Random(_) => return Ok(()),
     };
     if call == 0 {
         return Err("fault `call` counts from 1".into());

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turnsim_engine::{EngineConfig, RecoveryConfig, ToolKind};
 
+pub(crate) use load::apply_script_fault;
 pub use load::{default_reply, load_paths, load_scenario, parse_scenario, ScenarioError, ScenarioFile};
 pub use model_script::{compile, Finalize, FinishStep, Op, Step, ToolStep};
 pub use range::RangeMs;
@@ -436,6 +437,34 @@ pub enum Fault {
     HttpError(HttpFault),
     /// The engine process is killed and restarted.
     Evict(EvictFault),
+    /// Faults drawn per seed: each kind happens once with its probability,
+    /// at a point the seed picks.
+    Random(RandomFaults),
+}
+
+/// Probabilities (0 to 1) per fault kind, drawn per seed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFaults {
+    #[serde(default)]
+    pub stall: f64,
+    #[serde(default)]
+    pub cut: f64,
+    #[serde(default)]
+    pub truncate: f64,
+    #[serde(default)]
+    pub http_error: f64,
+    #[serde(default)]
+    pub evict: f64,
+    #[serde(default)]
+    pub disconnect: f64,
+    /// Timed faults (evict, disconnect) land in `0..window_ms`.
+    #[serde(default = "default_random_window")]
+    pub window_ms: u64,
+}
+
+fn default_random_window() -> u64 {
+    3_000
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -10,6 +10,7 @@ mod caller;
 mod client;
 mod model;
 mod observer;
+mod random_faults;
 pub mod rng;
 mod store;
 mod switchboard;
@@ -62,8 +63,14 @@ pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> R
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let mut config = scenario.scenario.engine_config();
     config.regressions = regressions.clone();
-    let scenario = scenario.clone();
-    runtime.block_on(async move { World::build(scenario, seed, config).run(seed).await })
+    let (scenario, drawn) = random_faults::materialise(scenario, seed);
+    runtime.block_on(async move {
+        let world = World::build(scenario, seed, config);
+        for line in drawn {
+            world.trace.record(crate::trace::Event::Action { what: line });
+        }
+        world.run(seed).await
+    })
 }
 
 /// Shared parts of the world, cheap to clone into tasks.
