@@ -79,7 +79,11 @@ fn script_fault(rng: &SharedRng, kind: &str, calls: &[Vec<Op>]) -> Fault {
         "stall" => Fault::Stall(point),
         "cut" => Fault::Cut(point),
         "truncate" => Fault::Truncate(point),
-        _ => Fault::HttpError(HttpFault { call, after_chunk, status: if after_chunk % 2 == 0 { 429 } else { 503 } }),
+        _ => Fault::HttpError(HttpFault {
+            call,
+            after_chunk,
+            status: if after_chunk.is_multiple_of(2) { 429 } else { 503 },
+        }),
     }
 }
 
