@@ -61,6 +61,10 @@ pub struct Scenario {
     pub seed_start: u64,
     #[serde(default = "default_horizon_ms")]
     pub horizon_ms: u64,
+    /// Once the last scripted action or fault is done, the world must settle
+    /// within this much sim time (the liveness phase).
+    #[serde(default = "default_converge_within_ms")]
+    pub converge_within_ms: u64,
     /// Let the seed push the engine through its BUGGIFY fault points.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub buggify: bool,
@@ -88,6 +92,13 @@ fn is_zero(value: &u64) -> bool {
 
 fn default_seeds() -> u64 {
     64
+}
+
+/// Sim time the world has to settle after faults stop.
+pub const DEFAULT_CONVERGE_WITHIN_MS: u64 = 15 * 60 * 1_000;
+
+fn default_converge_within_ms() -> u64 {
+    DEFAULT_CONVERGE_WITHIN_MS
 }
 
 fn default_horizon_ms() -> u64 {

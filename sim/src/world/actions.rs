@@ -36,9 +36,13 @@ impl World {
     fn spawn_when(&self, when: &When, rng: &SharedRng, act: impl std::future::Future<Output = ()> + Send + 'static) {
         let busy = self.busy.clone();
         let trace = self.trace.clone();
-        // The world re-checks quiescence on trace activity: say when work ends.
+        let healed_at_us = self.healed_at_us.clone();
+        // The world re-checks quiescence on trace activity: say when work ends,
+        // and when the last scripted work ends, that faults have healed.
         let done = move |busy: &std::sync::atomic::AtomicUsize| {
-            busy.fetch_sub(1, Ordering::SeqCst);
+            if busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+                healed_at_us.store(crate::trace::sim_now().as_micros() as u64, Ordering::SeqCst);
+            }
             trace.poke();
         };
         match when {

@@ -42,6 +42,9 @@ pub enum RunEnd {
     Quiescent,
     /// The sim-time horizon passed with work still outstanding.
     Horizon,
+    /// Faults stopped, but the world did not settle within the scenario's
+    /// convergence window after the last one (the liveness phase failed).
+    NotConverged,
     /// The event budget ran out (a livelock).
     EventBudget,
 }
@@ -86,6 +89,8 @@ pub(crate) struct World {
     model_node_id: madsim::task::NodeId,
     /// Scripted actions and faults not yet finished.
     busy: Arc<AtomicUsize>,
+    /// When scripted work last ran out (sim µs): faults healed from then on.
+    healed_at_us: Arc<std::sync::atomic::AtomicU64>,
     /// Between an eviction and its restart.
     engine_down: Arc<std::sync::atomic::AtomicBool>,
     seed: u64,
@@ -137,6 +142,7 @@ impl World {
             model_node_id,
             busy: Arc::new(AtomicUsize::new(0)),
             engine_down: Default::default(),
+            healed_at_us: Default::default(),
             seed,
         }
     }
@@ -174,9 +180,14 @@ impl World {
     }
 
     /// Waits for quiescence: the engine idle, the client and every scripted
-    /// action done. Re-checks after every traced event.
+    /// action done. Re-checks after every traced event. Two phases, as in
+    /// TigerBeetle's VOPR: while scripted actions and faults are still
+    /// landing (safety), only the horizon bounds the run; once the last one
+    /// is done (faults healed), the world must settle within the scenario's
+    /// convergence window (liveness).
     async fn wait_until_settled(&self) -> RunEnd {
         let horizon = Duration::from_millis(self.scenario.scenario.horizon_ms);
+        let window = Duration::from_millis(self.scenario.scenario.converge_within_ms);
         loop {
             if self.trace.overflowed() {
                 return RunEnd::EventBudget;
@@ -184,13 +195,16 @@ impl World {
             if self.is_quiescent() {
                 return RunEnd::Quiescent;
             }
-            let Some(left) = horizon.checked_sub(sim_now()) else {
-                return RunEnd::Horizon;
+            let healed = self.busy.load(Ordering::SeqCst) == 0;
+            let converge_by = Duration::from_micros(self.healed_at_us.load(Ordering::SeqCst)) + window;
+            let deadline = if healed { horizon.min(converge_by) } else { horizon };
+            let Some(left) = deadline.checked_sub(sim_now()) else {
+                return if healed && converge_by < horizon { RunEnd::NotConverged } else { RunEnd::Horizon };
             };
             tokio::select! {
                 biased;
                 _ = self.trace.changed() => {}
-                _ = tokio::time::sleep(left) => return RunEnd::Horizon,
+                _ = tokio::time::sleep(left) => {}
             }
         }
     }

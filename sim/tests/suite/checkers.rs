@@ -668,6 +668,14 @@ fn converges_fires_when_the_horizon_passes() {
 }
 
 #[test]
+fn converges_fires_when_the_world_does_not_settle_after_faults_stop() {
+    let run = Run::committed("continuation-single-client-tool", CONVERGES);
+    let mut broken = run.broken();
+    broken.end = RunEnd::NotConverged;
+    run.assert_fires(CONVERGES, &broken, "faults stopped but the world did not settle");
+}
+
+#[test]
 fn converges_fires_when_the_event_budget_runs_out() {
     let run = Run::committed("continuation-single-client-tool", CONVERGES);
     let mut broken = run.broken();

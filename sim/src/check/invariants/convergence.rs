@@ -24,6 +24,10 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             format!("did not settle within {} ms of sim time; engine: {state}", input.scenario.scenario.horizon_ms)
         }
         RunEnd::EventBudget => format!("exceeded the event budget (a livelock); engine: {state}"),
+        RunEnd::NotConverged => format!(
+            "faults stopped but the world did not settle within {} ms; engine: {state}",
+            input.scenario.scenario.converge_within_ms
+        ),
     };
     vec![Violation { check: INVARIANT.name.into(), message, at_event: run.events.len().checked_sub(1) }]
 }
