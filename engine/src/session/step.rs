@@ -188,11 +188,7 @@ impl Session {
                 _ => None,
             })
             .filter(|tool| self.config.tool_kind(&tool.tool_name) == ToolKind::Server)
-            .map(|tool| ServerToolCall {
-                call_id: tool.call_id.clone(),
-                tool_name: tool.tool_name.clone(),
-                input: tool.input.clone().unwrap_or_default(),
-            })
+            .map(server_tool_call)
             .collect();
         self.execute_server_tools(calls)
     }
@@ -202,16 +198,8 @@ impl Session {
         let Some(turn) = self.turn.as_ref() else {
             return false;
         };
-        let calls: Vec<ServerToolCall> = turn
-            .assistant
-            .tools()
-            .filter(|tool| tool.state == ToolState::ApprovalResponded)
-            .map(|tool| ServerToolCall {
-                call_id: tool.call_id.clone(),
-                tool_name: tool.tool_name.clone(),
-                input: tool.input.clone().unwrap_or_default(),
-            })
-            .collect();
+        let approved = turn.assistant.tools().filter(|tool| tool.state == ToolState::ApprovalResponded);
+        let calls: Vec<ServerToolCall> = approved.map(server_tool_call).collect();
         self.execute_server_tools(calls)
     }
 
@@ -287,6 +275,14 @@ impl Session {
             return self.end_turn(TurnStatus::Error, Some("the turn exceeded its step limit".into()));
         }
         self.start_attempt();
+    }
+}
+
+fn server_tool_call(tool: &crate::transcript::ToolPart) -> ServerToolCall {
+    ServerToolCall {
+        call_id: tool.call_id.clone(),
+        tool_name: tool.tool_name.clone(),
+        input: tool.input.clone().unwrap_or_default(),
     }
 }
 

@@ -61,15 +61,7 @@ fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violatio
         ("exhausted", expected.exhausted, engine("recovery.exhausted")),
         ("parked", expected.parked, engine("recovery.parked")),
     ];
-    actual
-        .into_iter()
-        .filter_map(|(field, expected, actual)| {
-            let expected = expected?;
-            (expected != actual).then(|| {
-                Violation::new(&format!("expect.recovery.{field}"), format!("expected {expected}, got {actual}"))
-            })
-        })
-        .collect()
+    compare_optional("recovery", actual)
 }
 
 fn check_tools(input: &CheckInput) -> Vec<Violation> {
@@ -142,13 +134,21 @@ fn check_barrier(input: &CheckInput) -> Vec<Violation> {
     };
     let fields =
         [("pending", expected.pending, actual.pending), ("timer_armed", expected.timer_armed, actual.timer_armed)];
-    fields
-        .into_iter()
-        .filter_map(|(field, expected, actual)| {
-            let expected = expected?;
-            (expected != actual).then(|| {
-                Violation::new(&format!("expect.barrier.{field}"), format!("expected {expected}, got {actual}"))
-            })
+    compare_optional("barrier", fields)
+}
+
+/// Fields of an expectation that are checked only where the scenario gives them.
+fn compare_optional<T: PartialEq + std::fmt::Display>(
+    group: &str,
+    fields: impl IntoIterator<Item = (&'static str, Option<T>, T)>,
+) -> Vec<Violation> {
+    let differing = fields.into_iter().filter_map(|(field, expected, actual)| {
+        let expected = expected?;
+        (expected != actual).then(|| (field, expected, actual))
+    });
+    differing
+        .map(|(field, expected, actual)| {
+            Violation::new(&format!("expect.{group}.{field}"), format!("expected {expected}, got {actual}"))
         })
         .collect()
 }
