@@ -144,7 +144,7 @@ fn compare_optional<T: PartialEq + std::fmt::Display>(
 ) -> Vec<Violation> {
     let differing = fields.into_iter().filter_map(|(field, expected, actual)| {
         let expected = expected?;
-        (expected != actual).then(|| (field, expected, actual))
+        (expected != actual).then_some((field, expected, actual))
     });
     differing
         .map(|(field, expected, actual)| {
