@@ -84,7 +84,7 @@ impl World {
                     }
                     Via::Chat => {
                         self.trace.record(Event::ChatCalled { chat: chat_id });
-                        let callback = Box::new(SimCallback::new(chat_id, self.trace.clone()));
+                        let callback = Box::new(SimCallback::new(chat_id, self.trace.clone(), self.open_chats.clone()));
                         // The RPC leaves from the caller's node.
                         let call = async move { engine.chat(&message.text, options, callback) };
                         let _ = self.caller_node.spawn(call).await;

@@ -3,6 +3,9 @@
 //! is traced too: after an eviction that is the transport break the caller
 //! observes; otherwise it is a turn that ended silently.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use turnsim_engine::{Chunk, StreamCallback};
 
 use crate::trace::{Event, Trace};
@@ -11,11 +14,23 @@ pub struct SimCallback {
     chat: u32,
     trace: Trace,
     terminal: bool,
+    /// Chats still waiting for their outcome: the world is not quiescent
+    /// while one waits (a callback stuck in a dead process's inbox is
+    /// released, and traced, when that process's tasks are dropped).
+    open_chats: Arc<AtomicUsize>,
 }
 
 impl SimCallback {
-    pub fn new(chat: u32, trace: Trace) -> Self {
-        Self { chat, trace, terminal: false }
+    pub fn new(chat: u32, trace: Trace, open_chats: Arc<AtomicUsize>) -> Self {
+        open_chats.fetch_add(1, Ordering::SeqCst);
+        Self { chat, trace, terminal: false, open_chats }
+    }
+
+    fn settle(&mut self) {
+        if !std::mem::replace(&mut self.terminal, true) {
+            self.open_chats.fetch_sub(1, Ordering::SeqCst);
+            self.trace.poke();
+        }
     }
 }
 
@@ -29,17 +44,17 @@ impl StreamCallback for SimCallback {
     }
 
     fn on_done(&mut self) {
-        self.terminal = true;
+        self.settle();
         self.trace.record(Event::CallbackDone { chat: self.chat });
     }
 
     fn on_error(&mut self, message: &str) {
-        self.terminal = true;
+        self.settle();
         self.trace.record(Event::CallbackError { chat: self.chat, message: message.to_string() });
     }
 
     fn on_interrupted(&mut self) {
-        self.terminal = true;
+        self.settle();
         self.trace.record(Event::CallbackInterrupted { chat: self.chat });
     }
 }
@@ -48,6 +63,7 @@ impl Drop for SimCallback {
     fn drop(&mut self) {
         if !self.terminal {
             self.trace.record(Event::CallbackDropped { chat: self.chat, terminal: false });
+            self.settle();
         }
     }
 }

@@ -89,6 +89,8 @@ pub(crate) struct World {
     model_node_id: madsim::task::NodeId,
     /// Scripted actions and faults not yet finished.
     busy: Arc<AtomicUsize>,
+    /// `chat()` calls still waiting for their outcome.
+    open_chats: Arc<AtomicUsize>,
     /// When scripted work last ran out (sim µs): faults healed from then on.
     healed_at_us: Arc<std::sync::atomic::AtomicU64>,
     /// Between an eviction and its restart.
@@ -143,6 +145,7 @@ impl World {
             busy: Arc::new(AtomicUsize::new(0)),
             engine_down: Default::default(),
             healed_at_us: Default::default(),
+            open_chats: Default::default(),
             seed,
         }
     }
@@ -210,7 +213,7 @@ impl World {
     }
 
     fn is_quiescent(&self) -> bool {
-        if self.busy.load(Ordering::SeqCst) > 0 {
+        if self.busy.load(Ordering::SeqCst) > 0 || self.open_chats.load(Ordering::SeqCst) > 0 {
             return false;
         }
         if self.client.as_ref().is_some_and(|client| client.outstanding() > 0) {
