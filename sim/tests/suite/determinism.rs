@@ -56,3 +56,51 @@ fn different_seeds_give_varied_traces() {
         distinct.len()
     );
 }
+
+#[test]
+fn a_sweep_reports_the_same_runs_at_any_jobs() {
+    use turnsim::runner::{execute, Plan};
+    let plan = |jobs| Plan {
+        files: all_scenarios(),
+        seeds: Some(8),
+        seed_start: Some(500),
+        jobs,
+        shard: None,
+        regressions: RegressionSet::of([turnsim_engine::Regression::NoStreamActiveGate]),
+    };
+    let summary = |jobs| {
+        let outcomes = execute(&plan(jobs), &|_, _| {});
+        outcomes
+            .iter()
+            .map(|outcome| {
+                format!(
+                    "{} {} {:?} {:?} {}",
+                    outcome.scenario, outcome.seed, outcome.end, outcome.violations, outcome.sim_ms
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let one = summary(1);
+    assert!(one.iter().any(|line| line.contains("Violation")), "the sweep should include failures to compare");
+    assert_eq!(one, summary(2), "--jobs 2 reported different runs than --jobs 1");
+    assert_eq!(one, summary(3), "--jobs 3 reported different runs than --jobs 1");
+}
+
+#[test]
+fn shards_cover_the_work_exactly_once() {
+    use turnsim::runner::{Plan, Shard};
+    let plan = |shard| Plan {
+        files: all_scenarios(),
+        seeds: Some(5),
+        seed_start: None,
+        jobs: 1,
+        shard,
+        regressions: RegressionSet::default(),
+    };
+    let mut covered: Vec<(usize, u64)> =
+        (1..=3).flat_map(|index| plan(Some(Shard { index, count: 3 })).work()).collect();
+    covered.sort();
+    let mut all = plan(None).work();
+    all.sort();
+    assert_eq!(covered, all, "three shards must cover every (scenario, seed) once");
+}
