@@ -147,7 +147,7 @@ enum ListWhat {
 }
 
 /// Fault kinds a scenario can script (`faults:` and `actions:`).
-const FAULT_KINDS: [(&str, &str); 7] = [
+const FAULT_KINDS: [(&str, &str); 8] = [
     ("stall", "the model stream parks after chunk k of call n (the watchdog's case)"),
     ("cut", "the provider connection drops after chunk k of call n"),
     ("truncate", "the provider ends the step after chunk k: finish-step unknown, 0 tokens"),
@@ -155,6 +155,7 @@ const FAULT_KINDS: [(&str, &str); 7] = [
     ("evict", "the engine process is killed at a time or trigger and restarted later"),
     ("disconnect", "the client drops its connection and reconnects later"),
     ("park", "a model step that never resolves, written in the script itself"),
+    ("random", "per seed: each kind above happens with a probability, at a point the seed picks"),
 ];
 
 fn main() -> ExitCode {
