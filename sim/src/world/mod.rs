@@ -47,6 +47,8 @@ pub enum RunEnd {
     NotConverged,
     /// The event budget ran out (a livelock).
     EventBudget,
+    /// Something panicked: the engine, or the world around it.
+    Panicked,
 }
 
 /// Everything a run leaves behind for the checkers.
@@ -59,20 +61,47 @@ pub struct RunRecord {
     /// The engine's in-memory state at the end (`None`: process down).
     pub final_inspection: Option<Inspection>,
     pub sim_ms: u64,
+    /// The panic's message, when the run panicked.
+    pub panic: Option<String>,
 }
 
 /// Runs one scenario on one seed.
 pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> RunRecord {
-    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let mut config = scenario.scenario.engine_config();
     config.regressions = regressions.clone();
     let (scenario, drawn) = random_faults::materialise(scenario, seed);
-    runtime.block_on(async move {
-        let world = World::build(scenario, seed, config);
-        for line in drawn {
-            world.trace.record(crate::trace::Event::Action { what: line });
-        }
-        world.run(seed).await
+    let trace = Trace::new(EVENT_BUDGET);
+    let world_trace = trace.clone();
+    let ran = guarded(move || {
+        let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+        runtime.block_on(async move {
+            let world = World::build(scenario, seed, config, world_trace);
+            for line in drawn {
+                world.trace.record(crate::trace::Event::Action { what: line });
+            }
+            world.run(seed).await
+        })
+    });
+    ran.unwrap_or_else(|message| RunRecord {
+        seed,
+        events: trace.take(),
+        end: RunEnd::Panicked,
+        final_state: DurableState::default(),
+        final_inspection: None,
+        sim_ms: 0,
+        panic: Some(message),
+    })
+}
+
+/// Runs `run`, turning a panic (in the engine, or the world) into its
+/// message: one broken seed is a reported failure, not a crashed sweep.
+pub fn guarded<T>(run: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|text| text.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string())
     })
 }
 
@@ -99,8 +128,7 @@ pub(crate) struct World {
 }
 
 impl World {
-    fn build(scenario: ScenarioFile, seed: u64, config: EngineConfig) -> Self {
-        let trace = Trace::new(EVENT_BUDGET);
+    fn build(scenario: ScenarioFile, seed: u64, config: EngineConfig, trace: Trace) -> Self {
         let handle = Handle::current();
         let store = Arc::new(store::SimStore::new(trace.clone()));
         let switchboard = Switchboard::default();
@@ -165,6 +193,7 @@ impl World {
             final_state: self.store.snapshot(),
             final_inspection,
             sim_ms: sim_now().as_millis() as u64,
+            panic: None,
         };
         self.tear_down(&[client_node.id(), self.engine_node.id(), self.caller_node.id(), self.model_node_id]).await;
         record
@@ -237,4 +266,17 @@ fn engine_node(handle: &Handle, config: EngineConfig, ports: Ports, switchboard:
             }
         })
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guarded;
+
+    #[test]
+    fn a_panicking_run_becomes_its_message() {
+        assert_eq!(guarded(|| 7), Ok(7));
+        assert_eq!(guarded(|| -> u8 { panic!("engine bug") }), Err("engine bug".to_string()));
+        let seed = 3;
+        assert_eq!(guarded(|| -> u8 { panic!("bug on seed {seed}") }), Err("bug on seed 3".to_string()));
+    }
 }

@@ -676,6 +676,15 @@ fn converges_fires_when_the_world_does_not_settle_after_faults_stop() {
 }
 
 #[test]
+fn converges_fires_when_the_run_panicked() {
+    let run = Run::committed("continuation-single-client-tool", CONVERGES);
+    let mut broken = run.broken();
+    broken.end = RunEnd::Panicked;
+    broken.panic = Some("index out of bounds".into());
+    run.assert_fires(CONVERGES, &broken, "the run panicked: index out of bounds");
+}
+
+#[test]
 fn converges_fires_when_the_event_budget_runs_out() {
     let run = Run::committed("continuation-single-client-tool", CONVERGES);
     let mut broken = run.broken();

@@ -8,7 +8,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "converges",
-    rule: "every run settles (no open turn, nothing armed) within its horizon and event budget",
+    rule: "every run settles (no open turn, nothing armed) within its horizon and event budget, without a panic",
     check,
 };
 
@@ -24,6 +24,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             format!("did not settle within {} ms of sim time; engine: {state}", input.scenario.scenario.horizon_ms)
         }
         RunEnd::EventBudget => format!("exceeded the event budget (a livelock); engine: {state}"),
+        RunEnd::Panicked => format!("the run panicked: {}", run.panic.as_deref().unwrap_or("?")),
         RunEnd::NotConverged => format!(
             "faults stopped but the world did not settle within {} ms; engine: {state}",
             input.scenario.scenario.converge_within_ms
