@@ -703,6 +703,16 @@ fn no_lost_work_fires_when_a_stored_user_message_is_gone() {
 }
 
 #[test]
+fn no_lost_work_fires_when_an_applied_call_is_gone_from_the_store() {
+    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
+    let mut broken = run.broken();
+    message_mut(&mut broken, "m3")
+        .parts
+        .retain(|part| !matches!(part, Part::Tool(tool) if tool.call_id == "tc-client-1"));
+    run.assert_fires(NO_LOST_WORK, &broken, "tc-client-1 was applied as output-available but is gone");
+}
+
+#[test]
 fn no_lost_work_fires_when_an_applied_result_is_stored_as_an_error() {
     let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
     let mut broken = run.broken();

@@ -39,20 +39,32 @@ fn lost_messages(input: &CheckInput) -> Vec<Violation> {
 }
 
 /// The last state each tool result set, against the stored transcript. A
-/// part a truncated attempt discarded is exempt: its call no longer exists.
+/// call the engine discarded with a truncated attempt is exempt: it no longer
+/// exists. Any other applied call missing from the store was lost.
 fn lost_results(input: &CheckInput) -> Vec<Violation> {
     let mut applied: BTreeMap<&str, (usize, ToolState)> = BTreeMap::new();
     for (index, traced) in input.run.events.iter().enumerate() {
-        if let Event::Engine(EngineEvent::ToolApplied { call_id, state, .. }) = &traced.event {
-            if *state != ToolState::InputAvailable {
+        match &traced.event {
+            Event::Engine(EngineEvent::ToolApplied { call_id, state, .. }) if *state != ToolState::InputAvailable => {
                 applied.insert(call_id, (index, *state));
             }
+            Event::Engine(EngineEvent::EmptyFinish { discarded_tools, .. }) => {
+                for call_id in discarded_tools {
+                    applied.remove(call_id.as_str());
+                }
+            }
+            _ => {}
         }
     }
     let messages = &input.run.final_state.messages;
     let mut violations = Vec::new();
     for (call_id, (index, state)) in applied {
         let Some(tool) = messages.iter().find_map(|message| message.tool(call_id)) else {
+            violations.push(Violation::at(
+                NAME,
+                index,
+                format!("{call_id} was applied as {} but is gone", state.as_str()),
+            ));
             continue;
         };
         let kept = tool.state == state || (state == ToolState::ApprovalResponded && tool.state.is_output());
