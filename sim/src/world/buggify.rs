@@ -25,8 +25,14 @@ impl SimFaultPoints {
     /// `enabled: false` gives a world with every site off.
     pub fn new(enabled: bool, rng: SharedRng, trace: Trace) -> Self {
         let percent = RangeMs { min: 0, max: 99 };
-        let active =
+        let active: BTreeMap<FaultSite, bool> =
             ALL_FAULT_SITES.into_iter().map(|site| (site, enabled && rng.sample(percent) < SITE_ON_PERCENT)).collect();
+        if enabled {
+            // Say up front which sites this seed switched on.
+            let on: Vec<&str> = active.iter().filter(|(_, on)| **on).map(|(site, _)| site.name()).collect();
+            let sites = if on.is_empty() { "none".to_string() } else { on.join(", ") };
+            trace.record(Event::Action { what: format!("buggify sites on: {sites}") });
+        }
         Self { active, rng, trace }
     }
 }
