@@ -112,6 +112,14 @@ impl Chunk {
         }
     }
 
+    /// Carries output (what token counts measure), not bare framing.
+    pub fn is_output(&self) -> bool {
+        matches!(
+            self,
+            Self::TextDelta { .. } | Self::ReasoningDelta { .. } | Self::ToolInputDelta { .. } | Self::ToolCall { .. }
+        )
+    }
+
     /// A short stable rendering for timelines: the kind and the chunk's key field.
     pub fn summary(&self) -> String {
         match self {

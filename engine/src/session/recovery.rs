@@ -98,10 +98,6 @@ impl Session {
         };
         let (root, message_id) = (turn.root_request_id.clone(), turn.assistant.id.clone());
         let incident = turn.incident_id.clone();
-        // The settled partial: an attempt that streamed nothing leaves no step.
-        if let Some(turn) = self.turn.as_mut() {
-            drop_trailing_step_start(&mut turn.assistant);
-        }
         self.flush_in_flight(false);
         let delay_ms = self.config.recovery.alarm_delay_ms;
         self.begin_recovery(incident.as_deref(), &root, &message_id, Cause::Detected, delay_ms);

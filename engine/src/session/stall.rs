@@ -59,7 +59,6 @@ impl Session {
         }
         // Discard nothing the attempt streamed; an attempt that streamed no
         // output leaves no empty step behind for the retry to pile onto.
-        let emptied = !turn.attempt_output && turn.assistant.parts.len() > turn.part_floor;
         if !turn.attempt_output {
             turn.assistant.parts.truncate(turn.part_floor);
         }
@@ -74,7 +73,8 @@ impl Session {
             reason: error.message(),
         };
         self.observe(event);
-        if emptied && self.durable.in_flight.as_ref().is_some_and(|in_flight| in_flight.stream_started) {
+        // What the store holds of this attempt must not outlive it either.
+        if self.durable.in_flight.as_ref().is_some_and(|in_flight| in_flight.stream_started) {
             self.flush_in_flight(false);
         }
         self.timers.retry = Some(clock::now() + Duration::from_millis(delay_ms));

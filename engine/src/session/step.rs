@@ -71,7 +71,7 @@ impl Session {
             return;
         };
         turn.assistant.apply_chunk(&chunk);
-        if is_content(&chunk) {
+        if chunk.is_output() {
             turn.attempt_output = true;
             turn.produced_output = true;
         }
@@ -85,29 +85,38 @@ impl Session {
         let is_tool_call = matches!(chunk, Chunk::ToolCall { .. });
         let flush_due = first_flush || is_tool_call || (periodic && !self.buggify(FaultSite::SkipProgressFlush));
         let ready = match &chunk {
-            Chunk::ToolCall { id, .. } => Some(id.clone()),
+            Chunk::ToolCall { id, .. } => self.ready_tool(id),
             _ => None,
         };
         self.broadcast(Frame::Chunk { request_id, chunk });
         if flush_due {
             self.flush_in_flight(true);
         }
-        if let Some(call_id) = ready {
-            self.on_tool_ready(&call_id);
+        // Told only after the flush: an approval request is durable before
+        // the client is asked.
+        if let Some(frame) = ready {
+            self.broadcast(frame);
         }
     }
 
-    /// Persists the in-flight message; `progress` bumps the durable progress
-    /// counter recovery reads (new output or results, not a re-persist).
+    /// Persists the in-flight message as it would settle (no trailing empty
+    /// step); `progress` bumps the durable progress counter recovery reads
+    /// (new output or results, not a re-persist).
     pub(super) fn flush_in_flight(&mut self, progress: bool) {
         let Some(turn) = self.turn.as_mut() else {
             return;
         };
         turn.unflushed_chunks = 0;
         turn.flushed_once = true;
-        let mut writes = vec![Write::PutMessage(turn.assistant.clone())];
-        if progress {
-            writes.push(Write::Progress(self.durable.progress + 1));
+        let mut settled = turn.assistant.clone();
+        super::turn::drop_trailing_step_start(&mut settled);
+        let mut writes = Vec::new();
+        // A re-persist of what the store holds writes (and bumps) nothing.
+        if self.durable.message(&settled.id) != Some(&settled) {
+            writes.push(Write::PutMessage(settled));
+            if progress {
+                writes.push(Write::Progress(self.durable.progress + 1));
+            }
         }
         if let Some(mut in_flight) = self.durable.in_flight.clone().filter(|in_flight| !in_flight.stream_started) {
             in_flight.stream_started = true;
@@ -116,30 +125,23 @@ impl Session {
         self.commit(writes);
     }
 
-    /// A tool call became `input-available` in the live stream.
-    fn on_tool_ready(&mut self, call_id: &str) {
-        let Some(turn) = self.turn.as_mut() else {
-            return;
-        };
-        let Some(tool) = turn.assistant.tool(call_id) else {
-            return;
-        };
+    /// A tool call became `input-available` in the live stream: an approval
+    /// tool now awaits approval. Returns the frame that tells the client,
+    /// for the caller to send once the state is flushed.
+    fn ready_tool(&mut self, call_id: &str) -> Option<Frame> {
+        let turn = self.turn.as_mut()?;
+        let tool = turn.assistant.tool(call_id)?;
         let tool_name = tool.tool_name.clone();
         if tool.state != ToolState::InputAvailable {
-            return;
+            return None;
         }
         let mut state = ToolState::InputAvailable;
         if self.config.tool_kind(&tool_name) == ToolKind::Approval {
             turn.assistant.request_approval(call_id, &format!("approval-{call_id}"));
             state = ToolState::ApprovalRequested;
         }
-        if state == ToolState::ApprovalRequested {
-            // The client is about to be asked: the request must be durable.
-            self.flush_in_flight(false);
-        }
         self.observe(EngineEvent::ToolReady { call_id: call_id.to_string(), tool_name: tool_name.clone(), state });
-        let frame = Frame::Tool { call_id: call_id.to_string(), tool_name, state };
-        self.broadcast(frame);
+        Some(Frame::Tool { call_id: call_id.to_string(), tool_name, state })
     }
 
     fn on_finish_step(&mut self, reason: FinishReason, usage: Usage) {
@@ -152,10 +154,11 @@ impl Session {
             Some(turn) => turn.assistant.finalise_streamed_tools(),
             None => return,
         };
-        for call_id in &finalised {
-            self.on_tool_ready(call_id);
-        }
+        let frames: Vec<Frame> = finalised.iter().filter_map(|call_id| self.ready_tool(call_id)).collect();
         self.flush_in_flight(true);
+        for frame in frames {
+            self.broadcast(frame);
+        }
         if !self.run_step_server_tools() {
             self.end_turn(TurnStatus::Completed, None);
         }
@@ -284,12 +287,4 @@ fn server_tool_call(tool: &crate::transcript::ToolPart) -> ServerToolCall {
         tool_name: tool.tool_name.clone(),
         input: tool.input.clone().unwrap_or_default(),
     }
-}
-
-/// Chunks that carry output (what token counts measure), not bare framing.
-fn is_content(chunk: &Chunk) -> bool {
-    matches!(
-        chunk,
-        Chunk::TextDelta { .. } | Chunk::ReasoningDelta { .. } | Chunk::ToolInputDelta { .. } | Chunk::ToolCall { .. }
-    )
 }

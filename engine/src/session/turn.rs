@@ -225,9 +225,11 @@ impl Session {
         self.timers.retry = None;
         drop_trailing_step_start(&mut turn.assistant);
         let mut writes = vec![Write::InFlight(None)];
-        // An emptied message that was flushed must be rewritten, or the store
-        // keeps the orphan step it held.
-        if !turn.assistant.parts.is_empty() || self.durable.message(&turn.assistant.id).is_some() {
+        // Write the message unless the store already holds exactly it (the
+        // last flush); an emptied one that was flushed is rewritten too.
+        let stored = self.durable.message(&turn.assistant.id);
+        let changed = stored.is_some_and(|stored| stored != &turn.assistant);
+        if changed || (stored.is_none() && !turn.assistant.parts.is_empty()) {
             writes.insert(0, Write::PutMessage(turn.assistant.clone()));
         }
         self.commit(writes);

@@ -7,7 +7,7 @@ use madsim::runtime::Handle;
 use turnsim_engine::{SessionHandle, TurnOptions};
 
 use super::rng::SharedRng;
-use super::{SimCallback, World};
+use super::{pause_ms, SimCallback, World};
 use crate::scenario::{ActionKind, Evict, Fault, Trigger, Via, When};
 use crate::trace::{Event, Trace};
 
@@ -24,8 +24,8 @@ impl World {
         for fault in &self.scenario.scenario.faults {
             if let Fault::Evict(evict) = fault {
                 let evict_action = Evict { restart_after_ms: evict.restart_after_ms };
-                let world = self.clone();
-                self.spawn_when(&evict.when, &rng, async move { world.evict(&evict_action, &rng_for(&world)).await });
+                let (world, fault_rng) = (self.clone(), rng.clone());
+                self.spawn_when(&evict.when, &rng, async move { world.evict(&evict_action, &fault_rng).await });
             }
         }
     }
@@ -127,17 +127,6 @@ impl World {
     async fn live_engine(&self) -> SessionHandle {
         self.switchboard.wait_for_engine().await
     }
-}
-
-/// Waits `ms` of sim time; zero means now, not at the next timer tick.
-pub async fn pause_ms(ms: u64) {
-    if ms > 0 {
-        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-    }
-}
-
-fn rng_for(world: &World) -> SharedRng {
-    SharedRng::derive(world.seed, "faults")
 }
 
 fn watch_trigger(trace: &Trace, trigger: &Trigger) -> tokio::sync::oneshot::Receiver<()> {

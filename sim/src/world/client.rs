@@ -103,7 +103,7 @@ impl Client {
                 state.outstanding += 1;
             });
             self.trace.record(Event::ClientDisconnected { connection });
-            super::actions::pause_ms(self.rng.sample(reconnect_after)).await;
+            super::pause_ms(self.rng.sample(reconnect_after)).await;
         }
     }
 
@@ -208,7 +208,7 @@ impl Client {
     }
 
     async fn answer_later(self, call_id: String, answer: AnswerSpec, latency_ms: u64) {
-        super::actions::pause_ms(latency_ms).await;
+        super::pause_ms(latency_ms).await;
         let sent = self.send_answer(&call_id, &answer);
         self.update(|state| {
             state.scheduled.remove(&call_id);

@@ -105,6 +105,13 @@ pub fn guarded<T>(run: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
+/// Waits `ms` of sim time; zero means now, not at the next timer tick.
+pub(crate) async fn pause_ms(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
 /// Shared parts of the world, cheap to clone into tasks.
 #[derive(Clone)]
 pub(crate) struct World {

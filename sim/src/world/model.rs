@@ -93,7 +93,7 @@ impl Player {
             match op {
                 Op::Emit(chunk) => {
                     index += 1;
-                    content_chunks += u32::from(is_content(&chunk));
+                    content_chunks += u32::from(chunk.is_output());
                     if !self.send(index, chunk) {
                         return self.end("abandoned by the engine");
                     }
@@ -106,7 +106,7 @@ impl Player {
                     }
                     let _ = self.sender.send(Ok(Chunk::Finish { reason }));
                 }
-                Op::Sleep(range) => super::actions::pause_ms(self.rng.sample(range)).await,
+                Op::Sleep(range) => super::pause_ms(self.rng.sample(range)).await,
                 Op::Park => {
                     self.end("parked");
                     return std::future::pending().await;
@@ -136,11 +136,4 @@ impl Player {
     fn end(&self, how: &str) {
         self.trace.record(Event::ModelEnd { call: self.call, how: how.to_string() });
     }
-}
-
-fn is_content(chunk: &Chunk) -> bool {
-    matches!(
-        chunk,
-        Chunk::TextDelta { .. } | Chunk::ReasoningDelta { .. } | Chunk::ToolInputDelta { .. } | Chunk::ToolCall { .. }
-    )
 }

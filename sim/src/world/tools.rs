@@ -31,7 +31,7 @@ impl ServerTools for SimServerTools {
         };
         let trace = self.trace.clone();
         tokio::spawn(async move {
-            super::actions::pause_ms(duration_ms).await;
+            super::pause_ms(duration_ms).await;
             trace.record(Event::ServerToolRun { call_id: call.call_id, tool_name: call.tool_name });
             let _ = done.send(outcome);
         });
