@@ -50,8 +50,7 @@ pub fn run(scenarios_dir: &Path) -> Result<BenchReport, ScenarioError> {
         shard: None,
         regressions: RegressionSet::default(),
     }
-    .work()
-    .len();
+    .runs() as usize;
     let one_thread = median(ROUNDS, || suite_rate(&suite, 1));
     let two_threads = median(ROUNDS, || suite_rate(&suite, 2));
     Ok(BenchReport {

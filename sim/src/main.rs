@@ -170,10 +170,17 @@ fn main() -> ExitCode {
         Command::CheckDeterminism { paths, seeds } => check_determinism(&paths, seeds),
         Command::List { what, paths } => list(what, &paths),
         Command::Explore { cases, seed, jobs, regressions, out, max_shrink_iters } => {
+            if cases == 0 {
+                return exit_with(usage_error("nothing to explore: --cases 0"));
+            }
+            let jobs = match jobs_flag(jobs) {
+                Ok(jobs) => jobs,
+                Err(error) => return exit_with(error),
+            };
             let options = turnsim::explore::ExploreOptions {
                 cases,
                 seed,
-                jobs: jobs.unwrap_or_else(default_jobs),
+                jobs,
                 regressions: RegressionSet::of(regressions),
                 max_shrink_iters,
             };
@@ -192,14 +199,59 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
     };
-    result.unwrap_or_else(|error| {
-        eprintln!("error: {error}");
-        ExitCode::from(2)
-    })
+    result.unwrap_or_else(exit_with)
+}
+
+fn exit_with(error: ScenarioError) -> ExitCode {
+    eprintln!("error: {error}");
+    ExitCode::from(2)
 }
 
 fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |cores| cores.get())
+}
+
+/// Parallel runs: 1 to [`MAX_JOBS`]; the machine's cores when not given.
+const MAX_JOBS: usize = 256;
+
+fn jobs_flag(jobs: Option<usize>) -> Result<usize, ScenarioError> {
+    match jobs {
+        None => Ok(default_jobs()),
+        Some(jobs) if (1..=MAX_JOBS).contains(&jobs) => Ok(jobs),
+        Some(jobs) => Err(usage_error(&format!("--jobs {jobs}: give 1 to {MAX_JOBS} parallel runs"))),
+    }
+}
+
+/// A bad flag or environment value, reported like a bad file (exit 2).
+fn usage_error(message: &str) -> ScenarioError {
+    ScenarioError { path: PathBuf::from("turnsim"), line: None, column: None, message: message.to_string() }
+}
+
+/// The scenarios under `paths`; none at all is an error, not a green run.
+fn load_some(paths: &[PathBuf]) -> Result<Vec<ScenarioFile>, ScenarioError> {
+    let files = load_paths(paths)?;
+    if files.is_empty() {
+        let shown: Vec<String> = paths.iter().map(|path| path.display().to_string()).collect();
+        return Err(usage_error(&format!("no scenario files (*.yaml, *.yml) in {}", shown.join(" "))));
+    }
+    Ok(files)
+}
+
+/// Every seed of the sweep is a u64: the last one must not wrap around.
+fn check_seed_ranges(plan: &Plan) -> Result<(), ScenarioError> {
+    for file in &plan.files {
+        let seeds = plan.seeds.unwrap_or(file.scenario.seeds);
+        let start = plan.seed_start.unwrap_or(file.scenario.seed_start);
+        if seeds > 0 && start.checked_add(seeds - 1).is_none() {
+            return Err(ScenarioError {
+                path: file.path.clone(),
+                line: None,
+                column: None,
+                message: format!("{seeds} seeds from seed {start} run past the last seed, {}", u64::MAX),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) -> Result<ExitCode, ScenarioError> {
@@ -249,7 +301,7 @@ fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) ->
 }
 
 fn crash_points(paths: &[PathBuf], seed: u64) -> Result<ExitCode, ScenarioError> {
-    let files = load_paths(paths)?;
+    let files = load_some(paths)?;
     let mut failed = 0;
     let mut runs = 0;
     for file in &files {
@@ -263,6 +315,9 @@ fn crash_points(paths: &[PathBuf], seed: u64) -> Result<ExitCode, ScenarioError>
                 }
             }
         }
+    }
+    if runs == 0 {
+        return Err(usage_error("no crash points: the scenarios made no durable writes"));
     }
     println!("crash-points: {} passed, {failed} failed", runs - failed);
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -289,16 +344,20 @@ fn run(
     format: RunFormat,
     regressions: RegressionSet,
 ) -> Result<ExitCode, ScenarioError> {
-    let files = load_paths(&paths)?;
+    let files = load_some(&paths)?;
     let plan = Plan {
         seeds: seeds.or(env_u64("MADSIM_TEST_NUM")?),
         seed_start: seed_start.or(env_u64("MADSIM_TEST_SEED")?),
-        jobs: jobs.unwrap_or_else(default_jobs),
+        jobs: jobs_flag(jobs)?,
         shard,
         regressions,
         files,
     };
-    let total = plan.work().len();
+    check_seed_ranges(&plan)?;
+    let total = plan.runs();
+    if total == 0 {
+        return Err(usage_error("nothing to run: 0 seeds selected (check `--seeds`, `MADSIM_TEST_NUM` and `--shard`)"));
+    }
     let seeds_from = plan.seed_start.map_or("each file's seed_start".to_string(), |start| start.to_string());
     eprintln!(
         "turnsim: {} scenarios, {total} runs, seeds from {seeds_from}, {} jobs{}",
@@ -306,7 +365,7 @@ fn run(
         plan.jobs,
         describe(&plan)
     );
-    let outcomes = runner::execute(&plan, &progress_printer(total));
+    let outcomes = runner::execute(&plan, &progress_printer(usize::try_from(total).unwrap_or(usize::MAX)));
     let summary = report::summarise(&plan.files, &outcomes, &plan.regressions);
     match format {
         RunFormat::Text => emit(&report::text(&plan.files, &outcomes, &plan.regressions)),
@@ -419,7 +478,10 @@ fn emit(text: &str) {
 }
 
 fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, ScenarioError> {
-    let files = load_paths(paths)?;
+    if seeds == 0 {
+        return Err(usage_error("nothing to check: --seeds 0"));
+    }
+    let files = load_some(paths)?;
     let mut diverged = 0;
     for file in &files {
         for seed in 0..seeds {

@@ -69,21 +69,30 @@ impl Outcome {
 }
 
 impl Plan {
-    /// The (scenario index, seed) pairs this process runs, in order.
-    pub fn work(&self) -> Vec<(usize, u64)> {
+    /// The (scenario index, seed) pairs this process runs, in order, made as
+    /// they are needed: no seed count makes the plan allocate.
+    pub fn work(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
         let all = self.files.iter().enumerate().flat_map(|(index, file)| {
             let seeds = self.seeds.unwrap_or(file.scenario.seeds);
             let start = self.seed_start.unwrap_or(file.scenario.seed_start);
-            (0..seeds).map(move |offset| (index, start + offset))
+            (0..seeds).map_while(move |offset| Some((index, start.checked_add(offset)?)))
         });
-        match self.shard {
-            None => all.collect(),
-            Some(shard) => all
-                .enumerate()
-                .filter(|(position, _)| *position as u64 % shard.count == shard.index - 1)
-                .map(|(_, work)| work)
-                .collect(),
+        let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
+        all.enumerate()
+            .filter(move |(position, _)| *position as u64 % shard.count == shard.index - 1)
+            .map(|(_, work)| work)
+    }
+
+    /// How many runs [`Plan::work`] yields, without making them.
+    pub fn runs(&self) -> u64 {
+        let all: u64 =
+            self.files.iter().map(|file| self.seeds.unwrap_or(file.scenario.seeds)).fold(0, u64::saturating_add);
+        let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
+        let skipped = shard.index - 1;
+        if all <= skipped {
+            return 0;
         }
+        (all - skipped).div_ceil(shard.count)
     }
 }
 
@@ -96,20 +105,19 @@ pub fn run_one(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> (
 
 /// Runs the plan on `jobs` threads; `progress(done, total)` after each run.
 pub fn execute(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<Outcome> {
-    let work = plan.work();
-    let next = AtomicUsize::new(0);
+    let total = usize::try_from(plan.runs()).unwrap_or(usize::MAX);
+    let work = Mutex::new(plan.work().enumerate());
     let done = AtomicUsize::new(0);
-    let results = Mutex::new(Vec::with_capacity(work.len()));
+    let results = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..plan.jobs.max(1) {
             scope.spawn(|| loop {
-                let position = next.fetch_add(1, Ordering::SeqCst);
-                let Some(&(scenario, seed)) = work.get(position) else {
+                let Some((position, (scenario, seed))) = work.lock().expect("work lock").next() else {
                     break;
                 };
                 let outcome = run_and_summarise(plan, scenario, seed);
                 results.lock().expect("results lock").push((position, outcome));
-                progress(done.fetch_add(1, Ordering::SeqCst) + 1, work.len());
+                progress(done.fetch_add(1, Ordering::SeqCst) + 1, total);
             });
         }
     });

@@ -7,6 +7,24 @@ use super::{CheckInput, Violation};
 use crate::scenario::{CallbackCounts, RecoveryCounts};
 use crate::trace::Event;
 
+/// The name of every check this module can report (`expect_failure` may name one).
+pub const CHECKS: [&str; 14] = [
+    "expect.continuations",
+    "expect.model_calls",
+    "expect.callbacks",
+    "expect.recovery.scheduled",
+    "expect.recovery.completed",
+    "expect.recovery.exhausted",
+    "expect.recovery.parked",
+    "expect.barrier",
+    "expect.barrier.pending",
+    "expect.barrier.timer_armed",
+    "expect.tools",
+    "expect.repaired",
+    "expect.messenger_posts",
+    "expect.final_text_contains",
+];
+
 pub fn check(input: &CheckInput) -> Vec<Violation> {
     let expect = &input.scenario.scenario.expect;
     let mut violations = Vec::new();
@@ -70,7 +88,8 @@ fn check_tools(input: &CheckInput) -> Vec<Violation> {
     for (call_id, expected) in &input.scenario.scenario.expect.tools {
         let actual =
             messages.iter().find_map(|message| message.tool(call_id)).map_or("absent", |tool| tool.state.as_str());
-        if actual != expected {
+        if actual != expected.as_str() {
+            let expected = expected.as_str();
             violations.push(Violation::new("expect.tools", format!("{call_id}: expected {expected}, got {actual}")));
         }
     }

@@ -32,6 +32,16 @@ impl Violation {
     }
 }
 
+/// Every name a violation can carry: the invariants, then the expectations.
+pub fn check_names() -> Vec<&'static str> {
+    let invariants = invariants::INVARIANTS.iter().map(|invariant| invariant.name);
+    invariants.chain(expect::CHECKS.iter().copied()).collect()
+}
+
+pub fn is_check_name(name: &str) -> bool {
+    check_names().contains(&name)
+}
+
 /// What a checker sees: the scenario, the run, and facts derived once.
 pub struct CheckInput<'a> {
     pub scenario: &'a ScenarioFile,

@@ -107,6 +107,7 @@ impl Case {
             seed_start: self.sim_seed,
             horizon_ms: DEFAULT_HORIZON_MS,
             converge_within_ms: crate::scenario::DEFAULT_CONVERGE_WITHIN_MS,
+            max_events: crate::scenario::limits::DEFAULT_MAX_EVENTS,
             buggify: self.buggify,
             engine: EngineSpec {
                 stall_timeout_ms: if self.watchdog || stalls { 2_000 } else { 0 },

@@ -70,7 +70,7 @@ pub fn explore_with_coverage(
     options: &ExploreOptions,
     progress: &(dyn Fn(usize) + Sync),
 ) -> (Option<Finding>, Coverage) {
-    let coverage = Mutex::new(Coverage::default());
+    let coverage = Mutex::new(OrderedCoverage::default());
     let next = AtomicUsize::new(0);
     let first_failure: Mutex<Option<(usize, Case, Violation)>> = Mutex::new(None);
     std::thread::scope(|scope| {
@@ -83,7 +83,7 @@ pub fn explore_with_coverage(
                 }
                 let case = generate_case(options.seed, index);
                 let (violation, case_coverage) = run_case(&case, &options.regressions);
-                coverage.lock().expect("lock").merge(&case_coverage);
+                coverage.lock().expect("lock").add(index, case_coverage, violation.is_some());
                 if let Some(violation) = violation {
                     let mut found = first_failure.lock().expect("lock");
                     if found.as_ref().is_none_or(|(at, _, _)| index < *at) {
@@ -94,7 +94,7 @@ pub fn explore_with_coverage(
             });
         }
     });
-    let coverage = coverage.into_inner().expect("lock");
+    let coverage = coverage.into_inner().expect("lock").merged;
     let Some((case_index, original, violation)) = first_failure.into_inner().expect("lock") else {
         return (None, coverage);
     };
@@ -111,6 +111,30 @@ pub fn explore_with_coverage(
         yaml,
     };
     (Some(finding), coverage)
+}
+
+/// Coverage of cases 0 to the first failure (or all), merged in case order:
+/// which cases past the failure a parallel sweep happened to run must not
+/// show in what it prints.
+#[derive(Default)]
+struct OrderedCoverage {
+    merged: Coverage,
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, (Coverage, bool)>,
+    stopped: bool,
+}
+
+impl OrderedCoverage {
+    fn add(&mut self, index: usize, coverage: Coverage, failed: bool) {
+        self.waiting.insert(index, (coverage, failed));
+        while let Some((coverage, failed)) = self.waiting.remove(&self.next) {
+            if !self.stopped {
+                self.merged.merge(&coverage);
+                self.stopped = failed;
+            }
+            self.next += 1;
+        }
+    }
 }
 
 /// The case's own RNG: the sweep seed and the case index, nothing else.

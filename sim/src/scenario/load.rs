@@ -1,14 +1,24 @@
-//! Reading scenario files: parse, resolve fixtures, apply scripted faults to
-//! the model scripts. Every error names the file and, where the YAML has one,
-//! the line and column.
+//! Reading scenario files: read within bounds, prescan, parse, resolve
+//! fixtures, apply scripted faults to the model scripts. Every error names
+//! the file, and the line and column where the problem is written; nothing
+//! that is not a valid scenario runs.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use turnsim_engine::{Chunk, FinishReason};
 
-use super::model_script::{compile, Op, Step};
+use super::limits::{MAX_ACTIONS, MAX_EVENTS, MAX_FAULTS, MAX_FILE_BYTES};
+use super::model_script::{compile, Expansion, FixtureSteps, Op, ScriptError};
+use super::prescan::{prescan, Located, Locator};
 use super::{Fault, Scenario};
+
+/// Calls past the end of a script play [`default_reply`]; a scripted fault
+/// may hit at most this many of them (script a call to fault it later).
+pub const MAX_DEFAULT_CALLS_FAULTED: u32 = 16;
 
 /// A scenario ready to run: the parsed file and its compiled model calls.
 #[derive(Clone, Debug)]
@@ -41,8 +51,28 @@ impl fmt::Display for ScenarioError {
 impl std::error::Error for ScenarioError {}
 
 impl ScenarioError {
-    fn at(path: &Path, message: impl Into<String>) -> Self {
+    pub(crate) fn at(path: &Path, message: impl Into<String>) -> Self {
         Self { path: path.to_path_buf(), line: None, column: None, message: message.into() }
+    }
+
+    /// At the node `yaml_path` of the file (or its nearest ancestor).
+    pub(crate) fn located(path: &Path, locator: &Locator, yaml_path: &str, message: impl Into<String>) -> Self {
+        let location = locator.find(yaml_path);
+        Self {
+            path: path.to_path_buf(),
+            line: location.map(|(line, _)| line),
+            column: location.map(|(_, column)| column),
+            message: message.into(),
+        }
+    }
+
+    fn prescan(path: &Path, located: Located) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            line: Some(located.line),
+            column: Some(located.column),
+            message: located.message,
+        }
     }
 
     fn from_yaml(path: &Path, error: &serde_yaml::Error) -> Self {
@@ -77,29 +107,121 @@ pub fn default_reply() -> Vec<Op> {
 
 /// Parses scenario text; `path` names it in errors and anchors `fixtures/`.
 pub fn parse_scenario(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
+    parse_bytes(path, text.as_bytes())
+}
+
+/// [`parse_scenario`] of raw bytes: invalid UTF-8 is a located error too.
+pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ScenarioFile, ScenarioError> {
+    let (text, locator) = prescan(bytes).map_err(|located| ScenarioError::prescan(path, located))?;
     let scenario: Scenario = serde_yaml::from_str(text).map_err(|error| ScenarioError::from_yaml(path, &error))?;
-    if scenario.name.trim().is_empty() {
-        return Err(ScenarioError::at(path, "`name` must not be empty"));
-    }
-    let fixtures_dir = fixtures_dir(path);
-    let mut fixture = |name: &str| load_fixture(&fixtures_dir, name);
+    validate(path, &locator, &scenario)?;
+    let mut fixtures = Fixtures::new(fixtures_dir(path));
+    let mut resolve = |name: &str| fixtures.get(name);
+    let mut expansion = Expansion::new(&mut resolve);
     let mut calls = Vec::new();
     for (index, steps) in scenario.model.iter().enumerate() {
-        let ops = compile(steps, &mut fixture)
-            .map_err(|message| ScenarioError::at(path, format!("model call {}: {message}", index + 1)))?;
+        let ops = compile(steps, &format!("model[{index}]"), &mut expansion).map_err(|error| match error {
+            ScriptError::At { path: at, message } => ScenarioError::located(path, &locator, &at, message),
+            ScriptError::Located(error) => error,
+        })?;
         calls.push(ops);
     }
+    let scripted = calls.len();
     for (index, fault) in scenario.faults.iter().enumerate() {
+        let at = format!("faults[{index}]");
+        within_reach(fault, scripted).map_err(|message| ScenarioError::located(path, &locator, &at, message))?;
         apply_script_fault(fault, &mut calls)
-            .map_err(|message| ScenarioError::at(path, format!("faults[{index}]: {message}")))?;
+            .map_err(|message| ScenarioError::located(path, &locator, &at, message))?;
     }
     Ok(ScenarioFile { path: path.to_path_buf(), scenario, calls })
 }
 
+/// Rules serde cannot say: checked after parsing, located through the prescan.
+fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), ScenarioError> {
+    let error = |at: &str, message: String| Err(ScenarioError::located(path, locator, at, message));
+    if scenario.name.trim().is_empty() {
+        return error("name", "`name` must not be empty".into());
+    }
+    if scenario.max_events == 0 || scenario.max_events > MAX_EVENTS {
+        return error("max_events", format!("`max_events` is 1 to {MAX_EVENTS} trace events per run"));
+    }
+    if scenario.actions.len() > MAX_ACTIONS {
+        let message = format!("{} actions; a scenario has at most {MAX_ACTIONS}", scenario.actions.len());
+        return error(&format!("actions[{MAX_ACTIONS}]"), message);
+    }
+    if scenario.faults.len() > MAX_FAULTS {
+        let message = format!("{} faults; a scenario has at most {MAX_FAULTS}", scenario.faults.len());
+        return error(&format!("faults[{MAX_FAULTS}]"), message);
+    }
+    if let Some(check) = &scenario.expect.expect_failure {
+        if !crate::check::is_check_name(check) {
+            let known = crate::check::check_names().join(", ");
+            return error("expect.expect_failure", format!("`{check}` is not a check; the checks are: {known}"));
+        }
+    }
+    Ok(())
+}
+
+/// A scripted fault hits a scripted call or one of the first default replies.
+fn within_reach(fault: &Fault, scripted: usize) -> Result<(), String> {
+    let call = match fault {
+        Fault::Stall(point) | Fault::Cut(point) | Fault::Truncate(point) => point.call,
+        Fault::HttpError(http) => http.call,
+        Fault::Evict(_) | Fault::Random(_) => return Ok(()),
+    };
+    let reach = scripted as u64 + u64::from(MAX_DEFAULT_CALLS_FAULTED);
+    if u64::from(call) > reach {
+        return Err(format!(
+            "the fault aims at model call {call}, but the script has {scripted} calls; a fault may hit a scripted \
+             call or one of the {MAX_DEFAULT_CALLS_FAULTED} default replies after them (script the call to fault it)"
+        ));
+    }
+    Ok(())
+}
+
+/// Reads a scenario file: a regular file, within the size bound.
 pub fn load_scenario(path: &Path) -> Result<ScenarioFile, ScenarioError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|error| ScenarioError::at(path, format!("cannot read: {error}")))?;
-    parse_scenario(path, &text)
+    let bytes = read_bounded(path).map_err(|message| ScenarioError::at(path, message))?;
+    parse_bytes(path, &bytes)
+}
+
+/// Only a regular file is read (not a FIFO, device, socket or directory),
+/// and never more than [`MAX_FILE_BYTES`] of it.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    let metadata = std::fs::metadata(path).map_err(|error| format!("cannot read: {error}"))?;
+    if !metadata.is_file() {
+        return Err(format!("not a scenario file: it is {}", file_kind(&metadata)));
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(too_large(metadata.len()));
+    }
+    let file = std::fs::File::open(path).map_err(|error| format!("cannot read: {error}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|error| format!("cannot read: {error}"))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+fn too_large(bytes: u64) -> String {
+    format!("the file is {bytes} bytes; a scenario or fixture file is at most {MAX_FILE_BYTES} bytes")
+}
+
+fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let kind = metadata.file_type();
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Files and directories (their `*.yaml`/`*.yml`, sorted by name).
@@ -135,13 +257,62 @@ fn fixtures_dir(path: &Path) -> PathBuf {
     parent.parent().unwrap_or(Path::new(".")).join("fixtures")
 }
 
-fn load_fixture(dir: &Path, name: &str) -> Result<Vec<Step>, String> {
-    let path = dir.join(format!("{name}.yaml"));
-    let text =
-        std::fs::read_to_string(&path).map_err(|error| format!("fixture `{name}` ({}): {error}", path.display()))?;
-    let deserializer = serde_yaml::Deserializer::from_str(&text);
-    serde_yaml::with::singleton_map_recursive::deserialize(deserializer)
-        .map_err(|error| format!("fixture {}: {error}", path.display()))
+/// Fixture files of one scenario, each read once; names resolve only inside
+/// the fixtures folder.
+struct Fixtures {
+    dir: PathBuf,
+    loaded: BTreeMap<String, Rc<FixtureSteps>>,
+}
+
+impl Fixtures {
+    fn new(dir: PathBuf) -> Self {
+        Self { dir, loaded: BTreeMap::new() }
+    }
+
+    /// Errors are reported where the fixture is included; one inside the
+    /// fixture file also carries that file's own line and column.
+    fn get(&mut self, name: &str) -> Result<Rc<FixtureSteps>, String> {
+        if let Some(fixture) = self.loaded.get(name) {
+            return Ok(Rc::clone(fixture));
+        }
+        let path = self.resolve(name)?;
+        let bytes =
+            read_bounded(&path).map_err(|message| format!("fixture `{name}` ({}): {message}", path.display()))?;
+        let fixture = Rc::new(parse_fixture(&path, &bytes).map_err(|error| format!("in fixture `{name}`: {error}"))?);
+        self.loaded.insert(name.to_string(), Rc::clone(&fixture));
+        Ok(fixture)
+    }
+
+    /// `name` → `<dir>/name.yaml`, refusing anything that leaves the folder.
+    fn resolve(&self, name: &str) -> Result<PathBuf, String> {
+        let plain = |segment: &str| {
+            !segment.is_empty()
+                && !segment.starts_with('.')
+                && segment.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        };
+        if !name.split('/').all(plain) {
+            return Err(format!(
+                "fixture `{name}`: a fixture is named by its path inside the fixtures folder, without `..`, \
+                 a leading `/` or the `.yaml` suffix (letters, digits, `-`, `_`, `.` and `/`)"
+            ));
+        }
+        let path = self.dir.join(format!("{name}.yaml"));
+        let (Ok(inside), Ok(dir)) = (path.canonicalize(), self.dir.canonicalize()) else {
+            return Err(format!("fixture `{name}` ({}): no such file", path.display()));
+        };
+        if !inside.starts_with(&dir) {
+            return Err(format!("fixture `{name}` ({}) links outside the fixtures folder", path.display()));
+        }
+        Ok(path)
+    }
+}
+
+fn parse_fixture(path: &Path, bytes: &[u8]) -> Result<FixtureSteps, ScenarioError> {
+    let (text, locator) = prescan(bytes).map_err(|located| ScenarioError::prescan(path, located))?;
+    let deserializer = serde_yaml::Deserializer::from_str(text);
+    let steps = serde_yaml::with::singleton_map_recursive::deserialize(deserializer)
+        .map_err(|error| ScenarioError::from_yaml(path, &error))?;
+    Ok(FixtureSteps { path: path.to_path_buf(), steps, locator })
 }
 
 /// Stall, cut, truncate and HTTP faults rewrite the script of their call.

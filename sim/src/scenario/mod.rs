@@ -4,8 +4,10 @@
 //! parsing (through `try_from`), so every error carries its file, line and
 //! column. See `scenarios/README.md` for the reference with examples.
 
+pub mod limits;
 mod load;
 mod model_script;
+mod prescan;
 mod range;
 
 use std::collections::BTreeMap;
@@ -16,8 +18,12 @@ use serde_json::Value;
 use turnsim_engine::{EngineConfig, RecoveryConfig, ToolKind};
 
 pub(crate) use load::apply_script_fault;
-pub use load::{default_reply, load_paths, load_scenario, parse_scenario, ScenarioError, ScenarioFile};
-pub use model_script::{compile, Finalize, FinishStep, Op, Step, ToolStep};
+pub use load::{
+    default_reply, load_paths, load_scenario, parse_bytes, parse_scenario, ScenarioError, ScenarioFile,
+    MAX_DEFAULT_CALLS_FAULTED,
+};
+pub use model_script::{compile, Expansion, Finalize, FinishStep, FixtureSteps, Op, ScriptError, Step, ToolStep};
+pub use prescan::Locator;
 pub use range::RangeMs;
 
 /// The JSON Schema of the scenario format (`turnsim schema`).
@@ -65,6 +71,10 @@ pub struct Scenario {
     /// within this much sim time (the liveness phase).
     #[serde(default = "default_converge_within_ms")]
     pub converge_within_ms: u64,
+    /// Trace events one run may record (a run past it fails `converges`);
+    /// at most [`limits::MAX_EVENTS`].
+    #[serde(default = "default_max_events", skip_serializing_if = "is_default_max_events")]
+    pub max_events: u64,
     /// Let the seed push the engine through its BUGGIFY fault points.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub buggify: bool,
@@ -88,6 +98,14 @@ pub struct Scenario {
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+fn default_max_events() -> u64 {
+    limits::DEFAULT_MAX_EVENTS
+}
+
+fn is_default_max_events(value: &u64) -> bool {
+    *value == limits::DEFAULT_MAX_EVENTS
 }
 
 fn default_seeds() -> u64 {
@@ -457,21 +475,37 @@ pub enum Fault {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RandomFaults {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "probability")]
+    #[schemars(range(min = 0, max = 1))]
     pub stall: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "probability")]
+    #[schemars(range(min = 0, max = 1))]
     pub cut: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "probability")]
+    #[schemars(range(min = 0, max = 1))]
     pub truncate: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "probability")]
+    #[schemars(range(min = 0, max = 1))]
     pub http_error: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "probability")]
+    #[schemars(range(min = 0, max = 1))]
     pub evict: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "probability")]
+    #[schemars(range(min = 0, max = 1))]
     pub disconnect: f64,
     /// Timed faults (evict, disconnect) land in `0..window_ms`.
     #[serde(default = "default_random_window")]
     pub window_ms: u64,
+}
+
+/// A probability is a number from 0 to 1; NaN and infinities are rejected
+/// where they are written.
+fn probability<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    let value = f64::deserialize(deserializer)?;
+    if !(0.0..=1.0).contains(&value) {
+        return Err(serde::de::Error::custom(format!("a probability is a number from 0 to 1, not {value}")));
+    }
+    Ok(value)
 }
 
 fn default_random_window() -> u64 {
@@ -555,7 +589,7 @@ pub struct Expect {
     pub model_calls: Option<u32>,
     /// Final state by tool call id (`absent`: no such part).
     #[serde(default)]
-    pub tools: BTreeMap<String, String>,
+    pub tools: BTreeMap<String, ExpectedToolState>,
     /// Exactly these call ids were repaired.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repaired: Option<Vec<String>>,
@@ -573,6 +607,35 @@ pub struct Expect {
     /// Canaries only: this check must fail on every seed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect_failure: Option<String>,
+}
+
+/// A tool part's state at the end of a run, or `absent`: no such part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExpectedToolState {
+    InputStreaming,
+    InputAvailable,
+    ApprovalRequested,
+    ApprovalResponded,
+    OutputAvailable,
+    OutputError,
+    OutputDenied,
+    Absent,
+}
+
+impl ExpectedToolState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InputStreaming => "input-streaming",
+            Self::InputAvailable => "input-available",
+            Self::ApprovalRequested => "approval-requested",
+            Self::ApprovalResponded => "approval-responded",
+            Self::OutputAvailable => "output-available",
+            Self::OutputError => "output-error",
+            Self::OutputDenied => "output-denied",
+            Self::Absent => "absent",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

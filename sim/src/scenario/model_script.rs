@@ -6,7 +6,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turnsim_engine::{Chunk, FinishReason};
 
+use super::limits::{MAX_FIXTURE_DEPTH, MAX_SCRIPT_STEPS};
+use super::prescan::Locator;
 use super::range::RangeMs;
+use super::ScenarioError;
 
 /// One step of a model call's script, as written in YAML.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -116,22 +119,69 @@ impl Op {
     }
 }
 
-/// Expands a call's steps. `fixture` resolves a fixture name to its steps.
-pub fn compile(steps: &[Step], fixture: &mut dyn FnMut(&str) -> Result<Vec<Step>, String>) -> Result<Vec<Op>, String> {
+/// Where a script problem is: a step by its path below the script's root
+/// (`[2].repeat.steps[0]`), or a place already located in a fixture file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScriptError {
+    At { path: String, message: String },
+    Located(ScenarioError),
+}
+
+/// A fixture's steps and the locator of its file, for errors inside it.
+pub struct FixtureSteps {
+    pub path: std::path::PathBuf,
+    pub steps: Vec<Step>,
+    pub locator: Locator,
+}
+
+/// What expanding a scenario's scripts may still spend, shared by all its
+/// calls, and the fixtures being expanded now (to find cycles).
+pub struct Expansion<'a> {
+    steps_left: u64,
+    open_fixtures: Vec<String>,
+    fixture: &'a mut dyn FnMut(&str) -> Result<std::rc::Rc<FixtureSteps>, String>,
+}
+
+impl<'a> Expansion<'a> {
+    pub fn new(fixture: &'a mut dyn FnMut(&str) -> Result<std::rc::Rc<FixtureSteps>, String>) -> Self {
+        Self { steps_left: MAX_SCRIPT_STEPS, open_fixtures: Vec::new(), fixture }
+    }
+
+    /// One step visited; every `repeat` round and fixture step costs one, so
+    /// no script can make the expansion run long or large.
+    fn spend(&mut self, path: &str, times: u64) -> Result<(), ScriptError> {
+        if times > self.steps_left {
+            return Err(ScriptError::At {
+                path: path.to_string(),
+                message: format!(
+                    "the model scripts expand past {MAX_SCRIPT_STEPS} script steps (the expansion bound of a \
+                     scenario: `repeat` rounds and fixture steps count); split the behaviour into smaller scenarios"
+                ),
+            });
+        }
+        self.steps_left -= times;
+        Ok(())
+    }
+}
+
+/// Expands a call's steps; `root` is the call's path in its file (`model[0]`).
+pub fn compile(steps: &[Step], root: &str, expansion: &mut Expansion) -> Result<Vec<Op>, ScriptError> {
     let mut ops = Vec::new();
     let mut open_text = String::from("t0");
-    for step in steps {
-        compile_step(step, &mut ops, &mut open_text, fixture)?;
+    for (index, step) in steps.iter().enumerate() {
+        compile_step(step, &format!("{root}[{index}]"), &mut ops, &mut open_text, expansion)?;
     }
     Ok(ops)
 }
 
 fn compile_step(
     step: &Step,
+    path: &str,
     ops: &mut Vec<Op>,
     open_text: &mut String,
-    fixture: &mut dyn FnMut(&str) -> Result<Vec<Step>, String>,
-) -> Result<(), String> {
+    expansion: &mut Expansion,
+) -> Result<(), ScriptError> {
+    expansion.spend(path, 1)?;
     let emit = |ops: &mut Vec<Op>, chunk| ops.push(Op::Emit(chunk));
     match step {
         Step::Text(text) => {
@@ -160,24 +210,61 @@ fn compile_step(
             emit(ops, Chunk::ToolCall { id: id.clone(), name: name.clone(), input: input.clone() })
         }
         Step::SleepMs(range) => ops.push(Op::Sleep(*range)),
-        Step::Repeat { times, steps } => {
-            for _ in 0..*times {
-                for inner in steps {
-                    compile_step(inner, ops, open_text, fixture)?;
-                }
-            }
-        }
+        Step::Repeat { times, steps } => compile_repeat(*times, steps, path, ops, open_text, expansion)?,
         Step::Finish(finish) => ops.push(Op::Finish { reason: finish.reason, output_tokens: finish.output_tokens }),
         Step::Park => ops.push(Op::Park),
         Step::Cut => ops.push(Op::Cut),
         Step::HttpError { status, message } => ops.push(Op::Http { status: *status, message: message.clone() }),
         Step::ErrorChunk(message) => emit(ops, Chunk::Error { message: message.clone() }),
-        Step::Fixture(name) => {
-            for inner in fixture(name)? {
-                compile_step(&inner, ops, open_text, fixture)?;
-            }
+        Step::Fixture(name) => compile_fixture(name, path, ops, open_text, expansion)?,
+    }
+    Ok(())
+}
+
+fn compile_repeat(
+    times: u32,
+    steps: &[Step],
+    path: &str,
+    ops: &mut Vec<Op>,
+    open_text: &mut String,
+    expansion: &mut Expansion,
+) -> Result<(), ScriptError> {
+    // Checked up front, so a huge count fails at once rather than after the budget drains.
+    expansion.spend(&format!("{path}.repeat.times"), u64::from(times))?;
+    for _ in 0..times {
+        for (index, inner) in steps.iter().enumerate() {
+            compile_step(inner, &format!("{path}.repeat.steps[{index}]"), ops, open_text, expansion)?;
         }
     }
+    Ok(())
+}
+
+fn compile_fixture(
+    name: &str,
+    path: &str,
+    ops: &mut Vec<Op>,
+    open_text: &mut String,
+    expansion: &mut Expansion,
+) -> Result<(), ScriptError> {
+    let at = |message: String| ScriptError::At { path: format!("{path}.fixture"), message };
+    if expansion.open_fixtures.iter().any(|open| open == name) {
+        let chain = [expansion.open_fixtures.as_slice(), &[name.to_string()]].concat().join(" → ");
+        return Err(at(format!("fixture `{name}` includes itself ({chain})")));
+    }
+    if expansion.open_fixtures.len() >= MAX_FIXTURE_DEPTH {
+        return Err(at(format!("fixtures include fixtures deeper than {MAX_FIXTURE_DEPTH} levels")));
+    }
+    let fixture = (expansion.fixture)(name).map_err(at)?;
+    expansion.open_fixtures.push(name.to_string());
+    for (index, inner) in fixture.steps.iter().enumerate() {
+        compile_step(inner, &format!("[{index}]"), ops, open_text, expansion).map_err(|error| match error {
+            ScriptError::At { path, message } => {
+                ScriptError::Located(ScenarioError::located(&fixture.path, &fixture.locator, &path, message))
+            }
+            located => located,
+        })?;
+    }
+    expansion.open_fixtures.pop();
     Ok(())
 }
 

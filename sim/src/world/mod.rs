@@ -31,9 +31,6 @@ pub use caller::SimCallback;
 pub use client::Client;
 pub use switchboard::Switchboard;
 
-/// Events one run may record before it counts as a livelock.
-pub const EVENT_BUDGET: usize = 200_000;
-
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -45,7 +42,8 @@ pub enum RunEnd {
     /// Faults stopped, but the world did not settle within the scenario's
     /// convergence window after the last one (the liveness phase failed).
     NotConverged,
-    /// The event budget ran out (a livelock).
+    /// The event budget (`max_events`) ran out: a livelock, or a run longer
+    /// than its budget.
     EventBudget,
     /// Something panicked: the engine, or the world around it.
     Panicked,
@@ -70,7 +68,7 @@ pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> R
     let mut config = scenario.scenario.engine_config();
     config.regressions = regressions.clone();
     let (scenario, drawn) = random_faults::materialise(scenario, seed);
-    let trace = Trace::new(EVENT_BUDGET);
+    let trace = Trace::new(usize::try_from(scenario.scenario.max_events).unwrap_or(usize::MAX));
     let world_trace = trace.clone();
     let ran = guarded(move || {
         let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());

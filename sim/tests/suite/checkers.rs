@@ -689,7 +689,7 @@ fn converges_fires_when_the_event_budget_runs_out() {
     let run = Run::committed("continuation-single-client-tool", CONVERGES);
     let mut broken = run.broken();
     broken.end = RunEnd::EventBudget;
-    run.assert_fires(CONVERGES, &broken, "exceeded the event budget");
+    run.assert_fires(CONVERGES, &broken, "its event budget");
 }
 
 // ---------------------------------------------------------------- no-lost-work

@@ -98,9 +98,13 @@ fn shards_cover_the_work_exactly_once() {
         regressions: RegressionSet::default(),
     };
     let mut covered: Vec<(usize, u64)> =
-        (1..=3).flat_map(|index| plan(Some(Shard { index, count: 3 })).work()).collect();
+        (1..=3).flat_map(|index| plan(Some(Shard { index, count: 3 })).work().collect::<Vec<_>>()).collect();
     covered.sort();
-    let mut all = plan(None).work();
+    let mut all: Vec<_> = plan(None).work().collect();
     all.sort();
     assert_eq!(covered, all, "three shards must cover every (scenario, seed) once");
+    for index in 1..=3 {
+        let shard = plan(Some(Shard { index, count: 3 }));
+        assert_eq!(shard.runs(), shard.work().count() as u64, "the run count of shard {index}/3 matches its work");
+    }
 }

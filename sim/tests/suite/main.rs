@@ -6,6 +6,7 @@ mod crash_points;
 mod determinism;
 mod exploration;
 mod format;
+mod hostile;
 mod regressions;
 mod scenarios;
 mod snapshots;

@@ -20,10 +20,18 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     };
     let message = match run.end {
         RunEnd::Quiescent => return Vec::new(),
-        RunEnd::Horizon => {
-            format!("did not settle within {} ms of sim time; engine: {state}", input.scenario.scenario.horizon_ms)
-        }
-        RunEnd::EventBudget => format!("exceeded the event budget (a livelock); engine: {state}"),
+        RunEnd::Horizon => format!(
+            "did not settle within its horizon of {} ms of sim time (the time budget; a longer story may raise \
+             `horizon_ms`); engine: {state}",
+            input.scenario.scenario.horizon_ms
+        ),
+        RunEnd::EventBudget => format!(
+            "recorded {} events, its event budget, at {} ms of sim time without settling: a livelock, or a run longer \
+             than its budget (raise `max_events`, at most {}); engine: {state}",
+            input.scenario.scenario.max_events,
+            run.sim_ms,
+            crate::scenario::limits::MAX_EVENTS
+        ),
         RunEnd::Panicked => format!("the run panicked: {}", run.panic.as_deref().unwrap_or("?")),
         RunEnd::NotConverged => format!(
             "faults stopped but the world did not settle within {} ms; engine: {state}",
