@@ -18,10 +18,12 @@ pub mod crash_points;
 pub mod determinism;
 pub mod explore;
 pub mod mermaid;
+pub mod output;
 pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod trace;
+pub mod transcript_view;
 pub mod world;
 
 pub use world::rng;

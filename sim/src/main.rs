@@ -7,9 +7,11 @@
 //! - `MADSIM_TEST_NUM`: seeds per scenario for `run`; `--seeds` wins over it.
 //!
 //! Exit codes: 0 all passed, 1 a check failed, 2 bad input (unreadable or
-//! malformed scenario, bad flag).
+//! malformed scenario, bad flag, nothing to run), 130 interrupted (Ctrl-C,
+//! after a partial summary). The exit code is the verdict whether or not
+//! stdout could be written (a closed pipe, a full disk).
 
-use std::io::{IsTerminal, Write as _};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,7 +20,7 @@ use mimalloc::MiMalloc;
 use turnsim::check::invariants::{DETERMINISM_RULE, INVARIANTS};
 use turnsim::runner::{self, Plan, Shard};
 use turnsim::scenario::{load_paths, load_scenario, ScenarioError, ScenarioFile};
-use turnsim::{report, trace};
+use turnsim::{errln, outln, output, report};
 use turnsim_engine::{Regression, RegressionSet, ALL_REGRESSIONS};
 
 /// Sweeps build and drop a runtime per seed; mimalloc keeps that churn in
@@ -46,12 +48,14 @@ enum Command {
         /// First seed.
         #[arg(long)]
         seed_start: Option<u64>,
-        /// Parallel runs (default: the machine's cores).
+        /// Parallel runs, 1 to 256 (default: the machine's cores).
         #[arg(long)]
         jobs: Option<usize>,
         /// Run only slice K of N of the (scenario, seed) work, e.g. 2/4.
         #[arg(long)]
         shard: Option<Shard>,
+        /// Report format: text for people, json for tools, junit for CI
+        /// dashboards, github for workflow annotations on the scenario files.
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
         /// Bring back a historical bug (repeatable); see `list regressions`.
@@ -60,18 +64,25 @@ enum Command {
     },
     /// Run one seed and print its whole timeline.
     Replay {
+        /// The scenario file.
         file: PathBuf,
+        /// The seed to replay (default: `MADSIM_TEST_SEED`).
         #[arg(long)]
-        seed: u64,
+        seed: Option<u64>,
+        /// Output: the numbered timeline and transcript (text), the events
+        /// (json), or a sequence diagram (mermaid).
         #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
         format: ReplayFormat,
+        /// Bring back a historical bug (repeatable); see `list regressions`.
         #[arg(long = "regression")]
         regressions: Vec<Regression>,
     },
     /// Run each seed twice and report the first event where the traces differ.
     CheckDeterminism {
+        /// Scenario files or directories of them.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Seeds per scenario, from 0.
         #[arg(long, default_value_t = 8)]
         seeds: u64,
     },
@@ -84,8 +95,10 @@ enum Command {
         /// Seed of the sweep: case i is generated from (seed, i).
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Parallel cases, 1 to 256 (default: the machine's cores).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Bring back a historical bug (repeatable); exploration is not told which.
         #[arg(long = "regression")]
         regressions: Vec<Regression>,
         /// Where the shrunk failing scenario is written.
@@ -98,6 +111,7 @@ enum Command {
     /// Evict the engine after each durable write of each scenario's run (one
     /// run per write boundary) and check every invariant.
     CrashPoints {
+        /// Scenario files or directories of them.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// The seed each scenario runs at.
@@ -106,6 +120,7 @@ enum Command {
     },
     /// Measure seeded runs per second, time compression and exploration speed.
     Bench {
+        /// text, or json for the named figures.
         #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
         format: ReplayFormat,
         /// Directory holding the benchmark scenarios.
@@ -116,6 +131,7 @@ enum Command {
     Schema,
     /// List scenarios, invariants, regressions or fault kinds.
     List {
+        /// What to list.
         #[arg(value_enum)]
         what: ListWhat,
         /// Where `list scenarios` looks.
@@ -129,6 +145,7 @@ enum RunFormat {
     Text,
     Json,
     Junit,
+    Github,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -160,6 +177,13 @@ const FAULT_KINDS: [(&str, &str); 8] = [
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The first Ctrl-C stops taking new runs and leaves a partial summary; a second one quits.
+    let _ = ctrlc::set_handler(|| {
+        if runner::interrupted() {
+            std::process::exit(130);
+        }
+        runner::interrupt();
+    });
     let result = match cli.command {
         Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions } => {
             run(paths, seeds, seed_start, jobs, shard, format, RegressionSet::of(regressions))
@@ -170,41 +194,55 @@ fn main() -> ExitCode {
         Command::CheckDeterminism { paths, seeds } => check_determinism(&paths, seeds),
         Command::List { what, paths } => list(what, &paths),
         Command::Explore { cases, seed, jobs, regressions, out, max_shrink_iters } => {
-            if cases == 0 {
-                return exit_with(usage_error("nothing to explore: --cases 0"));
-            }
-            let jobs = match jobs_flag(jobs) {
-                Ok(jobs) => jobs,
-                Err(error) => return exit_with(error),
-            };
-            let options = turnsim::explore::ExploreOptions {
-                cases,
-                seed,
-                jobs,
-                regressions: RegressionSet::of(regressions),
-                max_shrink_iters,
-            };
-            explore(&options, &out)
+            explore_command(cases, seed, jobs, regressions, &out, max_shrink_iters)
         }
         Command::CrashPoints { paths, seed } => crash_points(&paths, seed),
         Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios).map(|report| {
             match format {
-                ReplayFormat::Json => println!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
-                _ => print!("{}", turnsim::bench::text(&report)),
+                ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
+                _ => output::emit(&turnsim::bench::text(&report)),
             }
             ExitCode::SUCCESS
         }),
         Command::Schema => {
-            println!("{}", turnsim::scenario::json_schema());
+            outln!("{}", turnsim::scenario::json_schema());
             Ok(ExitCode::SUCCESS)
         }
     };
-    result.unwrap_or_else(exit_with)
+    let code = result.unwrap_or_else(exit_with);
+    output::finish();
+    code
 }
 
 fn exit_with(error: ScenarioError) -> ExitCode {
-    eprintln!("error: {error}");
+    errln!("error: {error}");
     ExitCode::from(2)
+}
+
+/// 130, as a shell reports a process ended by Ctrl-C.
+fn interrupted_exit() -> ExitCode {
+    ExitCode::from(130)
+}
+
+fn explore_command(
+    cases: usize,
+    seed: u64,
+    jobs: Option<usize>,
+    regressions: Vec<Regression>,
+    out: &std::path::Path,
+    max_shrink_iters: usize,
+) -> Result<ExitCode, ScenarioError> {
+    if cases == 0 {
+        return Err(usage_error("nothing to explore: --cases 0"));
+    }
+    let options = turnsim::explore::ExploreOptions {
+        cases,
+        seed,
+        jobs: jobs_flag(jobs)?,
+        regressions: RegressionSet::of(regressions),
+        max_shrink_iters,
+    };
+    explore(&options, out)
 }
 
 fn default_jobs() -> usize {
@@ -224,7 +262,7 @@ fn jobs_flag(jobs: Option<usize>) -> Result<usize, ScenarioError> {
 
 /// A bad flag or environment value, reported like a bad file (exit 2).
 fn usage_error(message: &str) -> ScenarioError {
-    ScenarioError { path: PathBuf::from("turnsim"), line: None, column: None, message: message.to_string() }
+    ScenarioError::new(std::path::Path::new("turnsim"), message)
 }
 
 /// The scenarios under `paths`; none at all is an error, not a green run.
@@ -243,12 +281,8 @@ fn check_seed_ranges(plan: &Plan) -> Result<(), ScenarioError> {
         let seeds = plan.seeds.unwrap_or(file.scenario.seeds);
         let start = plan.seed_start.unwrap_or(file.scenario.seed_start);
         if seeds > 0 && start.checked_add(seeds - 1).is_none() {
-            return Err(ScenarioError {
-                path: file.path.clone(),
-                line: None,
-                column: None,
-                message: format!("{seeds} seeds from seed {start} run past the last seed, {}", u64::MAX),
-            });
+            let message = format!("{seeds} seeds from seed {start} run past the last seed, {}", u64::MAX);
+            return Err(ScenarioError::new(&file.path, message));
         }
     }
     Ok(())
@@ -256,7 +290,7 @@ fn check_seed_ranges(plan: &Plan) -> Result<(), ScenarioError> {
 
 fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) -> Result<ExitCode, ScenarioError> {
     let names: Vec<&str> = options.regressions.iter().map(Regression::name).collect();
-    eprintln!(
+    errln!(
         "turnsim explore: seed {}, up to {} cases, {} jobs, regressions: {}",
         options.seed,
         options.cases,
@@ -264,39 +298,51 @@ fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) ->
         if names.is_empty() { "none".to_string() } else { names.join(" ") }
     );
     let started = turnsim::bench::wall_now();
-    let progress = progress_printer(options.cases);
-    let (finding, coverage) = turnsim::explore::explore_with_coverage(options, &|done| progress(done, options.cases));
-    emit(&format!("fault coverage (turn phase x fault kind):\n{}\n", coverage.render()));
+    let progress = Progress::new(options.cases as u64, "cases");
+    let (finding, coverage) = turnsim::explore::explore_with_coverage(options, &|_| progress.step());
+    progress.finish();
+    output::emit(&format!("fault coverage (turn phase x fault kind):\n{}\n", coverage.render()));
     let Some(finding) = finding else {
-        println!("explore: {} cases, no failure", options.cases);
+        if runner::interrupted() {
+            outln!("explore: interrupted, no failure in the cases run");
+            return Ok(interrupted_exit());
+        }
+        outln!("explore: {} cases, no failure", options.cases);
         return Ok(ExitCode::SUCCESS);
     };
-    let path = turnsim::explore::write_finding(out, &finding).map_err(|error| ScenarioError {
-        path: out.to_path_buf(),
-        line: None,
-        column: None,
-        message: format!("cannot write the finding: {error}"),
-    })?;
-    println!(
+    // The finding is printed before anything is written, so a failed write loses nothing.
+    outln!(
         "FAIL case {} after {:.1}s: {}: {}",
         finding.case_index,
         started.elapsed().as_secs_f64(),
         finding.check,
         finding.message
     );
-    println!(
-        "  shrunk in {} runs to {} tools and {} faults",
+    outln!(
+        "  shrunk in {} runs to {} tools and {} faults (sim seed {})",
         finding.shrink_steps,
         finding.shrunk.tools.len(),
-        finding.shrunk.faults.len()
+        finding.shrunk.faults.len(),
+        finding.shrunk.sim_seed
     );
-    println!("  written: {}", path.display());
-    let mut replay =
-        format!("cargo run --release -p turnsim -- replay {} --seed {}", path.display(), finding.shrunk.sim_seed);
-    for name in &names {
-        replay.push_str(&format!(" --regression {name}"));
+    match turnsim::explore::write_finding(out, &finding) {
+        Ok(path) => {
+            outln!("  written: {}", path.display());
+            let mut replay = format!(
+                "cargo run --release -p turnsim -- replay {} --seed {}",
+                path.display(),
+                finding.shrunk.sim_seed
+            );
+            for name in &names {
+                replay.push_str(&format!(" --regression {name}"));
+            }
+            outln!("  replay: {replay}");
+        }
+        Err(error) => {
+            errln!("error: cannot write the shrunk scenario under {}: {error}", out.display());
+            output::emit(&format!("  the shrunk scenario:\n{}", finding.yaml));
+        }
     }
-    println!("  replay: {replay}");
     Ok(ExitCode::FAILURE)
 }
 
@@ -309,9 +355,9 @@ fn crash_points(paths: &[PathBuf], seed: u64) -> Result<ExitCode, ScenarioError>
             runs += 1;
             if !outcome.violations.is_empty() {
                 failed += 1;
-                println!("FAIL {} seed {seed} evicted after write {}:", file.path.display(), outcome.write);
+                outln!("FAIL {} seed {seed} evicted after write {}:", file.path.display(), outcome.write);
                 for violation in &outcome.violations {
-                    println!("    {}: {}", violation.check, violation.message);
+                    outln!("    {}: {}", violation.check, violation.message);
                 }
             }
         }
@@ -319,17 +365,14 @@ fn crash_points(paths: &[PathBuf], seed: u64) -> Result<ExitCode, ScenarioError>
     if runs == 0 {
         return Err(usage_error("no crash points: the scenarios made no durable writes"));
     }
-    println!("crash-points: {} passed, {failed} failed", runs - failed);
+    outln!("crash-points: {} passed, {failed} failed", runs - failed);
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn env_u64(name: &str) -> Result<Option<u64>, ScenarioError> {
     match std::env::var(name) {
-        Ok(value) => value.trim().parse().map(Some).map_err(|_| ScenarioError {
-            path: PathBuf::from(format!("${name}")),
-            line: None,
-            column: None,
-            message: format!("`{value}` is not a seed number"),
+        Ok(value) => value.trim().parse().map(Some).map_err(|_| {
+            ScenarioError::new(std::path::Path::new(&format!("${name}")), format!("`{value}` is not a seed number"))
         }),
         Err(_) => Ok(None),
     }
@@ -359,24 +402,37 @@ fn run(
         return Err(usage_error("nothing to run: 0 seeds selected (check `--seeds`, `MADSIM_TEST_NUM` and `--shard`)"));
     }
     let seeds_from = plan.seed_start.map_or("each file's seed_start".to_string(), |start| start.to_string());
-    eprintln!(
-        "turnsim: {} scenarios, {total} runs, seeds from {seeds_from}, {} jobs{}",
-        plan.files.len(),
-        plan.jobs,
+    errln!(
+        "turnsim: {}, {}, seeds from {seeds_from}, {}{}",
+        report::plural(plan.files.len() as u64, "scenario"),
+        report::plural(total, "run"),
+        report::plural(plan.jobs as u64, "job"),
         describe(&plan)
     );
-    let outcomes = runner::execute(&plan, &progress_printer(usize::try_from(total).unwrap_or(usize::MAX)));
+    let progress = Progress::new(total, "runs");
+    let outcomes = runner::execute(&plan, &|_, _| progress.step());
+    progress.finish();
     let summary = report::summarise(&plan.files, &outcomes, &plan.regressions);
     match format {
-        RunFormat::Text => emit(&report::text(&plan.files, &outcomes, &plan.regressions)),
-        RunFormat::Json => emit(&format!("{}\n", report::json(&summary))),
-        RunFormat::Junit => emit(&report::junit(&plan.files, &outcomes, &plan.regressions)),
+        RunFormat::Text => output::emit(&report::text(&plan.files, &outcomes, &plan.regressions)),
+        RunFormat::Json => output::emit(&format!("{}\n", report::json(&summary))),
+        RunFormat::Junit => output::emit(&report::junit(&plan.files, &outcomes, &plan.regressions)),
+        RunFormat::Github => output::emit(&report::github(&plan.files, &outcomes, &plan.regressions)),
     }
     if matches!(format, RunFormat::Text) {
-        let mut coverage = turnsim::coverage::Coverage::default();
-        outcomes.iter().for_each(|outcome| coverage.merge(&outcome.coverage));
-        emit(&format!("\nfault coverage (turn phase x fault kind, over all runs):\n{}", coverage.render()));
-        emit(&format!("suite: {} passed, {} failed\n", summary.passed, summary.failed));
+        if plan.files.len() > 1 {
+            let mut coverage = turnsim::coverage::Coverage::default();
+            outcomes.iter().for_each(|outcome| coverage.merge(&outcome.coverage));
+            outln!("\nfault coverage (turn phase x fault kind, over all runs):\n{}", coverage.render());
+        }
+        output::emit(&report::failing_list(&plan.files, &outcomes, &plan.regressions));
+        if runner::interrupted() {
+            outln!("interrupted after {} of {}", outcomes.len(), report::plural(total, "run"));
+        }
+        outln!("suite: {} passed, {} failed", summary.passed, summary.failed);
+    }
+    if runner::interrupted() {
+        return Ok(interrupted_exit());
     }
     Ok(if summary.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -393,28 +449,43 @@ fn describe(plan: &Plan) -> String {
     extra
 }
 
-/// A redrawn counter on a terminal; a line every tenth of the work otherwise.
-fn progress_printer(total: usize) -> impl Fn(usize, usize) + Sync {
-    let terminal = std::io::stderr().is_terminal();
-    move |done, _| {
-        if terminal {
-            eprint!("\r  {done}/{total} runs");
-            if done == total {
-                eprintln!();
-            }
-        } else if total >= 100 && done % (total / 10) == 0 {
-            eprintln!("  {done}/{total} runs");
+/// A progress bar on stderr when it is a terminal (rate-limited redraws, an
+/// ETA, a count that only goes up), nothing otherwise.
+struct Progress {
+    bar: indicatif::ProgressBar,
+}
+
+impl Progress {
+    fn new(total: u64, unit: &str) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Self { bar: indicatif::ProgressBar::hidden() };
         }
-        let _ = std::io::stderr().flush();
+        let style = indicatif::ProgressStyle::with_template(&format!(
+            "  {{bar:30}} {{pos}}/{{len}} {unit}  {{per_sec}}  ETA {{eta}}"
+        ))
+        .expect("a valid progress template");
+        Self { bar: indicatif::ProgressBar::new(total).with_style(style) }
+    }
+
+    fn step(&self) {
+        self.bar.inc(1);
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
     }
 }
 
 fn replay(
     file: &std::path::Path,
-    seed: u64,
+    seed: Option<u64>,
     format: ReplayFormat,
     regressions: &RegressionSet,
 ) -> Result<ExitCode, ScenarioError> {
+    let seed = match seed.or(env_u64("MADSIM_TEST_SEED")?) {
+        Some(seed) => seed,
+        None => return Err(usage_error("replay needs `--seed N` (or `MADSIM_TEST_SEED`)")),
+    };
     let scenario = load_scenario(file)?;
     let (record, violations) = runner::run_one(&scenario, seed, regressions);
     match format {
@@ -428,10 +499,10 @@ fn replay(
                 "events": record.events,
                 "violations": violations,
             });
-            println!("{}", serde_json::to_string_pretty(&json).expect("serialises"));
+            outln!("{}", serde_json::to_string_pretty(&json).expect("serialises"));
         }
         ReplayFormat::Text => print_replay(&scenario, seed, regressions, &record, &violations),
-        ReplayFormat::Mermaid => emit(&turnsim::mermaid::render(&record.events)),
+        ReplayFormat::Mermaid => output::emit(&turnsim::mermaid::render(&record.events)),
     }
     Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -447,9 +518,11 @@ fn print_replay(
     let names: Vec<&str> = regressions.iter().map(Regression::name).collect();
     let regressions_shown = if names.is_empty() { "none".into() } else { names.join(",") };
     let mut out = format!("SEED={seed} scenario={} regressions={regressions_shown}\n", scenario.scenario.name);
-    out.push_str(&trace::render_timeline(&record.events));
+    out.push_str(&numbered_timeline(record, violations));
     let _ =
         writeln!(out, "end: {:?} after {} ms of sim time, {} events", record.end, record.sim_ms, record.events.len());
+    out.push_str("final transcript (stored):\n");
+    out.push_str(&turnsim::transcript_view::render(&record.final_state.messages));
     if let Some(expected) = &scenario.scenario.expect.expect_failure {
         // A canary passes by failing: show the failure it exists to produce.
         for violation in turnsim::check::raw_violations(scenario, record).iter().filter(|v| &v.check == expected) {
@@ -466,15 +539,23 @@ fn print_replay(
     if !violations.is_empty() {
         let _ = writeln!(out, "replay: {}", runner::replay_command(scenario, seed, regressions));
     }
-    emit(&out);
+    output::emit(&out);
 }
 
-/// Writes to stdout; a closed pipe (`| head`) ends the program quietly.
-fn emit(text: &str) {
-    let mut stdout = std::io::stdout().lock();
-    if stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).is_err() {
-        std::process::exit(0);
+/// The timeline with each event numbered (the numbers `FAILED ... (event N)`
+/// names), and `>>` before an event where a check failed.
+fn numbered_timeline(record: &turnsim::world::RunRecord, violations: &[turnsim::check::Violation]) -> String {
+    use std::fmt::Write as _;
+    let failing: Vec<usize> = violations.iter().filter_map(|violation| violation.at_event).collect();
+    let mut out = String::with_capacity(record.events.len() * 72);
+    for (index, event) in record.events.iter().enumerate() {
+        let marker = if failing.contains(&index) { ">>" } else { "  " };
+        let _ = writeln!(out, "{marker}{:>5} {}", index + 1, event.render());
+        for violation in violations.iter().filter(|violation| violation.at_event == Some(index)) {
+            let _ = writeln!(out, "         ^ FAILED {}: {}", violation.check, violation.message);
+        }
     }
+    out
 }
 
 fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, ScenarioError> {
@@ -486,12 +567,12 @@ fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, Scenario
     for file in &files {
         for seed in 0..seeds {
             if let Some(report) = turnsim::determinism::first_divergence(file, seed) {
-                println!("DIVERGED {} seed {seed}: {report}", file.path.display());
+                outln!("DIVERGED {} seed {seed}: {report}", file.path.display());
                 diverged += 1;
             }
         }
     }
-    println!("determinism: {} passed, {diverged} failed", files.len() as u64 * seeds - diverged);
+    outln!("determinism: {} passed, {diverged} failed", files.len() as u64 * seeds - diverged);
     Ok(if diverged == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
@@ -499,23 +580,23 @@ fn list(what: ListWhat, paths: &[PathBuf]) -> Result<ExitCode, ScenarioError> {
     match what {
         ListWhat::Regressions => {
             for regression in ALL_REGRESSIONS {
-                println!("{:<30} {}", regression.name(), regression.symptom());
+                outln!("{:<30} {}", regression.name(), regression.symptom());
             }
         }
         ListWhat::Invariants => {
             for invariant in &INVARIANTS {
-                println!("{:<24} {}", invariant.name, invariant.rule);
+                outln!("{:<24} {}", invariant.name, invariant.rule);
             }
-            println!("{:<24} {}", DETERMINISM_RULE.0, DETERMINISM_RULE.1);
+            outln!("{:<24} {}", DETERMINISM_RULE.0, DETERMINISM_RULE.1);
         }
         ListWhat::Faults => {
             for (name, what) in FAULT_KINDS {
-                println!("{name:<12} {what}");
+                outln!("{name:<12} {what}");
             }
         }
         ListWhat::Scenarios => {
-            for file in load_paths(paths)? {
-                println!("{:<48} {} seeds  {}", file.path.display(), file.scenario.seeds, file.scenario.name);
+            for file in load_some(paths)? {
+                outln!("{:<48} {} seeds  {}", file.path.display(), file.scenario.seeds, file.scenario.name);
             }
         }
     }

@@ -61,10 +61,10 @@ pub fn text(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regressi
         let path = file.path.display();
         match failed.first() {
             None => {
-                let _ = writeln!(out, "PASS {path} ({} seeds)", runs.len());
+                let _ = writeln!(out, "PASS {path} ({}{})", plural(runs.len() as u64, "seed"), canary_note(file));
             }
             Some(first) => {
-                let _ = writeln!(out, "FAIL {path} ({} of {} seeds failed)", failed.len(), runs.len());
+                let _ = writeln!(out, "FAIL {path} ({} of {} failed)", failed.len(), plural(runs.len() as u64, "seed"));
                 write_failure(&mut out, file, first, regressions);
                 if failed.len() > 1 {
                     let seeds: Vec<String> =
@@ -77,6 +77,47 @@ pub fn text(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regressi
                     );
                 }
             }
+        }
+    }
+    out
+}
+
+/// A canary passes by failing: say so, and with which check.
+fn canary_note(file: &ScenarioFile) -> String {
+    match &file.scenario.expect.expect_failure {
+        Some(check) => format!("; each failed `{check}`, as this canary must"),
+        None => String::new(),
+    }
+}
+
+/// `1 seed`, `2 seeds`.
+pub fn plural(count: u64, noun: &str) -> String {
+    format!("{count} {noun}{}", if count == 1 { "" } else { "s" })
+}
+
+/// The closing list: each failing scenario with its first failing seed's replay.
+pub fn failing_list(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
+    let mut out = String::new();
+    for (index, file) in files.iter().enumerate() {
+        let runs = outcomes.iter().filter(|outcome| outcome.scenario == index);
+        let (failed, total) = runs.fold((Vec::new(), 0), |(mut failed, total), outcome| {
+            if !outcome.passed() {
+                failed.push(outcome.seed);
+            }
+            (failed, total + 1)
+        });
+        if let Some(seed) = failed.first() {
+            if out.is_empty() {
+                out.push_str("failed scenarios:\n");
+            }
+            let _ = writeln!(
+                out,
+                "  {} ({} of {} failed)",
+                file.path.display(),
+                failed.len(),
+                plural(total as u64, "seed")
+            );
+            let _ = writeln!(out, "    replay: {}", replay_command(file, *seed, regressions));
         }
     }
     out
@@ -100,56 +141,106 @@ pub fn json(summary: &Summary) -> String {
     serde_json::to_string_pretty(summary).expect("summary serialises")
 }
 
-/// A test case per scenario file; its failure lists the failing seeds.
+/// JUnit XML: a test case per scenario this process ran (a scenario a shard
+/// did not run is absent, so merged shard reports have no phantom passes);
+/// a failing one carries the failing seeds, each with its check, message
+/// and replay command. Counts come from the same cases, so they agree.
 pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
-    let failed = outcomes.iter().filter(|outcome| !outcome.passed()).count();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(out, "<testsuites name=\"turnsim\" tests=\"{}\" failures=\"{failed}\">", files.len());
-    let _ = writeln!(
-        out,
-        "  <testsuite name=\"scenarios\" tests=\"{}\" failures=\"{}\">",
-        files.len(),
-        failing_files(outcomes)
-    );
+    let mut suite = quick_junit::TestSuite::new("scenarios");
     for (index, file) in files.iter().enumerate() {
         let runs: Vec<&Outcome> = outcomes.iter().filter(|outcome| outcome.scenario == index).collect();
-        let name = escape(&file.path.display().to_string());
-        // No `time`: runs take simulated time, and dashboards read it as wall time.
-        let _ = write!(out, "    <testcase classname=\"turnsim\" name=\"{name}\"");
-        let failures: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
-        if failures.is_empty() {
-            out.push_str("/>\n");
-            continue;
+        if !runs.is_empty() {
+            suite.add_test_case(junit_case(file, &runs, regressions));
         }
-        let first = failures[0];
-        let headline = format!(
-            "{} of {} seeds failed; first seed {}: {}",
-            failures.len(),
-            runs.len(),
-            first.seed,
-            first.violations[0].message
-        );
-        let _ = writeln!(out, ">\n      <failure message=\"{}\">", escape(&headline));
-        for outcome in failures.iter().take(20) {
-            for violation in &outcome.violations {
-                let _ =
-                    writeln!(out, "seed {} {}: {}", outcome.seed, escape(&violation.check), escape(&violation.message));
-            }
-            let _ = writeln!(out, "replay: {}", escape(&replay_command(file, outcome.seed, regressions)));
-        }
-        out.push_str("      </failure>\n    </testcase>\n");
     }
-    out.push_str("  </testsuite>\n</testsuites>\n");
+    let mut report = quick_junit::Report::new("turnsim");
+    report.add_test_suite(suite);
+    // No `time` or timestamps: runs take simulated time, and a report must diff cleanly.
+    let mut xml = report.to_string().expect("a JUnit report serialises into a string");
+    xml.push('\n');
+    xml
+}
+
+fn junit_case(file: &ScenarioFile, runs: &[&Outcome], regressions: &RegressionSet) -> quick_junit::TestCase {
+    use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus};
+    let failures: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
+    let status = match failures.first() {
+        None => TestCaseStatus::success(),
+        Some(first) => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            let violation = &first.violations[0];
+            status.set_message(format!(
+                "{} of {} failed; seed {}: {}: {}",
+                failures.len(),
+                plural(runs.len() as u64, "seed"),
+                first.seed,
+                violation.check,
+                violation.message
+            ));
+            status.set_type(violation.check.clone());
+            status.set_description(failure_details(file, &failures, regressions));
+            status
+        }
+    };
+    let mut case = TestCase::new(file.path.display().to_string(), status);
+    case.set_classname("turnsim");
+    case.add_property(quick_junit::Property::new("seeds", runs.len().to_string()));
+    case
+}
+
+/// Up to twenty failing seeds: each check and message, then the replay.
+fn failure_details(file: &ScenarioFile, failures: &[&&Outcome], regressions: &RegressionSet) -> String {
+    let mut out = String::new();
+    for outcome in failures.iter().take(20) {
+        for violation in &outcome.violations {
+            let _ = writeln!(out, "seed {} {}: {}", outcome.seed, violation.check, violation.message);
+        }
+        let _ = writeln!(out, "replay: {}", replay_command(file, outcome.seed, regressions));
+    }
+    if failures.len() > 20 {
+        let _ = writeln!(out, "... and {} more failing seeds", failures.len() - 20);
+    }
     out
 }
 
-fn failing_files(outcomes: &[Outcome]) -> usize {
-    let mut files: Vec<usize> =
-        outcomes.iter().filter(|outcome| !outcome.passed()).map(|outcome| outcome.scenario).collect();
-    files.dedup();
-    files.len()
+/// GitHub Actions workflow commands: one `::error` annotation per failing
+/// scenario, on its file, with the first failing seed and its replay.
+pub fn github(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
+    let mut out = String::new();
+    for (index, file) in files.iter().enumerate() {
+        let runs: Vec<&Outcome> = outcomes.iter().filter(|outcome| outcome.scenario == index).collect();
+        let failures: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
+        let Some(first) = failures.first() else { continue };
+        let violation = &first.violations[0];
+        let title = format!(
+            "turnsim: {} ({} of {} failed)",
+            violation.check,
+            failures.len(),
+            plural(runs.len() as u64, "seed")
+        );
+        let message = format!(
+            "seed {}: {}\nreplay: {}",
+            first.seed,
+            violation.message,
+            replay_command(file, first.seed, regressions)
+        );
+        let _ = writeln!(
+            out,
+            "::error file={},line=1,title={}::{}",
+            workflow_property(&file.path.display().to_string()),
+            workflow_property(&title),
+            workflow_data(&message)
+        );
+    }
+    out
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+/// Escapes a workflow command's message.
+fn workflow_data(text: &str) -> String {
+    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// Escapes a workflow command's property value.
+fn workflow_property(text: &str) -> String {
+    workflow_data(text).replace(':', "%3A").replace(',', "%2C")
 }

@@ -6,7 +6,7 @@
 //! runtime), so results do not depend on `--jobs`; they are reported in
 //! work order.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use turnsim_engine::RegressionSet;
@@ -96,6 +96,17 @@ impl Plan {
     }
 }
 
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Asks running sweeps to stop taking new runs (Ctrl-C); runs under way finish.
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
 /// Runs one seed and checks it.
 pub fn run_one(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> (RunRecord, Vec<Violation>) {
     let record = world::run(file, seed, regressions);
@@ -112,6 +123,9 @@ pub fn execute(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<Out
     std::thread::scope(|scope| {
         for _ in 0..plan.jobs.max(1) {
             scope.spawn(|| loop {
+                if interrupted() {
+                    break;
+                }
                 let Some((position, (scenario, seed))) = work.lock().expect("work lock").next() else {
                     break;
                 };

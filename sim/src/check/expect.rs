@@ -64,10 +64,41 @@ fn check_callbacks(input: &CheckInput, expected: &CallbackCounts) -> Vec<Violati
         on_interrupted: count(input, |event| matches!(event, Event::CallbackInterrupted { .. })),
         transport_break: count(input, |event| matches!(event, Event::CallbackDropped { terminal: false, .. })),
     };
-    if &actual == expected {
+    let counts = [
+        ("on_done", expected.on_done, actual.on_done),
+        ("on_error", expected.on_error, actual.on_error),
+        ("on_interrupted", expected.on_interrupted, actual.on_interrupted),
+        ("transport breaks", expected.transport_break, actual.transport_break),
+    ];
+    let wrong: Vec<String> = counts
+        .iter()
+        .filter(|(_, expected, actual)| expected != actual)
+        .map(|(name, expected, actual)| format!("expected {expected} `{name}`, got {actual}"))
+        .collect();
+    if wrong.is_empty() {
         return Vec::new();
     }
-    vec![Violation::new("expect.callbacks", format!("expected {expected:?}, got {actual:?}"))]
+    vec![Violation::new("expect.callbacks", wrong.join("; "))]
+}
+
+/// `tc-1, tc-2`, or `none`.
+fn id_list(ids: &[String]) -> String {
+    if ids.is_empty() {
+        "none".to_string()
+    } else {
+        ids.join(", ")
+    }
+}
+
+/// `2 posts: "a", "b"`.
+fn post_list(posts: &[String]) -> String {
+    let quoted: Vec<String> = posts.iter().map(|post| format!("{post:?}")).collect();
+    let noun = if posts.len() == 1 { "post" } else { "posts" };
+    if quoted.is_empty() {
+        format!("0 {noun}")
+    } else {
+        format!("{} {noun}: {}", posts.len(), quoted.join(", "))
+    }
 }
 
 fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violation> {
@@ -111,7 +142,10 @@ fn check_repaired(input: &CheckInput) -> Option<Violation> {
     actual.sort();
     let mut expected = expected.clone();
     expected.sort();
-    (actual != expected).then(|| Violation::new("expect.repaired", format!("expected {expected:?}, got {actual:?}")))
+    (actual != expected).then(|| {
+        let message = format!("expected repaired calls {}, got {}", id_list(&expected), id_list(&actual));
+        Violation::new("expect.repaired", message)
+    })
 }
 
 fn check_posts(input: &CheckInput) -> Option<Violation> {
@@ -125,8 +159,10 @@ fn check_posts(input: &CheckInput) -> Option<Violation> {
             _ => None,
         })
         .collect();
-    (&actual != expected)
-        .then(|| Violation::new("expect.messenger_posts", format!("expected {expected:?}, got {actual:?}")))
+    (&actual != expected).then(|| {
+        let message = format!("expected {}; got {}", post_list(expected), post_list(&actual));
+        Violation::new("expect.messenger_posts", message)
+    })
 }
 
 fn check_final_text(input: &CheckInput) -> Option<Violation> {

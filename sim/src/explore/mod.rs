@@ -78,7 +78,7 @@ pub fn explore_with_coverage(
             scope.spawn(|| loop {
                 let index = next.fetch_add(1, Ordering::SeqCst);
                 let known = first_failure.lock().expect("lock").as_ref().map(|(at, _, _)| *at);
-                if index >= options.cases || known.is_some_and(|at| at < index) {
+                if index >= options.cases || known.is_some_and(|at| at < index) || crate::runner::interrupted() {
                     break;
                 }
                 let case = generate_case(options.seed, index);

@@ -4,16 +4,16 @@
 //! that is not a valid scenario runs.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use turnsim_engine::{Chunk, FinishReason};
 
+use super::error::ScenarioError;
 use super::limits::{MAX_ACTIONS, MAX_EVENTS, MAX_FAULTS, MAX_FILE_BYTES};
-use super::model_script::{compile, Expansion, FixtureSteps, Op, ScriptError};
-use super::prescan::{prescan, Located, Locator};
+use super::model_script::{compile, Expansion, FixtureError, FixtureSteps, Op, ScriptError};
+use super::prescan::{prescan, Locator};
 use super::{Fault, Scenario};
 
 /// Calls past the end of a script play [`default_reply`]; a scripted fault
@@ -28,71 +28,6 @@ pub struct ScenarioFile {
     /// Model call n (1-based) plays `calls[n - 1]`; later calls play
     /// [`default_reply`].
     pub calls: Vec<Vec<Op>>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScenarioError {
-    pub path: PathBuf,
-    pub line: Option<usize>,
-    pub column: Option<usize>,
-    pub message: String,
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{}", self.path.display())?;
-        if let (Some(line), Some(column)) = (self.line, self.column) {
-            write!(formatter, ":{line}:{column}")?;
-        }
-        write!(formatter, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ScenarioError {}
-
-impl ScenarioError {
-    pub(crate) fn at(path: &Path, message: impl Into<String>) -> Self {
-        Self { path: path.to_path_buf(), line: None, column: None, message: message.into() }
-    }
-
-    /// At the node `yaml_path` of the file (or its nearest ancestor).
-    pub(crate) fn located(path: &Path, locator: &Locator, yaml_path: &str, message: impl Into<String>) -> Self {
-        let location = locator.find(yaml_path);
-        Self {
-            path: path.to_path_buf(),
-            line: location.map(|(line, _)| line),
-            column: location.map(|(_, column)| column),
-            message: message.into(),
-        }
-    }
-
-    fn prescan(path: &Path, located: Located) -> Self {
-        Self {
-            path: path.to_path_buf(),
-            line: Some(located.line),
-            column: Some(located.column),
-            message: located.message,
-        }
-    }
-
-    fn from_yaml(path: &Path, error: &serde_yaml::Error) -> Self {
-        let location = error.location();
-        let message = strip_location(&error.to_string());
-        Self {
-            path: path.to_path_buf(),
-            line: location.as_ref().map(|l| l.line()),
-            column: location.map(|l| l.column()),
-            message,
-        }
-    }
-}
-
-/// serde_yaml appends " at line L column C"; we print the location up front.
-fn strip_location(message: &str) -> String {
-    match message.find(" at line ") {
-        Some(at) => message[..at].to_string(),
-        None => message.to_string(),
-    }
 }
 
 /// The calls a model makes past the end of its script: a short text answer.
@@ -112,6 +47,10 @@ pub fn parse_scenario(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioE
 
 /// [`parse_scenario`] of raw bytes: invalid UTF-8 is a located error too.
 pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ScenarioFile, ScenarioError> {
+    parse_located(path, bytes).map_err(|error| error.with_source(bytes))
+}
+
+fn parse_located(path: &Path, bytes: &[u8]) -> Result<ScenarioFile, ScenarioError> {
     let (text, locator) = prescan(bytes).map_err(|located| ScenarioError::prescan(path, located))?;
     let scenario: Scenario = serde_yaml::from_str(text).map_err(|error| ScenarioError::from_yaml(path, &error))?;
     validate(path, &locator, &scenario)?;
@@ -269,16 +208,16 @@ impl Fixtures {
         Self { dir, loaded: BTreeMap::new() }
     }
 
-    /// Errors are reported where the fixture is included; one inside the
-    /// fixture file also carries that file's own line and column.
-    fn get(&mut self, name: &str) -> Result<Rc<FixtureSteps>, String> {
+    /// A bad name or an unreadable file is reported where the fixture is
+    /// included; a problem inside the file, at its line in that file.
+    fn get(&mut self, name: &str) -> Result<Rc<FixtureSteps>, FixtureError> {
         if let Some(fixture) = self.loaded.get(name) {
             return Ok(Rc::clone(fixture));
         }
-        let path = self.resolve(name)?;
-        let bytes =
-            read_bounded(&path).map_err(|message| format!("fixture `{name}` ({}): {message}", path.display()))?;
-        let fixture = Rc::new(parse_fixture(&path, &bytes).map_err(|error| format!("in fixture `{name}`: {error}"))?);
+        let path = self.resolve(name).map_err(FixtureError::Name)?;
+        let bytes = read_bounded(&path)
+            .map_err(|message| FixtureError::Name(format!("fixture `{name}` ({}): {message}", path.display())))?;
+        let fixture = Rc::new(parse_fixture(&path, &bytes).map_err(FixtureError::File)?);
         self.loaded.insert(name.to_string(), Rc::clone(&fixture));
         Ok(fixture)
     }
@@ -308,10 +247,10 @@ impl Fixtures {
 }
 
 fn parse_fixture(path: &Path, bytes: &[u8]) -> Result<FixtureSteps, ScenarioError> {
-    let (text, locator) = prescan(bytes).map_err(|located| ScenarioError::prescan(path, located))?;
+    let (text, locator) = prescan(bytes).map_err(|located| ScenarioError::prescan(path, located).with_source(bytes))?;
     let deserializer = serde_yaml::Deserializer::from_str(text);
     let steps = serde_yaml::with::singleton_map_recursive::deserialize(deserializer)
-        .map_err(|error| ScenarioError::from_yaml(path, &error))?;
+        .map_err(|error| ScenarioError::from_yaml(path, &error).with_source(bytes))?;
     Ok(FixtureSteps { path: path.to_path_buf(), steps, locator })
 }
 

@@ -4,6 +4,7 @@
 //! parsing (through `try_from`), so every error carries its file, line and
 //! column. See `scenarios/README.md` for the reference with examples.
 
+mod error;
 pub mod limits;
 mod load;
 mod model_script;
@@ -17,12 +18,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turnsim_engine::{EngineConfig, RecoveryConfig, ToolKind};
 
+pub use error::ScenarioError;
 pub(crate) use load::apply_script_fault;
 pub use load::{
-    default_reply, load_paths, load_scenario, parse_bytes, parse_scenario, ScenarioError, ScenarioFile,
-    MAX_DEFAULT_CALLS_FAULTED,
+    default_reply, load_paths, load_scenario, parse_bytes, parse_scenario, ScenarioFile, MAX_DEFAULT_CALLS_FAULTED,
 };
-pub use model_script::{compile, Expansion, Finalize, FinishStep, FixtureSteps, Op, ScriptError, Step, ToolStep};
+pub use model_script::{
+    compile, Expansion, Finalize, FinishStep, FixtureError, FixtureSteps, Op, ScriptError, Step, ToolStep,
+};
 pub use prescan::Locator;
 pub use range::RangeMs;
 

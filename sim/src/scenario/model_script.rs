@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turnsim_engine::{Chunk, FinishReason};
 
+use super::error::ScenarioError;
 use super::limits::{MAX_FIXTURE_DEPTH, MAX_SCRIPT_STEPS};
 use super::prescan::Locator;
 use super::range::RangeMs;
-use super::ScenarioError;
 
 /// One step of a model call's script, as written in YAML.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -127,6 +127,13 @@ pub enum ScriptError {
     Located(ScenarioError),
 }
 
+/// Why a fixture could not be included: its name (reported where it is
+/// written), or its file (reported in that file).
+pub enum FixtureError {
+    Name(String),
+    File(ScenarioError),
+}
+
 /// A fixture's steps and the locator of its file, for errors inside it.
 pub struct FixtureSteps {
     pub path: std::path::PathBuf,
@@ -139,11 +146,11 @@ pub struct FixtureSteps {
 pub struct Expansion<'a> {
     steps_left: u64,
     open_fixtures: Vec<String>,
-    fixture: &'a mut dyn FnMut(&str) -> Result<std::rc::Rc<FixtureSteps>, String>,
+    fixture: &'a mut dyn FnMut(&str) -> Result<std::rc::Rc<FixtureSteps>, FixtureError>,
 }
 
 impl<'a> Expansion<'a> {
-    pub fn new(fixture: &'a mut dyn FnMut(&str) -> Result<std::rc::Rc<FixtureSteps>, String>) -> Self {
+    pub fn new(fixture: &'a mut dyn FnMut(&str) -> Result<std::rc::Rc<FixtureSteps>, FixtureError>) -> Self {
         Self { steps_left: MAX_SCRIPT_STEPS, open_fixtures: Vec::new(), fixture }
     }
 
@@ -254,7 +261,10 @@ fn compile_fixture(
     if expansion.open_fixtures.len() >= MAX_FIXTURE_DEPTH {
         return Err(at(format!("fixtures include fixtures deeper than {MAX_FIXTURE_DEPTH} levels")));
     }
-    let fixture = (expansion.fixture)(name).map_err(at)?;
+    let fixture = (expansion.fixture)(name).map_err(|error| match error {
+        FixtureError::Name(message) => at(message),
+        FixtureError::File(error) => ScriptError::Located(error),
+    })?;
     expansion.open_fixtures.push(name.to_string());
     for (index, inner) in fixture.steps.iter().enumerate() {
         compile_step(inner, &format!("[{index}]"), ops, open_text, expansion).map_err(|error| match error {

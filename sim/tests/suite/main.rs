@@ -1,6 +1,7 @@
 //! turnsim's integration tests, one binary, one module per intent.
 
 mod checkers;
+mod cli;
 mod common;
 mod crash_points;
 mod determinism;
