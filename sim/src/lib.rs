@@ -11,6 +11,7 @@ compile_error!(
      run cargo from the workspace root, and keep `--cfg madsim` in any RUSTFLAGS you set)"
 );
 
+mod assert;
 pub mod bench;
 pub mod check;
 pub mod coverage;
@@ -26,4 +27,5 @@ pub mod trace;
 pub mod transcript_view;
 pub mod world;
 
+pub use assert::{assert_scenarios, check_scenarios};
 pub use world::rng;

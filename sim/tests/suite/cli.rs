@@ -163,3 +163,33 @@ fn a_failing_sweep_ends_with_the_list_of_failing_scenarios() {
     assert!(list.starts_with(&format!("  {FAILING} (2 of 2 seeds failed)\n    replay: ")), "closing list: {list}");
     assert!(text.trim_end().ends_with("suite: 0 passed, 2 failed"), "the summary closes the output: {text}");
 }
+
+/// Ctrl-C in a long sweep: runs under way finish, a partial summary with the
+/// failures so far is printed, and the exit code is 130.
+#[test]
+fn ctrl_c_ends_a_sweep_with_a_partial_summary_and_exit_130() {
+    use std::io::BufRead as _;
+    let args = ["run", FAILING, "--seeds", "100000000", "--jobs", "1", "--regression", REGRESSION];
+    let mut child = turnsim(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start turnsim");
+    // The header line is printed once the Ctrl-C handler is in place.
+    let mut header = String::new();
+    std::io::BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut header).expect("header");
+    assert!(header.starts_with("turnsim: 1 scenario"), "header: {header}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill -INT");
+    assert!(sent.success(), "SIGINT sent");
+    let output = child.wait_with_output().expect("turnsim output");
+    assert_eq!(output.status.code(), Some(130), "exit code after Ctrl-C");
+    let text = stdout(&output);
+    assert!(text.contains("interrupted after "), "says it was interrupted: {text}");
+    let summary = text.trim_end().lines().last().unwrap_or_default();
+    let failed: usize = summary
+        .strip_prefix("suite: 0 passed, ")
+        .and_then(|rest| rest.strip_suffix(" failed"))
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("the summary closes the output: {text}"));
+    assert!(text.contains(&format!("interrupted after {failed} of 100000000 runs")), "{text}");
+    if failed > 0 {
+        assert!(text.contains("replay: cargo run"), "keeps the failures so far with their replay: {text}");
+    }
+}

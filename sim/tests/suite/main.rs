@@ -8,6 +8,7 @@ mod determinism;
 mod exploration;
 mod format;
 mod hostile;
+mod library;
 mod regressions;
 mod scenarios;
 mod snapshots;
