@@ -206,7 +206,10 @@ pub fn write_finding(dir: &Path, finding: &Finding) -> std::io::Result<PathBuf> 
     std::fs::create_dir_all(dir)?;
     let name = format!("explored-{}-case-{}.yaml", finding.check.replace('.', "-"), finding.case_index);
     let path = dir.join(name);
-    std::fs::write(&path, &finding.yaml)?;
+    // A write that fails part way (a full disk) leaves no truncated scenario behind.
+    std::fs::write(&path, &finding.yaml).inspect_err(|_| {
+        let _ = std::fs::remove_file(&path);
+    })?;
     Ok(path)
 }
 

@@ -193,3 +193,18 @@ fn ctrl_c_ends_a_sweep_with_a_partial_summary_and_exit_130() {
         assert!(text.contains("replay: cargo run"), "keeps the failures so far with their replay: {text}");
     }
 }
+
+/// When the shrunk scenario cannot be written, the finding and the YAML
+/// itself are still printed: nothing found is lost.
+#[test]
+fn explore_prints_its_finding_even_when_it_cannot_write_it() {
+    let blocked = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("explore-out-is-a-file");
+    std::fs::write(&blocked, "not a directory").expect("a file where the output folder should go");
+    let args = ["explore", "--cases", "200", "--seed", "1", "--jobs", "1", "--regression", "no-finalize-recheck"];
+    let output = turnsim(&args).arg("--out").arg(&blocked).output().expect("run turnsim");
+    assert_eq!(output.status.code(), Some(1), "a finding is exit 1: {}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("FAIL case ") && text.contains("single-continuation"), "the finding: {text}");
+    assert!(text.contains("the shrunk scenario:\n# "), "the YAML, printed instead: {text}");
+    assert!(stderr(&output).contains("cannot write the shrunk scenario"), "{}", stderr(&output));
+}
