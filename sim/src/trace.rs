@@ -140,7 +140,86 @@ pub enum Event {
     },
 }
 
+/// Every name a timeline event can have, with its lane: what triggers and
+/// timing expectations may name, as `name` or `lane.name`. A test checks
+/// that every event the committed suite produces is listed.
+pub const EVENT_NAMES: [(&str, &str); 50] = [
+    ("world", "action"),
+    ("world", "evict"),
+    ("world", "restart"),
+    ("model", "call"),
+    ("model", "chunk"),
+    ("model", "end"),
+    ("model", "rejected"),
+    ("tools", "run"),
+    ("store", "commit"),
+    ("client", "connected"),
+    ("client", "disconnected"),
+    ("client", "saw-tool"),
+    ("client", "sent"),
+    ("client", "send-failed"),
+    ("client", "frame"),
+    ("caller", "chat"),
+    ("caller", "on_start"),
+    ("caller", "on_event"),
+    ("caller", "on_done"),
+    ("caller", "on_error"),
+    ("caller", "on_interrupted"),
+    ("caller", "dropped"),
+    ("messenger", "post"),
+    ("engine", "on_exhausted"),
+    ("engine", "boot"),
+    ("engine", "user-message.stored"),
+    ("engine", "turn.queued"),
+    ("engine", "turn.start"),
+    ("engine", "model.call"),
+    ("engine", "tool.ready"),
+    ("engine", "tool.applied"),
+    ("engine", "tool.ignored"),
+    ("engine", "server-tool.start"),
+    ("engine", "repair"),
+    ("engine", "continuation.pending"),
+    ("engine", "continuation.coalesced"),
+    ("engine", "continuation.deferred"),
+    ("engine", "continuation.timer-armed"),
+    ("engine", "continuation.held"),
+    ("engine", "continuation.fire"),
+    ("engine", "stream.stalled"),
+    ("engine", "stream.empty-finish"),
+    ("engine", "provider.retry"),
+    ("engine", "recovery.scheduled"),
+    ("engine", "recovery.parked"),
+    ("engine", "recovery.skipped"),
+    ("engine", "recovery.exhausted"),
+    ("engine", "recovery.completed"),
+    ("engine", "turn.end"),
+    ("engine", "delivery.accepted"),
+];
+
+/// Whether some timeline event can carry `name` (bare or `lane.name`).
+pub fn is_event_name(name: &str) -> bool {
+    EVENT_NAMES.iter().any(|(lane, event)| *event == name || format!("{lane}.{event}") == name)
+}
+
+/// `name` written as `lane.event` for an event outside the engine lane
+/// (`model.call`, `caller.on_done`): those names mean that lane's event,
+/// even where an engine event has the same name.
+fn boundary_name(name: &str) -> Option<(&'static str, &'static str)> {
+    EVENT_NAMES.iter().copied().find(|(lane, event)| *lane != "engine" && format!("{lane}.{event}") == name)
+}
+
 impl Event {
+    /// Whether this event answers to `name`: `lane.event` (`model.call` is
+    /// the model's call, what crossed the boundary), a bare name
+    /// (`recovery.scheduled`, `on_done`), or `engine.NAME` for the engine's
+    /// own events.
+    pub fn is_named(&self, name: &str) -> bool {
+        if let Some((lane, event)) = boundary_name(name) {
+            return self.lane().as_str() == lane && self.name() == event;
+        }
+        self.name() == name || format!("{}.{}", self.lane().as_str(), self.name()) == name
+    }
+
     pub fn lane(&self) -> Lane {
         match self {
             Self::Action { .. } | Self::Evicted | Self::Restarted => Lane::World,

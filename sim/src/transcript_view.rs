@@ -23,7 +23,7 @@ pub fn render(messages: &[Message]) -> String {
     out
 }
 
-fn part_line(part: &Part) -> String {
+pub fn part_line(part: &Part) -> String {
     match part {
         Part::StepStart => "step-start".to_string(),
         Part::Text { text, state, .. } => format!("text {text:?}{}", streaming(*state)),

@@ -4,13 +4,21 @@
 use turnsim_engine::{EngineEvent, Role};
 
 use super::{CheckInput, Violation};
-use crate::scenario::{CallbackCounts, RecoveryCounts};
+use crate::scenario::{CallbackCounts, Count, RecoveryCounts};
 use crate::trace::Event;
 
 /// The name of every check this module can report (`expect_failure` may name one).
-pub const CHECKS: [&str; 14] = [
+pub const CHECKS: [&str; 22] = [
     "expect.continuations",
     "expect.model_calls",
+    "expect.messages",
+    "expect.final_text",
+    "expect.parts",
+    "expect.client_received",
+    "expect.caller_errors",
+    "expect.hooks.on_exhausted",
+    "expect.snapshots",
+    "expect.timing",
     "expect.callbacks",
     "expect.recovery.scheduled",
     "expect.recovery.completed",
@@ -28,8 +36,8 @@ pub const CHECKS: [&str; 14] = [
 pub fn check(input: &CheckInput) -> Vec<Violation> {
     let expect = &input.scenario.scenario.expect;
     let mut violations = Vec::new();
-    let mut compare = |field: &str, expected: Option<u32>, actual: u32| {
-        if let Some(expected) = expected.filter(|expected| *expected != actual) {
+    let mut compare = |field: &str, expected: Option<Count>, actual: u32| {
+        if let Some(expected) = expected.filter(|expected| !expected.admits(actual)) {
             violations.push(Violation::new(&format!("expect.{field}"), format!("expected {expected}, got {actual}")));
         }
     };
@@ -39,6 +47,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
         count(input, |event| matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))),
     );
     compare("model_calls", expect.model_calls, count(input, |event| matches!(event, Event::ModelCall { .. })));
+    compare("messages", expect.messages, input.run.final_state.messages.len() as u32);
     if let Some(expected) = &expect.callbacks {
         violations.extend(check_callbacks(input, expected));
     }
@@ -46,14 +55,15 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
         violations.extend(check_recovery(input, expected));
     }
     violations.extend(check_barrier(input));
-    violations.extend(check_tools(input));
     violations.extend(check_repaired(input));
     violations.extend(check_posts(input));
     violations.extend(check_final_text(input));
+    violations.extend(super::expect_stored::check(input));
+    violations.extend(super::expect_timeline::check(input));
     violations
 }
 
-fn count(input: &CheckInput, matches: impl Fn(&Event) -> bool) -> u32 {
+pub(super) fn count(input: &CheckInput, matches: impl Fn(&Event) -> bool) -> u32 {
     input.run.events.iter().filter(|traced| matches(&traced.event)).count() as u32
 }
 
@@ -111,20 +121,6 @@ fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violatio
         ("parked", expected.parked, engine("recovery.parked")),
     ];
     compare_optional("recovery", actual)
-}
-
-fn check_tools(input: &CheckInput) -> Vec<Violation> {
-    let messages = &input.run.final_state.messages;
-    let mut violations = Vec::new();
-    for (call_id, expected) in &input.scenario.scenario.expect.tools {
-        let actual =
-            messages.iter().find_map(|message| message.tool(call_id)).map_or("absent", |tool| tool.state.as_str());
-        if actual != expected.as_str() {
-            let expected = expected.as_str();
-            violations.push(Violation::new("expect.tools", format!("{call_id}: expected {expected}, got {actual}")));
-        }
-    }
-    violations
 }
 
 fn check_repaired(input: &CheckInput) -> Option<Violation> {

@@ -65,6 +65,7 @@ fn parse_located(path: &Path, bytes: &[u8]) -> Result<ScenarioFile, ScenarioErro
         })?;
         calls.push(ops);
     }
+    check_references(path, &locator, &scenario, &calls)?;
     let scripted = calls.len();
     for (index, fault) in scenario.faults.iter().enumerate() {
         let at = format!("faults[{index}]");
@@ -99,6 +100,69 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
         }
     }
     Ok(())
+}
+
+/// Names a scenario mentions must exist: tool call ids some model script
+/// emits, and event names some timeline event carries. A typo here would
+/// otherwise be a trigger that never fires or an expectation that never
+/// matches.
+fn check_references(
+    path: &Path,
+    locator: &Locator,
+    scenario: &Scenario,
+    calls: &[Vec<Op>],
+) -> Result<(), ScenarioError> {
+    let emitted = emitted_tool_ids(calls);
+    let error = |at: &str, message: String| Err(ScenarioError::located(path, locator, at, message));
+    let tool_known = |id: &str| emitted.contains(&id);
+    for (index, trigger) in triggers(scenario) {
+        if let Some(id) = trigger.tool.as_deref().filter(|id| !tool_known(id)) {
+            return error(&format!("{index}.when.tool"), format!("no model script emits a tool call `{id}`"));
+        }
+        if let Some(name) = trigger.event.as_deref().filter(|name| !crate::trace::is_event_name(name)) {
+            return error(&format!("{index}.when.event"), unknown_event(name));
+        }
+    }
+    if let Some(id) = scenario.expect.tools.keys().find(|id| !tool_known(id)) {
+        return error(&format!("expect.tools.{id}"), format!("no model script emits a tool call `{id}`"));
+    }
+    for (index, timing) in scenario.expect.timing.iter().enumerate() {
+        let names = [Some(&timing.event), timing.after.as_ref().map(|after| &after.event)];
+        if let Some(name) = names.into_iter().flatten().find(|name| !crate::trace::is_event_name(name)) {
+            return error(&format!("expect.timing[{index}]"), unknown_event(name));
+        }
+    }
+    Ok(())
+}
+
+fn unknown_event(name: &str) -> String {
+    format!("no timeline event is named `{name}` (`turnsim replay` shows the names: `lane.name`, or the engine's own)")
+}
+
+/// Every trigger with the YAML path of what holds it.
+fn triggers(scenario: &Scenario) -> Vec<(String, &super::Trigger)> {
+    let actions = scenario.actions.iter().enumerate().filter_map(|(index, action)| match &action.when {
+        super::When::Trigger(trigger) => Some((format!("actions[{index}]"), trigger)),
+        super::When::AtMs(_) => None,
+    });
+    let faults = scenario.faults.iter().enumerate().filter_map(|(index, fault)| match fault {
+        Fault::Evict(super::EvictFault { when: super::When::Trigger(trigger), .. }) => {
+            Some((format!("faults[{index}].evict"), trigger))
+        }
+        _ => None,
+    });
+    actions.chain(faults).collect()
+}
+
+fn emitted_tool_ids(calls: &[Vec<Op>]) -> Vec<&str> {
+    calls
+        .iter()
+        .flatten()
+        .filter_map(|op| match op {
+            Op::Emit(Chunk::ToolInputStart { id, .. } | Chunk::ToolCall { id, .. }) => Some(id.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A scripted fault hits a scripted call or one of the first default replies.

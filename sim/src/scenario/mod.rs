@@ -5,6 +5,7 @@
 //! column. See `scenarios/README.md` for the reference with examples.
 
 mod error;
+mod expectations;
 pub mod limits;
 mod load;
 mod model_script;
@@ -19,6 +20,7 @@ use serde_json::Value;
 use turnsim_engine::{EngineConfig, RecoveryConfig, ToolKind};
 
 pub use error::ScenarioError;
+pub use expectations::{Count, EventRef, HookCounts, Snapshot, Timing, ToolExpectation, ToolFields};
 pub(crate) use load::apply_script_fault;
 pub use load::{
     default_reply, load_paths, load_scenario, parse_bytes, parse_scenario, ScenarioFile, MAX_DEFAULT_CALLS_FAULTED,
@@ -586,13 +588,41 @@ impl TryFrom<RawEvictFault> for EvictFault {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub continuations: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_calls: Option<u32>,
-    /// Final state by tool call id (`absent`: no such part).
+    /// Continuations fired: a number, or `{ at_least, at_most }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuations: Option<Count>,
+    /// Model calls, retries and recoveries included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calls: Option<Count>,
+    /// Stored messages at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Count>,
+    /// Final state by tool call id (`absent`: no such part), or the part's
+    /// fields (`{ state, not, output, error, approval_id }`).
     #[serde(default)]
-    pub tools: BTreeMap<String, ExpectedToolState>,
+    pub tools: BTreeMap<String, ToolExpectation>,
+    /// Exactly the text of the last stored assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_text: Option<String>,
+    /// Exactly these parts, by message id, written as a replay prints them
+    /// (`step-start`, `text "Hi."`, `tool tc-1 lookup output-available output "x"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parts: BTreeMap<String, Vec<String>>,
+    /// Each text appears in some frame a client received.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_received: Vec<String>,
+    /// Each text appears in some `on_error` a `chat()` caller received.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caller_errors: Vec<String>,
+    /// Host hooks the engine called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<HookCounts>,
+    /// Counts by a moment: `{ at_ms: 400, continuations: 0 }`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<Snapshot>,
+    /// When events may happen: `{ event: model.call, nth: 2, after: { event: model.call }, no_earlier_than_ms: 2000 }`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timing: Vec<Timing>,
     /// Exactly these call ids were repaired.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repaired: Option<Vec<String>>,

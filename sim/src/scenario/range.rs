@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `40` (exactly 40 ms) or `[100, 400]` (uniform in 100..=400 ms, per seed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "RawRange", into = "RawRange")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(into = "RawRange")]
 pub struct RangeMs {
     pub min: u64,
     pub max: u64,
@@ -18,6 +18,36 @@ pub struct RangeMs {
 enum RawRange {
     Exact(u64),
     Between([u64; 2]),
+}
+
+/// Read by hand so a wrong value is told in the author's words
+/// ("milliseconds or [min, max]"), at the value.
+impl<'de> Deserialize<'de> for RangeMs {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, SeqAccess, Visitor};
+        struct RangeVisitor;
+        impl<'de> Visitor<'de> for RangeVisitor {
+            type Value = RangeMs;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("milliseconds (a whole number, e.g. 100) or [min, max] (e.g. [50, 200])")
+            }
+
+            fn visit_u64<E: Error>(self, ms: u64) -> Result<RangeMs, E> {
+                Ok(RangeMs::exact(ms))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RangeMs, A::Error> {
+                let min: u64 = seq.next_element()?.ok_or_else(|| A::Error::invalid_length(0, &self))?;
+                let max: u64 = seq.next_element()?.ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(A::Error::invalid_length(3, &self));
+                }
+                RangeMs::try_from(RawRange::Between([min, max])).map_err(A::Error::custom)
+            }
+        }
+        deserializer.deserialize_any(RangeVisitor)
+    }
 }
 
 impl TryFrom<RawRange> for RangeMs {

@@ -149,6 +149,5 @@ pub fn trigger_matches(trigger: &Trigger, event: &Event) -> bool {
     let Some(name) = &trigger.event else {
         return false;
     };
-    let lane_name = format!("{}.{}", event.lane().as_str(), event.name());
-    event.name() == name || &lane_name == name
+    event.is_named(name)
 }

@@ -91,3 +91,36 @@ fn committed_schema_matches_the_types() {
         "scenarios/scenario.schema.json is stale: regenerate it with `cargo run -p turnsim -- schema > scenarios/scenario.schema.json`"
     );
 }
+
+/// Every event the committed suite produces has a name triggers and timing
+/// expectations can use, so the load-time check of event names never
+/// rejects a real one.
+#[test]
+fn every_timeline_event_name_is_known() {
+    let mut unknown = std::collections::BTreeSet::new();
+    for file in crate::common::all_scenarios() {
+        let record = turnsim::world::run(&file, file.scenario.seed_start, &turnsim_engine::RegressionSet::default());
+        for traced in &record.events {
+            let qualified = format!("{}.{}", traced.event.lane().as_str(), traced.event.name());
+            if !turnsim::trace::is_event_name(&qualified) {
+                unknown.insert(qualified);
+            }
+        }
+    }
+    assert!(unknown.is_empty(), "add these to trace::EVENT_NAMES: {unknown:?}");
+}
+
+/// `model.call` names what crossed the boundary (the model lane's call),
+/// not the engine's decision event of the same name.
+#[test]
+fn a_lane_qualified_name_means_that_lanes_event() {
+    let file = crate::common::scenario("provider-rate-limit-retry");
+    let record = turnsim::world::run(&file, 0, &turnsim_engine::RegressionSet::default());
+    let named: Vec<&str> = record
+        .events
+        .iter()
+        .filter(|traced| traced.event.is_named("model.call"))
+        .map(|traced| traced.lane.as_str())
+        .collect();
+    assert_eq!(named, ["model", "model"], "two model calls, both on the model lane");
+}

@@ -1,0 +1,91 @@
+//! Expectations on what the store holds at the end of a run: tool parts by
+//! state or field, the last answer's exact text, a message's exact parts.
+
+use turnsim_engine::transcript::{Message, ToolPart};
+use turnsim_engine::Role;
+
+use super::{CheckInput, Violation};
+use crate::scenario::{ExpectedToolState, ToolExpectation, ToolFields};
+use crate::transcript_view;
+
+pub fn check(input: &CheckInput) -> Vec<Violation> {
+    let expect = &input.scenario.scenario.expect;
+    let messages = &input.run.final_state.messages;
+    let mut violations = Vec::new();
+    for (call_id, expected) in &expect.tools {
+        let part = messages.iter().find_map(|message| message.tool(call_id));
+        if let Some(wrong) = tool_mismatch(part, expected) {
+            violations.push(Violation::new("expect.tools", format!("{call_id}: {wrong}")));
+        }
+    }
+    if let Some(expected) = &expect.final_text {
+        let actual = last_answer(messages);
+        if &actual != expected {
+            violations.push(Violation::new("expect.final_text", format!("expected {expected:?}, got {actual:?}")));
+        }
+    }
+    for (message_id, expected) in &expect.parts {
+        violations.extend(check_parts(messages, message_id, expected));
+    }
+    violations
+}
+
+/// The text of the last stored assistant message.
+fn last_answer(messages: &[Message]) -> String {
+    messages.iter().rev().find(|message| message.role == Role::Assistant).map(Message::text).unwrap_or_default()
+}
+
+fn state_of(part: Option<&ToolPart>) -> &'static str {
+    part.map_or(ExpectedToolState::Absent.as_str(), |tool| tool.state.as_str())
+}
+
+/// What differs between a stored tool part and its expectation, in words.
+fn tool_mismatch(part: Option<&ToolPart>, expected: &ToolExpectation) -> Option<String> {
+    let actual = state_of(part);
+    match expected {
+        ToolExpectation::State(state) => {
+            (actual != state.as_str()).then(|| format!("expected {}, got {actual}", state.as_str()))
+        }
+        ToolExpectation::Fields(fields) => field_mismatches(part, fields),
+    }
+}
+
+fn field_mismatches(part: Option<&ToolPart>, fields: &ToolFields) -> Option<String> {
+    let actual = state_of(part);
+    let mut wrong = Vec::new();
+    if let Some(state) = fields.state.filter(|state| state.as_str() != actual) {
+        wrong.push(format!("expected {}, got {actual}", state.as_str()));
+    }
+    if let Some(state) = fields.not.filter(|state| state.as_str() == actual) {
+        wrong.push(format!("expected anything but {}, got it", state.as_str()));
+    }
+    let output = part.and_then(|tool| tool.output.as_ref());
+    if let Some(expected) = fields.output.as_ref().filter(|expected| Some(*expected) != output) {
+        wrong.push(format!("expected output {expected}, got {}", output.map_or("none".to_string(), |o| o.to_string())));
+    }
+    let error = part.and_then(|tool| tool.error_text.as_deref());
+    if let Some(expected) = fields.error.as_deref().filter(|expected| Some(*expected) != error) {
+        wrong.push(format!(
+            "expected error {expected:?}, got {}",
+            error.map_or("none".to_string(), |e| format!("{e:?}"))
+        ));
+    }
+    let approval = part.and_then(|tool| tool.approval.as_ref()).map(|approval| approval.id.as_str());
+    if let Some(expected) = fields.approval_id.as_deref().filter(|expected| Some(*expected) != approval) {
+        wrong.push(format!("expected approval id {expected:?}, got {}", approval.unwrap_or("none")));
+    }
+    (!wrong.is_empty()).then(|| wrong.join("; "))
+}
+
+fn check_parts(messages: &[Message], message_id: &str, expected: &[String]) -> Option<Violation> {
+    let Some(message) = messages.iter().find(|message| message.id == message_id) else {
+        return Some(Violation::new("expect.parts", format!("{message_id}: no such stored message")));
+    };
+    let actual: Vec<String> = message.parts.iter().map(transcript_view::part_line).collect();
+    (actual != expected).then(|| {
+        Violation::new(
+            "expect.parts",
+            format!("{message_id}: expected [{}], got [{}]", expected.join(", "), actual.join(", ")),
+        )
+    })
+}

@@ -1,0 +1,128 @@
+//! Expectations on what crossed the engine's boundary and when: texts a
+//! client or caller received, host hooks called, counts by a moment, and
+//! bounds on when an event happened.
+
+use turnsim_engine::EngineEvent;
+
+use super::{CheckInput, Violation};
+use crate::scenario::{Count, EventRef, Snapshot, Timing};
+use crate::trace::{Event, TraceEvent};
+
+pub fn check(input: &CheckInput) -> Vec<Violation> {
+    let expect = &input.scenario.scenario.expect;
+    let events = &input.run.events;
+    let mut violations = Vec::new();
+    let frames = texts(events, |event| match event {
+        Event::ClientFrame { what } => Some(what),
+        _ => None,
+    });
+    violations.extend(missing_texts(
+        "expect.client_received",
+        "frame a client received",
+        &expect.client_received,
+        &frames,
+    ));
+    let errors = texts(events, |event| match event {
+        Event::CallbackError { message, .. } => Some(message),
+        _ => None,
+    });
+    violations.extend(missing_texts(
+        "expect.caller_errors",
+        "on_error a caller received",
+        &expect.caller_errors,
+        &errors,
+    ));
+    if let Some(expected) = expect.hooks.as_ref().and_then(|hooks| hooks.on_exhausted) {
+        let actual = count_until(events, u64::MAX, |event| matches!(event, Event::OnExhausted { .. }));
+        violations.extend(mismatch("expect.hooks.on_exhausted", "`on_exhausted` calls", expected, actual));
+    }
+    for snapshot in &expect.snapshots {
+        violations.extend(check_snapshot(events, snapshot));
+    }
+    for timing in &expect.timing {
+        violations.extend(check_timing(events, timing));
+    }
+    violations
+}
+
+fn texts<'a>(events: &'a [TraceEvent], pick: impl Fn(&'a Event) -> Option<&'a String>) -> Vec<&'a str> {
+    events.iter().filter_map(|traced| pick(&traced.event)).map(String::as_str).collect()
+}
+
+fn missing_texts(check: &str, place: &str, expected: &[String], received: &[&str]) -> Vec<Violation> {
+    expected
+        .iter()
+        .filter(|text| !received.iter().any(|got| got.contains(text.as_str())))
+        .map(|text| Violation::new(check, format!("no {place} contains {text:?}")))
+        .collect()
+}
+
+fn count_until(events: &[TraceEvent], until_us: u64, matches: impl Fn(&Event) -> bool) -> u32 {
+    events.iter().filter(|traced| traced.at_us <= until_us && matches(&traced.event)).count() as u32
+}
+
+fn mismatch(check: &str, what: &str, expected: Count, actual: u32) -> Option<Violation> {
+    (!expected.admits(actual)).then(|| Violation::new(check, format!("expected {expected} {what}, got {actual}")))
+}
+
+fn check_snapshot(events: &[TraceEvent], snapshot: &Snapshot) -> Vec<Violation> {
+    // "By 2000 ms" is everything the timeline shows at 2.000 s or before.
+    let until_us = snapshot.at_ms.saturating_mul(1_000).saturating_add(999);
+    type Counted = (Option<Count>, &'static str, fn(&Event) -> bool);
+    let counts: [Counted; 4] = [
+        (snapshot.continuations, "continuations", |event| {
+            matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
+        }),
+        (snapshot.model_calls, "model calls", |event| matches!(event, Event::ModelCall { .. })),
+        (snapshot.messenger_posts, "messenger posts", |event| matches!(event, Event::MessengerPost { .. })),
+        (snapshot.terminal_callbacks, "terminal callbacks", |event| {
+            matches!(
+                event,
+                Event::CallbackDone { .. } | Event::CallbackError { .. } | Event::CallbackInterrupted { .. }
+            )
+        }),
+    ];
+    counts
+        .into_iter()
+        .filter_map(|(expected, what, matches)| {
+            let actual = count_until(events, until_us, matches);
+            let what = format!("{what} by {} ms", snapshot.at_ms);
+            mismatch("expect.snapshots", &what, expected?, actual)
+        })
+        .collect()
+}
+
+/// Sim time (µs) of the n-th event with this name.
+fn occurrence(events: &[TraceEvent], reference: &EventRef) -> Option<u64> {
+    let nth = reference.nth.max(1) as usize;
+    events.iter().filter(|traced| traced.event.is_named(&reference.event)).nth(nth - 1).map(|traced| traced.at_us)
+}
+
+fn check_timing(events: &[TraceEvent], timing: &Timing) -> Option<Violation> {
+    let target = EventRef { event: timing.event.clone(), nth: timing.nth };
+    let describe = |reference: &EventRef| format!("{} #{}", reference.event, reference.nth.max(1));
+    let Some(at_us) = occurrence(events, &target) else {
+        return Some(Violation::new("expect.timing", format!("{} never happened", describe(&target))));
+    };
+    let (from_us, from) = match &timing.after {
+        None => (0, "the start".to_string()),
+        Some(reference) => match occurrence(events, reference) {
+            Some(from_us) => (from_us, describe(reference)),
+            None => return Some(Violation::new("expect.timing", format!("{} never happened", describe(reference)))),
+        },
+    };
+    let elapsed_us = at_us as i128 - from_us as i128;
+    let early = timing.no_earlier_than_ms.filter(|bound| elapsed_us < i128::from(*bound) * 1_000);
+    let late = timing.no_later_than_ms.filter(|bound| elapsed_us > i128::from(*bound) * 1_000);
+    let bound = match (early, late) {
+        (Some(bound), _) => format!("no earlier than {bound} ms"),
+        (None, Some(bound)) => format!("no later than {bound} ms"),
+        (None, None) => return None,
+    };
+    let message = format!(
+        "{} came {:.3} s after {from}; expected {bound} after it",
+        describe(&target),
+        elapsed_us as f64 / 1_000_000.0
+    );
+    Some(Violation::new("expect.timing", message))
+}

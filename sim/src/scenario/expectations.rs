@@ -1,0 +1,220 @@
+//! Expectation shapes beyond plain numbers: counts with bounds, tool parts
+//! by their fields, state at a moment, and when an event may happen.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use super::ExpectedToolState;
+
+/// `2` (exactly), or `{ at_least: 1, at_most: 3 }` (either bound optional).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    Exactly(u32),
+    Between { at_least: Option<u32>, at_most: Option<u32> },
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Bounds {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_least: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_most: Option<u32>,
+}
+
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum CountSchema {
+    Exactly(u32),
+    Between(Bounds),
+}
+
+impl Count {
+    pub fn admits(&self, actual: u32) -> bool {
+        match *self {
+            Self::Exactly(expected) => actual == expected,
+            Self::Between { at_least, at_most } => {
+                at_least.is_none_or(|least| actual >= least) && at_most.is_none_or(|most| actual <= most)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Count {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Exactly(expected) => write!(formatter, "{expected}"),
+            Self::Between { at_least: Some(least), at_most: Some(most) } => write!(formatter, "{least} to {most}"),
+            Self::Between { at_least: Some(least), at_most: None } => write!(formatter, "at least {least}"),
+            Self::Between { at_least: None, at_most: Some(most) } => write!(formatter, "at most {most}"),
+            Self::Between { at_least: None, at_most: None } => write!(formatter, "any number"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+        impl<'de> Visitor<'de> for CountVisitor {
+            type Value = Count;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a count: a number, or { at_least: N, at_most: M }")
+            }
+
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Count, E> {
+                u32::try_from(value).map(Count::Exactly).map_err(|_| E::custom(format!("count {value} is too large")))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Count, A::Error> {
+                let bounds = Bounds::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                if let (Some(least), Some(most)) = (bounds.at_least, bounds.at_most) {
+                    if least > most {
+                        return Err(de::Error::custom(format!("at_least {least} is above at_most {most}")));
+                    }
+                }
+                Ok(Count::Between { at_least: bounds.at_least, at_most: bounds.at_most })
+            }
+        }
+        deserializer.deserialize_any(CountVisitor)
+    }
+}
+
+impl Serialize for Count {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Self::Exactly(count) => serializer.serialize_u32(count),
+            Self::Between { at_least, at_most } => Bounds { at_least, at_most }.serialize(serializer),
+        }
+    }
+}
+
+super::schema_as!(Count, CountSchema);
+
+/// A tool part at the end of the run: its state (`tc-1: output-available`),
+/// or its fields (`tc-1: { state: output-error, error: "boom" }`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolExpectation {
+    State(ExpectedToolState),
+    Fields(ToolFields),
+}
+
+/// Each field given must match; `not` names a state the part must not end in.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFields {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ExpectedToolState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not: Option<ExpectedToolState>,
+    /// The output value, compared as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// The error text of an `output-error` part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The id of the approval the engine requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+}
+
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ToolExpectationSchema {
+    State(ExpectedToolState),
+    Fields(ToolFields),
+}
+
+impl<'de> Deserialize<'de> for ToolExpectation {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ToolVisitor;
+        impl<'de> Visitor<'de> for ToolVisitor {
+            type Value = ToolExpectation;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter
+                    .write_str("a tool state (output-available, ...), or { state, not, output, error, approval_id }")
+            }
+
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<ToolExpectation, E> {
+                let state = ExpectedToolState::deserialize(de::value::StrDeserializer::<E>::new(value))?;
+                Ok(ToolExpectation::State(state))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ToolExpectation, A::Error> {
+                ToolFields::deserialize(de::value::MapAccessDeserializer::new(map)).map(ToolExpectation::Fields)
+            }
+        }
+        deserializer.deserialize_any(ToolVisitor)
+    }
+}
+
+impl Serialize for ToolExpectation {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::State(state) => state.serialize(serializer),
+            Self::Fields(fields) => fields.serialize(serializer),
+        }
+    }
+}
+
+super::schema_as!(ToolExpectation, ToolExpectationSchema);
+
+/// Counts of what had happened by a moment of sim time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    pub at_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuations: Option<Count>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calls: Option<Count>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messenger_posts: Option<Count>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_callbacks: Option<Count>,
+}
+
+/// The n-th occurrence of a timeline event (`model.call`, `caller.on_done`,
+/// `recovery.scheduled`, ...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventRef {
+    pub event: String,
+    #[serde(default = "first")]
+    pub nth: u32,
+}
+
+fn first() -> u32 {
+    1
+}
+
+/// When an event may happen: in sim time from the start, or from the
+/// occurrence of another event (`after`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    pub event: String,
+    #[serde(default = "first")]
+    pub nth: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<EventRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_earlier_than_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_later_than_ms: Option<u64>,
+}
+
+/// Host hooks the engine called, by hook.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookCounts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_exhausted: Option<Count>,
+}

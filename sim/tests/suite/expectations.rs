@@ -1,0 +1,112 @@
+//! Each scenario expectation fires when the run breaks it, and stays quiet
+//! when it holds: the committed scenarios run with their `expect:` block
+//! swapped for one that holds and one that does not.
+
+use turnsim::check::check_run;
+use turnsim::scenario::{parse_scenario, ScenarioFile};
+use turnsim_engine::RegressionSet;
+
+use crate::common::workspace_root;
+
+/// A committed scenario with its `expect:` block replaced.
+fn with_expect(stem: &str, expect: &str) -> ScenarioFile {
+    let path = workspace_root().join("scenarios").join(format!("{stem}.yaml"));
+    let text = std::fs::read_to_string(&path).expect("a committed scenario");
+    let body = &text[..text.find("\nexpect:\n").expect("an expect block") + 1];
+    parse_scenario(&path, &format!("{body}expect:\n{expect}")).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// The checks that failed on seed 0.
+fn failed_checks(file: &ScenarioFile) -> Vec<String> {
+    let record = turnsim::world::run(file, 0, &RegressionSet::default());
+    check_run(file, &record)
+        .into_iter()
+        .map(|violation| format!("{}: {}", violation.check, violation.message))
+        .collect()
+}
+
+fn assert_holds(stem: &str, expect: &str) {
+    let failed = failed_checks(&with_expect(stem, expect));
+    assert!(failed.is_empty(), "{stem} with {expect:?} must pass: {failed:?}");
+}
+
+fn assert_fires(stem: &str, expect: &str, needle: &str) {
+    let failed = failed_checks(&with_expect(stem, expect));
+    assert!(
+        failed.iter().any(|failure| failure.contains(needle)),
+        "{stem} with {expect:?}: expected {needle:?} in {failed:?}"
+    );
+}
+
+const RETRY: &str = "provider-rate-limit-retry";
+const TOOL: &str = "continuation-single-client-tool";
+const EXHAUSTED: &str = "stall-exhausted";
+
+#[test]
+fn counts_take_bounds() {
+    assert_holds(RETRY, "  model_calls: { at_least: 2, at_most: 3 }\n  messages: 2\n");
+    assert_fires(RETRY, "  model_calls: { at_least: 3 }\n", "expect.model_calls: expected at least 3, got 2");
+    assert_fires(RETRY, "  messages: { at_most: 1 }\n", "expect.messages: expected at most 1, got 2");
+}
+
+#[test]
+fn final_text_and_parts_are_exact() {
+    assert_holds(
+        RETRY,
+        "  final_text: \"The answer is 42.\"\n  parts: { m3: [ step-start, 'text \"The answer is 42.\"' ] }\n",
+    );
+    assert_fires(RETRY, "  final_text: \"The answer is\"\n", "expect.final_text: expected \"The answer is\", got");
+    assert_fires(RETRY, "  parts: { m3: [ 'text \"The answer is 42.\"' ] }\n", "expect.parts: m3: expected [text");
+    assert_fires(RETRY, "  parts: { m9: [] }\n", "expect.parts: m9: no such stored message");
+}
+
+#[test]
+fn tool_parts_are_checked_field_by_field() {
+    assert_holds(
+        TOOL,
+        "  tools: { tc-client-1: { state: output-available, output: \"done\", not: input-streaming } }\n",
+    );
+    assert_fires(TOOL, "  tools: { tc-client-1: { output: \"other\" } }\n", "expected output \"other\", got \"done\"");
+    assert_fires(
+        TOOL,
+        "  tools: { tc-client-1: { not: output-available } }\n",
+        "expected anything but output-available",
+    );
+    assert_fires(TOOL, "  tools: { tc-client-1: { error: \"boom\" } }\n", "expected error \"boom\", got none");
+    assert_fires(
+        TOOL,
+        "  tools: { tc-client-1: { approval_id: \"a-1\" } }\n",
+        "expected approval id \"a-1\", got none",
+    );
+}
+
+#[test]
+fn timing_bounds_an_event_from_the_start_or_from_another_event() {
+    let holds = "  timing:\n    - { event: model.call, nth: 2, after: { event: model.call }, no_earlier_than_ms: 2000, no_later_than_ms: 2001 }\n";
+    assert_holds(RETRY, holds);
+    let early = "  timing:\n    - { event: model.call, nth: 2, no_earlier_than_ms: 2500 }\n";
+    assert_fires(RETRY, early, "model.call #2 came 2.000 s after the start; expected no earlier than 2500 ms");
+    let late = "  timing:\n    - { event: caller.on_done, no_later_than_ms: 1000 }\n";
+    assert_fires(RETRY, late, "expected no later than 1000 ms");
+    let never = "  timing:\n    - { event: model.call, nth: 3 }\n";
+    assert_fires(RETRY, never, "model.call #3 never happened");
+}
+
+#[test]
+fn snapshots_count_what_happened_by_a_moment() {
+    assert_holds(RETRY, "  snapshots:\n    - { at_ms: 1999, model_calls: 1, terminal_callbacks: 0 }\n    - { at_ms: 2000, model_calls: 2 }\n");
+    assert_fires(
+        RETRY,
+        "  snapshots:\n    - { at_ms: 1999, model_calls: 2 }\n",
+        "expected 2 model calls by 1999 ms, got 1",
+    );
+}
+
+#[test]
+fn texts_a_client_or_caller_received_and_host_hooks() {
+    let holds = "  client_received: [\"could not recover\"]\n  hooks: { on_exhausted: 1 }\n";
+    assert_holds(EXHAUSTED, holds);
+    assert_fires(EXHAUSTED, "  client_received: [\"all good\"]\n", "no frame a client received contains \"all good\"");
+    assert_fires(EXHAUSTED, "  caller_errors: [\"boom\"]\n", "no on_error a caller received contains \"boom\"");
+    assert_fires(EXHAUSTED, "  hooks: { on_exhausted: 0 }\n", "expected 0 `on_exhausted` calls, got 1");
+}
