@@ -17,6 +17,7 @@ pub mod coverage;
 pub mod crash_points;
 pub mod determinism;
 pub mod explore;
+pub mod html;
 pub mod mermaid;
 pub mod report;
 pub mod runner;

@@ -136,6 +136,8 @@ enum ReplayFormat {
     Text,
     Json,
     Mermaid,
+    /// One self-contained page: lanes side by side, the violation, the transcript.
+    Html,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -431,7 +433,8 @@ fn replay(
             println!("{}", serde_json::to_string_pretty(&json).expect("serialises"));
         }
         ReplayFormat::Text => print_replay(&scenario, seed, regressions, &record, &violations),
-        ReplayFormat::Mermaid => emit(&turnsim::mermaid::render(&record.events)),
+        ReplayFormat::Mermaid => emit(&turnsim::mermaid::render(&record.events, &violations)),
+        ReplayFormat::Html => emit(&turnsim::html::render(&scenario, seed, regressions, &record, &violations)),
     }
     Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

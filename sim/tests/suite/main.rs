@@ -8,5 +8,6 @@ mod exploration;
 mod format;
 mod hostile;
 mod regressions;
+mod replay_views;
 mod scenarios;
 mod snapshots;
