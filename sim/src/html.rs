@@ -64,6 +64,7 @@ tr.violating td:first-child { border-left: 4px solid var(--fail-edge); }
 
 const SCRIPT: &str = r#"
 (function () {
+  var timeline = document.getElementById('timeline-wrap');
   var number = document.getElementById('details-number');
   var json = document.getElementById('details-json');
   function show(row) {
@@ -72,19 +73,33 @@ const SCRIPT: &str = r#"
     number.textContent = row.dataset.number + ' at ' + row.dataset.time;
     json.textContent = row.querySelector('pre.json').textContent;
   }
+  // Scrolls the timeline, not the page, so the header and the failed checks stay in view.
+  function reveal(row) {
+    var offset = row.getBoundingClientRect().top - timeline.getBoundingClientRect().top;
+    timeline.scrollTop += offset - timeline.clientHeight / 2 + row.offsetHeight / 2;
+  }
+  function select(id) {
+    var row = id ? document.getElementById(id) : null;
+    if (!row || !row.classList.contains('event')) { row = document.querySelector('tr.violating'); }
+    if (row) { show(row); reveal(row); }
+  }
   document.querySelectorAll('tr.event').forEach(function (row) {
     row.addEventListener('click', function () {
       show(row);
       history.replaceState(null, '', '#' + row.id);
     });
   });
-  function showTarget() {
-    var row = location.hash ? document.getElementById(location.hash.slice(1)) : null;
-    if (!row || !row.classList.contains('event')) { row = document.querySelector('tr.violating'); }
-    if (row) { show(row); row.scrollIntoView({ block: 'center' }); }
-  }
-  window.addEventListener('hashchange', showTarget);
-  showTarget();
+  document.querySelectorAll('#violations a').forEach(function (link) {
+    link.addEventListener('click', function (click) {
+      click.preventDefault();
+      var id = link.getAttribute('href').slice(1);
+      history.replaceState(null, '', '#' + id);
+      select(id);
+    });
+  });
+  window.addEventListener('hashchange', function () { select(location.hash.slice(1)); });
+  select(location.hash.slice(1));
+  window.scrollTo(0, 0);
 })();
 "#;
 
