@@ -70,7 +70,8 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
         /// Output: the numbered timeline and transcript (text), the events
-        /// (json), or a sequence diagram (mermaid).
+        /// (json), a sequence diagram (mermaid), or one self-contained page
+        /// to open from a CI artifact (html).
         #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
         format: ReplayFormat,
         /// Bring back a historical bug (repeatable); see `list regressions`.
@@ -153,6 +154,8 @@ enum ReplayFormat {
     Text,
     Json,
     Mermaid,
+    /// One self-contained page: lanes side by side, the violation, the transcript.
+    Html,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -502,7 +505,8 @@ fn replay(
             outln!("{}", serde_json::to_string_pretty(&json).expect("serialises"));
         }
         ReplayFormat::Text => print_replay(&scenario, seed, regressions, &record, &violations),
-        ReplayFormat::Mermaid => output::emit(&turnsim::mermaid::render(&record.events)),
+        ReplayFormat::Mermaid => output::emit(&turnsim::mermaid::render(&record.events, &violations)),
+        ReplayFormat::Html => output::emit(&turnsim::html::render(&scenario, seed, regressions, &record, &violations)),
     }
     Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

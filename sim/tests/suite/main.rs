@@ -11,5 +11,6 @@ mod format;
 mod hostile;
 mod library;
 mod regressions;
+mod replay_views;
 mod scenarios;
 mod snapshots;
