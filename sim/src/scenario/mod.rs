@@ -657,17 +657,23 @@ pub enum ExpectedToolState {
 }
 
 impl ExpectedToolState {
+    /// The engine's state this names; `None` for `absent`.
+    pub fn tool_state(self) -> Option<turnsim_engine::ToolState> {
+        use turnsim_engine::ToolState;
+        Some(match self {
+            Self::InputStreaming => ToolState::InputStreaming,
+            Self::InputAvailable => ToolState::InputAvailable,
+            Self::ApprovalRequested => ToolState::ApprovalRequested,
+            Self::ApprovalResponded => ToolState::ApprovalResponded,
+            Self::OutputAvailable => ToolState::OutputAvailable,
+            Self::OutputError => ToolState::OutputError,
+            Self::OutputDenied => ToolState::OutputDenied,
+            Self::Absent => return None,
+        })
+    }
+
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::InputStreaming => "input-streaming",
-            Self::InputAvailable => "input-available",
-            Self::ApprovalRequested => "approval-requested",
-            Self::ApprovalResponded => "approval-responded",
-            Self::OutputAvailable => "output-available",
-            Self::OutputError => "output-error",
-            Self::OutputDenied => "output-denied",
-            Self::Absent => "absent",
-        }
+        self.tool_state().map_or("absent", turnsim_engine::ToolState::as_str)
     }
 }
 
