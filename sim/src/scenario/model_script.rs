@@ -23,6 +23,10 @@ pub enum Step {
     TextEnd(String),
     /// A whole reasoning part.
     Reasoning(String),
+    ReasoningStart(String),
+    /// A delta for the reasoning part opened last.
+    ReasoningDelta(String),
+    ReasoningEnd(String),
     /// A whole tool call: input start, delta, end and `tool-call`, so the
     /// tool is `input-available` mid-stream.
     Tool(ToolStep),
@@ -171,12 +175,18 @@ impl<'a> Expansion<'a> {
     }
 }
 
+/// The text and reasoning parts opened last: where bare deltas go.
+struct OpenParts {
+    text: String,
+    reasoning: String,
+}
+
 /// Expands a call's steps; `root` is the call's path in its file (`model[0]`).
 pub fn compile(steps: &[Step], root: &str, expansion: &mut Expansion) -> Result<Vec<Op>, ScriptError> {
     let mut ops = Vec::new();
-    let mut open_text = String::from("t0");
+    let mut open = OpenParts { text: "t0".into(), reasoning: "r0".into() };
     for (index, step) in steps.iter().enumerate() {
-        compile_step(step, &format!("{root}[{index}]"), &mut ops, &mut open_text, expansion)?;
+        compile_step(step, &format!("{root}[{index}]"), &mut ops, &mut open, expansion)?;
     }
     Ok(ops)
 }
@@ -185,7 +195,7 @@ fn compile_step(
     step: &Step,
     path: &str,
     ops: &mut Vec<Op>,
-    open_text: &mut String,
+    open: &mut OpenParts,
     expansion: &mut Expansion,
 ) -> Result<(), ScriptError> {
     expansion.spend(path, 1)?;
@@ -198,10 +208,10 @@ fn compile_step(
             emit(ops, Chunk::TextEnd { id });
         }
         Step::TextStart(id) => {
-            *open_text = id.clone();
+            open.text = id.clone();
             emit(ops, Chunk::TextStart { id: id.clone() });
         }
-        Step::TextDelta(delta) => emit(ops, Chunk::TextDelta { id: open_text.clone(), delta: delta.clone() }),
+        Step::TextDelta(delta) => emit(ops, Chunk::TextDelta { id: open.text.clone(), delta: delta.clone() }),
         Step::TextEnd(id) => emit(ops, Chunk::TextEnd { id: id.clone() }),
         Step::Reasoning(text) => {
             let id = format!("r{}", ops.len());
@@ -209,6 +219,14 @@ fn compile_step(
             emit(ops, Chunk::ReasoningDelta { id: id.clone(), delta: text.clone() });
             emit(ops, Chunk::ReasoningEnd { id });
         }
+        Step::ReasoningStart(id) => {
+            open.reasoning = id.clone();
+            emit(ops, Chunk::ReasoningStart { id: id.clone() });
+        }
+        Step::ReasoningDelta(delta) => {
+            emit(ops, Chunk::ReasoningDelta { id: open.reasoning.clone(), delta: delta.clone() })
+        }
+        Step::ReasoningEnd(id) => emit(ops, Chunk::ReasoningEnd { id: id.clone() }),
         Step::Tool(tool) => compile_tool(tool, ops),
         Step::ToolStart { id, name } => emit(ops, Chunk::ToolInputStart { id: id.clone(), name: name.clone() }),
         Step::ToolDelta { id, delta } => emit(ops, Chunk::ToolInputDelta { id: id.clone(), delta: delta.clone() }),
@@ -217,13 +235,13 @@ fn compile_step(
             emit(ops, Chunk::ToolCall { id: id.clone(), name: name.clone(), input: input.clone() })
         }
         Step::SleepMs(range) => ops.push(Op::Sleep(*range)),
-        Step::Repeat { times, steps } => compile_repeat(*times, steps, path, ops, open_text, expansion)?,
+        Step::Repeat { times, steps } => compile_repeat(*times, steps, path, ops, open, expansion)?,
         Step::Finish(finish) => ops.push(Op::Finish { reason: finish.reason, output_tokens: finish.output_tokens }),
         Step::Park => ops.push(Op::Park),
         Step::Cut => ops.push(Op::Cut),
         Step::HttpError { status, message } => ops.push(Op::Http { status: *status, message: message.clone() }),
         Step::ErrorChunk(message) => emit(ops, Chunk::Error { message: message.clone() }),
-        Step::Fixture(name) => compile_fixture(name, path, ops, open_text, expansion)?,
+        Step::Fixture(name) => compile_fixture(name, path, ops, open, expansion)?,
     }
     Ok(())
 }
@@ -233,14 +251,14 @@ fn compile_repeat(
     steps: &[Step],
     path: &str,
     ops: &mut Vec<Op>,
-    open_text: &mut String,
+    open: &mut OpenParts,
     expansion: &mut Expansion,
 ) -> Result<(), ScriptError> {
     // Checked up front, so a huge count fails at once rather than after the budget drains.
     expansion.spend(&format!("{path}.repeat.times"), u64::from(times))?;
     for _ in 0..times {
         for (index, inner) in steps.iter().enumerate() {
-            compile_step(inner, &format!("{path}.repeat.steps[{index}]"), ops, open_text, expansion)?;
+            compile_step(inner, &format!("{path}.repeat.steps[{index}]"), ops, open, expansion)?;
         }
     }
     Ok(())
@@ -250,7 +268,7 @@ fn compile_fixture(
     name: &str,
     path: &str,
     ops: &mut Vec<Op>,
-    open_text: &mut String,
+    open: &mut OpenParts,
     expansion: &mut Expansion,
 ) -> Result<(), ScriptError> {
     let at = |message: String| ScriptError::At { path: format!("{path}.fixture"), message };
@@ -267,7 +285,7 @@ fn compile_fixture(
     })?;
     expansion.open_fixtures.push(name.to_string());
     for (index, inner) in fixture.steps.iter().enumerate() {
-        compile_step(inner, &format!("[{index}]"), ops, open_text, expansion).map_err(|error| match error {
+        compile_step(inner, &format!("[{index}]"), ops, open, expansion).map_err(|error| match error {
             ScriptError::At { path, message } => {
                 ScriptError::Located(ScenarioError::located(&fixture.path, &fixture.locator, &path, message))
             }
