@@ -298,7 +298,7 @@ fn run(
         regressions,
         files,
     };
-    let total = plan.work().len();
+    let total = plan.work_count();
     let seeds_from = plan.seed_start.map_or("each file's seed_start".to_string(), |start| start.to_string());
     eprintln!(
         "turnsim: {} scenarios, {total} runs, seeds from {seeds_from}, {} jobs{}",
@@ -306,16 +306,15 @@ fn run(
         plan.jobs,
         describe(&plan)
     );
-    let outcomes = runner::execute(&plan, &progress_printer(total));
-    let summary = report::summarise(&plan.files, &outcomes, &plan.regressions);
+    let results = runner::sweep(&plan, &progress_printer(total));
+    let summary = report::summarise(&plan.files, &results, &plan.regressions);
     match format {
-        RunFormat::Text => emit(&report::text(&plan.files, &outcomes, &plan.regressions)),
+        RunFormat::Text => emit(&report::text(&plan.files, &results, &plan.regressions)),
         RunFormat::Json => emit(&format!("{}\n", report::json(&summary))),
-        RunFormat::Junit => emit(&report::junit(&plan.files, &outcomes, &plan.regressions)),
+        RunFormat::Junit => emit(&report::junit(&plan.files, &results, &plan.regressions)),
     }
     if matches!(format, RunFormat::Text) {
-        let mut coverage = turnsim::coverage::Coverage::default();
-        outcomes.iter().for_each(|outcome| coverage.merge(&outcome.coverage));
+        let coverage = &results.coverage;
         emit(&format!("\nfault coverage (turn phase x fault kind, over all runs):\n{}", coverage.render()));
         emit(&format!("suite: {} passed, {} failed\n", summary.passed, summary.failed));
     }

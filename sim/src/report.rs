@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use turnsim_engine::RegressionSet;
 
-use crate::runner::{replay_command, Outcome};
+use crate::runner::{replay_command, Outcome, SweepResults};
 use crate::scenario::ScenarioFile;
 
 #[derive(Serialize)]
@@ -27,10 +27,10 @@ pub struct FailureReport {
     pub replay: String,
 }
 
-pub fn summarise(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> Summary {
-    let failures = outcomes
+pub fn summarise(files: &[ScenarioFile], results: &SweepResults, regressions: &RegressionSet) -> Summary {
+    let failures = results
+        .failures
         .iter()
-        .filter(|outcome| !outcome.passed())
         .flat_map(|outcome| {
             let file = &files[outcome.scenario];
             outcome.violations.iter().map(move |violation| FailureReport {
@@ -42,29 +42,28 @@ pub fn summarise(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Reg
             })
         })
         .collect();
-    let failed = outcomes.iter().filter(|outcome| !outcome.passed()).count();
-    let mut scenarios: Vec<usize> = outcomes.iter().map(|outcome| outcome.scenario).collect();
-    scenarios.dedup();
-    Summary { scenarios: scenarios.len(), runs: outcomes.len(), passed: outcomes.len() - failed, failed, failures }
+    let (runs, failed) = (results.total_runs(), results.failures.len());
+    let scenarios = results.runs.iter().filter(|runs| **runs > 0).count();
+    Summary { scenarios, runs, passed: runs - failed, failed, failures }
 }
 
 /// One line per scenario; for a failing one, its first failing seed in full
 /// (checks, the events before, the replay command) and the other seeds.
-pub fn text(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
+pub fn text(files: &[ScenarioFile], results: &SweepResults, regressions: &RegressionSet) -> String {
     let mut out = String::new();
     for (index, file) in files.iter().enumerate() {
-        let runs: Vec<&Outcome> = outcomes.iter().filter(|outcome| outcome.scenario == index).collect();
-        if runs.is_empty() {
+        let runs = results.runs[index];
+        if runs == 0 {
             continue;
         }
-        let failed: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
+        let failed: Vec<&Outcome> = results.failures_of(index).collect();
         let path = file.path.display();
         match failed.first() {
             None => {
-                let _ = writeln!(out, "PASS {path} ({} seeds)", runs.len());
+                let _ = writeln!(out, "PASS {path} ({runs} seeds)");
             }
             Some(first) => {
-                let _ = writeln!(out, "FAIL {path} ({} of {} seeds failed)", failed.len(), runs.len());
+                let _ = writeln!(out, "FAIL {path} ({} of {runs} seeds failed)", failed.len());
                 write_failure(&mut out, file, first, regressions);
                 if failed.len() > 1 {
                     let seeds: Vec<String> =
@@ -101,22 +100,22 @@ pub fn json(summary: &Summary) -> String {
 }
 
 /// A test case per scenario file; its failure lists the failing seeds.
-pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
-    let failed = outcomes.iter().filter(|outcome| !outcome.passed()).count();
+pub fn junit(files: &[ScenarioFile], results: &SweepResults, regressions: &RegressionSet) -> String {
+    let failed = results.failures.len();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(out, "<testsuites name=\"turnsim\" tests=\"{}\" failures=\"{failed}\">", files.len());
     let _ = writeln!(
         out,
         "  <testsuite name=\"scenarios\" tests=\"{}\" failures=\"{}\">",
         files.len(),
-        failing_files(outcomes)
+        failing_files(results)
     );
     for (index, file) in files.iter().enumerate() {
-        let runs: Vec<&Outcome> = outcomes.iter().filter(|outcome| outcome.scenario == index).collect();
+        let runs = results.runs[index];
         let name = escape(&file.path.display().to_string());
         // No `time`: runs take simulated time, and dashboards read it as wall time.
         let _ = write!(out, "    <testcase classname=\"turnsim\" name=\"{name}\"");
-        let failures: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
+        let failures: Vec<&Outcome> = results.failures_of(index).collect();
         if failures.is_empty() {
             out.push_str("/>\n");
             continue;
@@ -125,7 +124,7 @@ pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regress
         let headline = format!(
             "{} of {} seeds failed; first seed {}: {}",
             failures.len(),
-            runs.len(),
+            runs,
             first.seed,
             first.violations[0].message
         );
@@ -143,9 +142,8 @@ pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regress
     out
 }
 
-fn failing_files(outcomes: &[Outcome]) -> usize {
-    let mut files: Vec<usize> =
-        outcomes.iter().filter(|outcome| !outcome.passed()).map(|outcome| outcome.scenario).collect();
+fn failing_files(results: &SweepResults) -> usize {
+    let mut files: Vec<usize> = results.failures.iter().map(|outcome| outcome.scenario).collect();
     files.dedup();
     files.len()
 }

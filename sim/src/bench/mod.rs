@@ -64,8 +64,7 @@ pub fn run(scenarios_dir: &Path) -> Result<BenchReport, ScenarioError> {
         shard: None,
         regressions: RegressionSet::default(),
     }
-    .work()
-    .len();
+    .work_count();
     let one_thread = median(ROUNDS, || suite_rate(&suite, 1));
     let two_threads = median(ROUNDS, || suite_rate(&suite, 2));
     Ok(BenchReport {
@@ -122,8 +121,8 @@ fn suite_rate(suite: &[ScenarioFile], jobs: usize) -> f64 {
         regressions: RegressionSet::default(),
     };
     let started = wall_now();
-    let outcomes = runner::execute(&plan, &|_, _| {});
-    outcomes.len() as f64 / started.elapsed().as_secs_f64()
+    let results = runner::sweep(&plan, &|_, _| {});
+    results.total_runs() as f64 / started.elapsed().as_secs_f64()
 }
 
 pub fn median(rounds: usize, mut measure: impl FnMut() -> f64) -> f64 {
