@@ -2,31 +2,159 @@
 //!
 //! The engine copies the in-flight message on every durable flush (the
 //! write, the store, the engine's mirror, the next model request), and a
-//! coding session's message grows to hundreds of parts. Parts live in
-//! fixed-size chunks shared between copies, behind a shared list of chunks:
-//! a copy costs one pointer, the first edit of a copy copies the list of
-//! chunk pointers and the chunk it touches (never the other parts), and
-//! comparing two copies skips the chunks they still share. To the engine it
-//! reads like a `Vec`.
+//! coding session's message grows to hundreds of parts. Parts live in a
+//! shallow tree shared between copies: chunks of eight parts, groups of
+//! sixteen chunks, and the list of groups. A copy costs one pointer; the
+//! first edit of a copy copies the list of groups, one group and the one
+//! chunk it touches, never the other parts; comparing two copies skips what
+//! they still share. Each chunk also indexes the tool call ids it holds, and
+//! each group keeps its chunks' filters side by side, so finding a call
+//! looks inside only the chunks that may hold it. To the engine it reads
+//! like a `Vec`.
 
 use std::fmt;
 use std::ops::{Bound, Index, RangeBounds};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::transcript::Part;
+use crate::transcript::{Part, ToolPart};
 
-/// Parts per chunk: small, so an edit copies little; large enough that a
-/// copy of a long message is a short list of pointers.
+/// Parts per chunk: small, so an edit copies few parts.
 const CHUNK_PARTS: usize = 8;
+/// Chunks per group: an edit copies this many chunk pointers.
+const GROUP_CHUNKS: usize = 16;
+
+/// Up to `CHUNK_PARTS` parts, and an index of their tool call ids.
+#[derive(Clone, Default)]
+struct Chunk {
+    parts: Vec<Part>,
+    /// Built when first asked; dropped by every edit.
+    tool_index: OnceLock<ToolIndex>,
+}
+
+/// Which tool call ids a chunk holds, by hash.
+#[derive(Clone, Copy)]
+struct ToolIndex {
+    /// One bit per call id held: a call whose bit is clear is not here.
+    filter: u64,
+    /// Per part: a nonzero hash of its call id, or zero for a part that is
+    /// not a tool call.
+    hashes: [u32; CHUNK_PARTS],
+}
+
+impl Chunk {
+    fn with(part: Part) -> Self {
+        let mut parts = Vec::with_capacity(CHUNK_PARTS);
+        parts.push(part);
+        Self { parts, tool_index: OnceLock::new() }
+    }
+
+    /// The parts, for editing (copied first if shared); drops the index.
+    fn parts_mut(self: &mut Arc<Self>) -> &mut Vec<Part> {
+        let chunk = Arc::make_mut(self);
+        chunk.tool_index = OnceLock::new();
+        &mut chunk.parts
+    }
+
+    fn tool_index(&self) -> &ToolIndex {
+        self.tool_index.get_or_init(|| {
+            let mut index = ToolIndex { filter: 0, hashes: [0; CHUNK_PARTS] };
+            for (offset, part) in self.parts.iter().enumerate() {
+                if let Part::Tool(tool) = part {
+                    let hash = CallHash::of(&tool.call_id);
+                    index.filter |= hash.bit;
+                    index.hashes[offset] = hash.short;
+                }
+            }
+            index
+        })
+    }
+
+    /// Offset of the first tool part of the call in this chunk.
+    fn find_tool(&self, call_id: &str, hash: CallHash) -> Option<usize> {
+        let index = self.tool_index();
+        (0..self.parts.len())
+            .find(|&offset| index.hashes[offset] == hash.short && is_tool_of(&self.parts[offset], call_id))
+    }
+}
+
+impl PartialEq for Chunk {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts == other.parts
+    }
+}
+
+/// A call id's FNV-1a hash, as a filter bit and a nonzero short hash.
+#[derive(Clone, Copy)]
+struct CallHash {
+    bit: u64,
+    short: u32,
+}
+
+impl CallHash {
+    fn of(call_id: &str) -> Self {
+        let hash = call_id
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
+        Self { bit: 1 << (hash % 64), short: (hash >> 32) as u32 | 1 }
+    }
+}
+
+/// Up to `GROUP_CHUNKS` chunks, and their tool filters side by side.
+#[derive(Clone, Default)]
+struct Group {
+    chunks: Vec<Arc<Chunk>>,
+    /// Built when first asked; dropped by every edit.
+    filters: OnceLock<[u64; GROUP_CHUNKS]>,
+}
+
+impl Group {
+    fn with(chunk: Chunk) -> Self {
+        let mut chunks = Vec::with_capacity(GROUP_CHUNKS);
+        chunks.push(Arc::new(chunk));
+        Self { chunks, filters: OnceLock::new() }
+    }
+
+    /// The chunks, for editing (copied first if shared); drops the filters.
+    fn chunks_mut(self: &mut Arc<Self>) -> &mut Vec<Arc<Chunk>> {
+        let group = Arc::make_mut(self);
+        group.filters = OnceLock::new();
+        &mut group.chunks
+    }
+
+    fn filters(&self) -> &[u64; GROUP_CHUNKS] {
+        self.filters.get_or_init(|| {
+            let mut filters = [0; GROUP_CHUNKS];
+            for (at, chunk) in self.chunks.iter().enumerate() {
+                filters[at] = chunk.tool_index().filter;
+            }
+            filters
+        })
+    }
+
+    /// Chunk and offset of the first tool part of the call in this group.
+    fn find_tool(&self, call_id: &str, hash: CallHash) -> Option<(usize, usize)> {
+        let filters = self.filters();
+        (0..self.chunks.len())
+            .filter(|&at| filters[at] & hash.bit != 0)
+            .find_map(|at| self.chunks[at].find_tool(call_id, hash).map(|offset| (at, offset)))
+    }
+}
+
+impl PartialEq for Group {
+    fn eq(&self, other: &Self) -> bool {
+        self.chunks.len() == other.chunks.len()
+            && self.chunks.iter().zip(&other.chunks).all(|(mine, theirs)| Arc::ptr_eq(mine, theirs) || mine == theirs)
+    }
+}
 
 /// An ordered list of parts. Every chunk but the last holds exactly
-/// `CHUNK_PARTS` parts and no chunk is empty, so part `i` lives in chunk
-/// `i / CHUNK_PARTS`.
+/// `CHUNK_PARTS` parts and every group but the last `GROUP_CHUNKS` chunks,
+/// none empty, so part `i` lives in chunk `i / CHUNK_PARTS`.
 #[derive(Clone, Default)]
 pub struct Parts {
-    chunks: Arc<Vec<Arc<Vec<Part>>>>,
+    groups: Arc<Vec<Arc<Group>>>,
     len: usize,
 }
 
@@ -43,46 +171,58 @@ impl Parts {
         self.len == 0
     }
 
-    pub fn get(&self, index: usize) -> Option<&Part> {
-        self.chunks.get(index / CHUNK_PARTS).and_then(|chunk| chunk.get(index % CHUNK_PARTS))
+    fn chunk_count(&self) -> usize {
+        self.len.div_ceil(CHUNK_PARTS)
     }
 
-    /// The part at `index`, for editing: copies its chunk if shared.
+    fn chunk(&self, chunk: usize) -> Option<&Chunk> {
+        self.groups.get(chunk / GROUP_CHUNKS).and_then(|group| group.chunks.get(chunk % GROUP_CHUNKS)).map(Arc::as_ref)
+    }
+
+    /// A chunk, for editing: copies the list of groups and its group if shared.
+    fn chunk_mut(&mut self, chunk: usize) -> &mut Arc<Chunk> {
+        let group = &mut Arc::make_mut(&mut self.groups)[chunk / GROUP_CHUNKS];
+        &mut group.chunks_mut()[chunk % GROUP_CHUNKS]
+    }
+
+    fn chunks(&self) -> impl DoubleEndedIterator<Item = &Chunk> + Clone + '_ {
+        self.groups.iter().flat_map(|group| group.chunks.iter().map(Arc::as_ref))
+    }
+
+    pub fn get(&self, index: usize) -> Option<&Part> {
+        self.chunk(index / CHUNK_PARTS).and_then(|chunk| chunk.parts.get(index % CHUNK_PARTS))
+    }
+
+    /// The part at `index`, for editing: copies only the path to it.
     pub fn get_mut(&mut self, index: usize) -> Option<&mut Part> {
         if index >= self.len {
             return None;
         }
-        Arc::make_mut(&mut Arc::make_mut(&mut self.chunks)[index / CHUNK_PARTS]).get_mut(index % CHUNK_PARTS)
+        self.chunk_mut(index / CHUNK_PARTS).parts_mut().get_mut(index % CHUNK_PARTS)
     }
 
     pub fn last(&self) -> Option<&Part> {
-        self.chunks.last().and_then(|chunk| chunk.last())
+        self.len.checked_sub(1).and_then(|last| self.get(last))
     }
 
     pub fn push(&mut self, part: Part) {
-        let chunks = Arc::make_mut(&mut self.chunks);
-        match chunks.last_mut() {
-            Some(chunk) if chunk.len() < CHUNK_PARTS => Arc::make_mut(chunk).push(part),
-            _ => {
-                let mut chunk = Vec::with_capacity(CHUNK_PARTS);
-                chunk.push(part);
-                chunks.push(Arc::new(chunk));
-            }
+        let chunks = self.chunk_count();
+        if !self.len.is_multiple_of(CHUNK_PARTS) {
+            self.chunk_mut(chunks - 1).parts_mut().push(part);
+        } else if !chunks.is_multiple_of(GROUP_CHUNKS) {
+            let groups = Arc::make_mut(&mut self.groups);
+            let last = groups.last_mut().expect("a partly filled group");
+            last.chunks_mut().push(Arc::new(Chunk::with(part)));
+        } else {
+            Arc::make_mut(&mut self.groups).push(Arc::new(Group::with(Chunk::with(part))));
         }
         self.len += 1;
     }
 
     pub fn pop(&mut self) -> Option<Part> {
-        if self.len == 0 {
-            return None;
-        }
-        let chunks = Arc::make_mut(&mut self.chunks);
-        let chunk = chunks.last_mut()?;
-        let part = Arc::make_mut(chunk).pop();
-        if chunk.is_empty() {
-            chunks.pop();
-        }
-        self.len -= 1;
+        let last = self.len.checked_sub(1)?;
+        let part = self.chunk_mut(last / CHUNK_PARTS).parts_mut().pop();
+        self.truncate(last);
         part
     }
 
@@ -92,15 +232,23 @@ impl Parts {
             return;
         }
         let kept_chunks = len.div_ceil(CHUNK_PARTS);
-        let chunks = Arc::make_mut(&mut self.chunks);
-        chunks.truncate(kept_chunks);
-        if let Some(chunk) = chunks.last_mut() {
-            let keep = len - (kept_chunks - 1) * CHUNK_PARTS;
-            if keep < chunk.len() {
-                Arc::make_mut(chunk).truncate(keep);
+        let kept_groups = kept_chunks.div_ceil(GROUP_CHUNKS);
+        let groups = Arc::make_mut(&mut self.groups);
+        groups.truncate(kept_groups);
+        if let Some(group) = groups.last_mut() {
+            let keep = kept_chunks - (kept_groups - 1) * GROUP_CHUNKS;
+            if keep < group.chunks.len() {
+                group.chunks_mut().truncate(keep);
             }
         }
         self.len = len;
+        if kept_chunks > 0 {
+            let keep = len - (kept_chunks - 1) * CHUNK_PARTS;
+            let chunk = self.chunk_mut(kept_chunks - 1);
+            if keep < chunk.parts.len() {
+                chunk.parts_mut().truncate(keep);
+            }
+        }
     }
 
     /// Inserts `part` before `index` (rebuilds the chunks after it).
@@ -113,7 +261,7 @@ impl Parts {
     }
 
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Part> + Clone + '_ {
-        self.chunks.iter().flat_map(|chunk| chunk.iter())
+        self.chunks().flat_map(|chunk| chunk.parts.iter())
     }
 
     /// The parts in `range`, in order.
@@ -138,12 +286,39 @@ impl Parts {
         self.iter().position(matches)
     }
 
+    /// Index of the first tool part of `call_id`, looking only inside the
+    /// chunks whose index says they may hold it.
+    pub fn find_tool(&self, call_id: &str) -> Option<usize> {
+        let hash = CallHash::of(call_id);
+        self.groups.iter().enumerate().find_map(|(group_at, group)| {
+            let (chunk_at, offset) = group.find_tool(call_id, hash)?;
+            Some((group_at * GROUP_CHUNKS + chunk_at) * CHUNK_PARTS + offset)
+        })
+    }
+
+    /// The first tool part of `call_id`.
+    pub fn tool(&self, call_id: &str) -> Option<&ToolPart> {
+        match self.get(self.find_tool(call_id)?) {
+            Some(Part::Tool(tool)) => Some(tool),
+            _ => None,
+        }
+    }
+
+    /// The first tool part of `call_id`, for editing (copies only its path).
+    pub fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolPart> {
+        let index = self.find_tool(call_id)?;
+        match self.get_mut(index) {
+            Some(Part::Tool(tool)) => Some(tool),
+            _ => None,
+        }
+    }
+
     /// Index of the last part that matches.
     pub fn rposition(&self, mut matches: impl FnMut(&Part) -> bool) -> Option<usize> {
         (0..self.len).rev().find(|&index| matches(&self[index]))
     }
 
-    /// Edits every part `matches` selects; only their chunks are copied.
+    /// Edits every part `matches` selects; only their paths are copied.
     /// Returns how many parts it edited.
     pub fn edit_where(&mut self, mut matches: impl FnMut(&Part) -> bool, mut edit: impl FnMut(&mut Part)) -> usize {
         let selected: Vec<usize> = (0..self.len).filter(|&index| matches(&self[index])).collect();
@@ -153,10 +328,13 @@ impl Parts {
         selected.len()
     }
 
-    /// Every part, for editing: copies every shared chunk, so the engine
+    /// Every part, for editing: copies everything shared, so the engine
     /// edits through [`Parts::get_mut`] or [`Parts::edit_where`] instead.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Part> {
-        Arc::make_mut(&mut self.chunks).iter_mut().flat_map(|chunk| Arc::make_mut(chunk).iter_mut())
+        Arc::make_mut(&mut self.groups)
+            .iter_mut()
+            .flat_map(|group| group.chunks_mut().iter_mut())
+            .flat_map(|chunk| chunk.parts_mut().iter_mut())
     }
 
     /// Keeps the parts `keep` holds for (rebuilds the chunks).
@@ -168,6 +346,10 @@ impl Parts {
     pub fn to_vec(&self) -> Vec<Part> {
         self.iter().cloned().collect()
     }
+}
+
+fn is_tool_of(part: &Part, call_id: &str) -> bool {
+    matches!(part, Part::Tool(tool) if tool.call_id == call_id)
 }
 
 impl Index<usize> for Parts {
@@ -186,13 +368,13 @@ impl PartialEq for Parts {
         if self.len != other.len {
             return false;
         }
-        // Equal lengths mean equal chunk boundaries: compare chunk by chunk,
-        // skipping the ones both copies still share.
-        Arc::ptr_eq(&self.chunks, &other.chunks)
+        // Equal lengths mean equal group and chunk boundaries: compare level
+        // by level, skipping what both copies still share.
+        Arc::ptr_eq(&self.groups, &other.groups)
             || self
-                .chunks
+                .groups
                 .iter()
-                .zip(other.chunks.iter())
+                .zip(other.groups.iter())
                 .all(|(mine, theirs)| Arc::ptr_eq(mine, theirs) || mine == theirs)
     }
 }
@@ -257,9 +439,13 @@ mod tests {
         (0..count).map(text).collect()
     }
 
+    const GROUP_PARTS: usize = CHUNK_PARTS * GROUP_CHUNKS;
+
     #[test]
     fn reads_like_the_vec_it_was_built_from() {
-        for count in [0, 1, CHUNK_PARTS - 1, CHUNK_PARTS, CHUNK_PARTS + 1, 5 * CHUNK_PARTS + 3] {
+        for count in
+            [0, 1, CHUNK_PARTS - 1, CHUNK_PARTS, CHUNK_PARTS + 1, 5 * CHUNK_PARTS + 3, GROUP_PARTS, 2 * GROUP_PARTS + 9]
+        {
             let expected: Vec<Part> = (0..count).map(text).collect();
             let built = parts(count);
             assert_eq!(built, expected);
@@ -276,7 +462,7 @@ mod tests {
 
     #[test]
     fn truncate_pop_and_insert_keep_order_across_chunks() {
-        for count in [1, CHUNK_PARTS, 3 * CHUNK_PARTS + 2] {
+        for count in [1, CHUNK_PARTS, 3 * CHUNK_PARTS + 2, GROUP_PARTS, GROUP_PARTS + CHUNK_PARTS + 1] {
             for keep in 0..=count + 1 {
                 let mut edited = parts(count);
                 let mut expected: Vec<Part> = (0..count).map(text).collect();
@@ -321,6 +507,50 @@ mod tests {
         assert_eq!(copy[0], text(5));
         assert_eq!(copy[CHUNK_PARTS], Part::Text { id: "t77".into(), text: "77!".into(), state: TextState::Done });
         assert_eq!(original[0], text(0));
+    }
+
+    fn tool(call_id: &str, output: &str) -> Part {
+        Part::Tool(ToolPart {
+            call_id: call_id.into(),
+            tool_name: "lookup".into(),
+            state: crate::transcript::ToolState::InputAvailable,
+            input_text: String::new(),
+            input: None,
+            output: Some(serde_json::Value::String(output.into())),
+            error_text: None,
+            approval: None,
+            repaired: false,
+        })
+    }
+
+    fn output(part: Option<&ToolPart>) -> Option<String> {
+        part.and_then(|tool| tool.output.clone()).map(|output| output.as_str().unwrap_or_default().to_string())
+    }
+
+    #[test]
+    fn finds_the_first_tool_of_a_call_in_any_chunk_and_after_edits() {
+        let mut built = Parts::new();
+        for index in 0..GROUP_PARTS + 5 * CHUNK_PARTS {
+            built.push(if index % 3 == 0 { tool(&format!("tc-{index}"), "first") } else { text(index) });
+        }
+        built.push(tool("tc-0", "second"));
+        for index in 0..GROUP_PARTS + 5 * CHUNK_PARTS {
+            let expected = (index % 3 == 0).then(|| "first".to_string());
+            assert_eq!(output(built.tool(&format!("tc-{index}"))), expected, "tc-{index}");
+        }
+        assert_eq!(built.find_tool("tc-0"), Some(0), "the first of two parts of a call");
+        let copy = built.clone();
+        let Some(Part::Tool(renamed)) = built.get_mut(3 * CHUNK_PARTS) else { panic!("a tool part") };
+        renamed.call_id = "tc-renamed".into();
+        assert_eq!(built.find_tool("tc-renamed"), Some(3 * CHUNK_PARTS));
+        assert_eq!(built.find_tool(&format!("tc-{}", 3 * CHUNK_PARTS)), None);
+        assert_eq!(copy.find_tool(&format!("tc-{}", 3 * CHUNK_PARTS)), Some(3 * CHUNK_PARTS));
+        built.tool_mut("tc-0").expect("a tool").output = None;
+        assert_eq!(output(built.tool("tc-0")), None);
+        assert_eq!(output(copy.tool("tc-0")), Some("first".into()));
+        built.truncate(1);
+        assert_eq!(built.find_tool("tc-3"), None);
+        assert_eq!(built.find_tool("tc-0"), Some(0));
     }
 
     #[test]

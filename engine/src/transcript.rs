@@ -169,7 +169,7 @@ impl Message {
     }
 
     pub fn tool(&self, call_id: &str) -> Option<&ToolPart> {
-        self.tools().find(|tool| tool.call_id == call_id)
+        self.parts.tool(call_id)
     }
 
     pub fn tools(&self) -> impl Iterator<Item = &ToolPart> {
@@ -181,11 +181,7 @@ impl Message {
 
     /// The first part of the call, for editing (copies only its chunk).
     fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolPart> {
-        let index = self.parts.position(|part| matches!(part, Part::Tool(tool) if tool.call_id == call_id))?;
-        match self.parts.get_mut(index) {
-            Some(Part::Tool(tool)) => Some(tool),
-            _ => None,
-        }
+        self.parts.tool_mut(call_id)
     }
 
     /// All text of the message's text parts, concatenated.
