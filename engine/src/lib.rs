@@ -12,6 +12,7 @@ pub mod config;
 pub mod durable;
 pub mod events;
 pub mod messenger;
+pub mod parts;
 pub mod ports;
 pub mod regression;
 pub mod session;
@@ -20,6 +21,7 @@ pub mod transcript;
 pub use chunk::{Chunk, FinishReason, StreamError, Usage};
 pub use config::{EngineConfig, RecoveryConfig, ToolKind, TurnOptions};
 pub use events::{EngineEvent, TurnStatus};
+pub use parts::Parts;
 pub use ports::{
     Connection, DurableStore, FaultPoints, FaultSite, Frame, ModelProvider, ModelRequest, NoFaults, Observer, Ports,
     ServerTools, StreamCallback, ALL_FAULT_SITES,

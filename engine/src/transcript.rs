@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::chunk::Chunk;
+use crate::parts::Parts;
 
 /// Text of the error a repaired tool call carries.
 pub const REPAIR_ERROR_TEXT: &str = "The tool call was interrupted before a result was recorded.";
@@ -26,7 +27,7 @@ pub enum Role {
 pub struct Message {
     pub id: String,
     pub role: Role,
-    pub parts: Vec<Part>,
+    pub parts: Parts,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,15 +161,15 @@ pub enum ToolOutcome {
 impl Message {
     pub fn user(id: impl Into<String>, text: &str) -> Self {
         let part = Part::Text { id: "user".into(), text: text.into(), state: TextState::Done };
-        Self { id: id.into(), role: Role::User, parts: vec![part] }
+        Self { id: id.into(), role: Role::User, parts: Parts::from(vec![part]) }
     }
 
     pub fn assistant(id: impl Into<String>) -> Self {
-        Self { id: id.into(), role: Role::Assistant, parts: Vec::new() }
+        Self { id: id.into(), role: Role::Assistant, parts: Parts::new() }
     }
 
     pub fn tool(&self, call_id: &str) -> Option<&ToolPart> {
-        self.tools().find(|tool| tool.call_id == call_id)
+        self.parts.tool(call_id)
     }
 
     pub fn tools(&self) -> impl Iterator<Item = &ToolPart> {
@@ -178,11 +179,9 @@ impl Message {
         })
     }
 
+    /// The first part of the call, for editing (copies only its chunk).
     fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolPart> {
-        self.parts.iter_mut().find_map(|part| match part {
-            Part::Tool(tool) if tool.call_id == call_id => Some(tool),
-            _ => None,
-        })
+        self.parts.tool_mut(call_id)
     }
 
     /// All text of the message's text parts, concatenated.
@@ -226,8 +225,11 @@ impl Message {
 
     /// Appends to the last text (or reasoning) part; creates one if missing.
     fn append_text(&mut self, id: &str, delta: &str, reasoning: bool) -> bool {
-        let last = self.parts.iter_mut().rev().find_map(|part| match (part, reasoning) {
-            (Part::Text { text, .. }, false) | (Part::Reasoning { text, .. }, true) => Some(text),
+        let at = self
+            .parts
+            .rposition(|part| matches!((part, reasoning), (Part::Text { .. }, false) | (Part::Reasoning { .. }, true)));
+        let last = at.and_then(|at| match self.parts.get_mut(at) {
+            Some(Part::Text { text, .. } | Part::Reasoning { text, .. }) => Some(text),
             _ => None,
         });
         match last {
@@ -241,17 +243,21 @@ impl Message {
     }
 
     fn end_text(&mut self, id: &str, reasoning: bool) -> bool {
-        let found = self.parts.iter_mut().rev().find_map(|part| match (part, reasoning) {
-            (Part::Text { id: part_id, state, .. }, false) | (Part::Reasoning { id: part_id, state, .. }, true)
-                if part_id == id =>
-            {
-                Some(state)
-            }
-            _ => None,
+        let found = self.parts.rposition(|part| match (part, reasoning) {
+            (Part::Text { id: part_id, .. }, false) | (Part::Reasoning { id: part_id, .. }, true) => part_id == id,
+            _ => false,
         });
+        let streaming = |part: &Part| {
+            matches!(
+                part,
+                Part::Text { state: TextState::Streaming, .. } | Part::Reasoning { state: TextState::Streaming, .. }
+            )
+        };
         match found {
-            Some(state) if *state == TextState::Streaming => {
-                *state = TextState::Done;
+            Some(at) if streaming(&self.parts[at]) => {
+                if let Some(Part::Text { state, .. } | Part::Reasoning { state, .. }) = self.parts.get_mut(at) {
+                    *state = TextState::Done;
+                }
                 true
             }
             _ => false,
@@ -297,17 +303,21 @@ impl Message {
     /// chunk: the provider finalises those at `finish-step`.
     pub fn finalise_streamed_tools(&mut self) -> Vec<String> {
         let mut finalised = Vec::new();
-        for part in &mut self.parts {
-            if let Part::Tool(tool) = part {
-                if tool.state == ToolState::InputStreaming && !tool.input_text.is_empty() {
-                    if let Ok(input) = serde_json::from_str::<Value>(&tool.input_text) {
-                        tool.state = ToolState::InputAvailable;
-                        tool.input = Some(normalise_input(input));
-                        finalised.push(tool.call_id.clone());
-                    }
-                }
+        let complete = |part: &Part| match part {
+            Part::Tool(tool) => {
+                tool.state == ToolState::InputStreaming
+                    && !tool.input_text.is_empty()
+                    && serde_json::from_str::<Value>(&tool.input_text).is_ok()
             }
-        }
+            _ => false,
+        };
+        self.parts.edit_where(complete, |part| {
+            let Part::Tool(tool) = part else { return };
+            let input = serde_json::from_str::<Value>(&tool.input_text).expect("checked to parse");
+            tool.state = ToolState::InputAvailable;
+            tool.input = Some(normalise_input(input));
+            finalised.push(tool.call_id.clone());
+        });
         finalised
     }
 
@@ -370,11 +380,12 @@ impl Message {
     /// Returns the repaired call ids.
     pub fn repair_tools(&mut self, keep: impl Fn(&ToolPart) -> bool) -> Vec<String> {
         let mut repaired = Vec::new();
-        for part in &mut self.parts {
-            let Part::Tool(tool) = part else { continue };
-            if tool.is_result_settled() || tool.state == ToolState::ApprovalResponded || keep(tool) {
-                continue;
-            }
+        let unsettled = |part: &Part| match part {
+            Part::Tool(tool) => !(tool.is_result_settled() || tool.state == ToolState::ApprovalResponded || keep(tool)),
+            _ => false,
+        };
+        self.parts.edit_where(unsettled, |part| {
+            let Part::Tool(tool) = part else { return };
             // Normalise first (think.ts): a stored input may be stringified or not an object.
             let input = match tool.input.take() {
                 Some(input) => input,
@@ -385,7 +396,7 @@ impl Message {
             tool.error_text = Some(REPAIR_ERROR_TEXT.to_string());
             tool.repaired = true;
             repaired.push(tool.call_id.clone());
-        }
+        });
         repaired
     }
 

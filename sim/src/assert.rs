@@ -38,15 +38,15 @@ pub fn check_scenarios(path: &Path, seeds: Option<u64>) -> Result<u64, String> {
     if plan.runs() == 0 {
         return Err(format!("nothing to run in {}: 0 seeds", path.display()));
     }
-    let outcomes = runner::execute(&plan, &|_, _| {});
-    let summary = report::summarise(&plan.files, &outcomes, &plan.regressions);
+    let results = runner::sweep(&plan, &|_, _| {});
+    let summary = report::summarise(&plan.files, &results, &plan.regressions);
     if summary.failed == 0 {
         return Ok(summary.runs as u64);
     }
     Err(format!(
         "{}{}{} of {} failed",
-        report::text(&plan.files, &outcomes, &plan.regressions),
-        report::failing_list(&plan.files, &outcomes, &plan.regressions),
+        report::text(&plan.files, &results, &plan.regressions),
+        report::failing_list(&plan.files, &results, &plan.regressions),
         summary.failed,
         report::plural(summary.runs as u64, "run")
     ))

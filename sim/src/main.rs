@@ -413,24 +413,22 @@ fn run(
         describe(&plan)
     );
     let progress = Progress::new(total, "runs");
-    let outcomes = runner::execute(&plan, &|_, _| progress.step());
+    let results = runner::sweep(&plan, &|_, _| progress.step());
     progress.finish();
-    let summary = report::summarise(&plan.files, &outcomes, &plan.regressions);
+    let summary = report::summarise(&plan.files, &results, &plan.regressions);
     match format {
-        RunFormat::Text => output::emit(&report::text(&plan.files, &outcomes, &plan.regressions)),
+        RunFormat::Text => output::emit(&report::text(&plan.files, &results, &plan.regressions)),
         RunFormat::Json => output::emit(&format!("{}\n", report::json(&summary))),
-        RunFormat::Junit => output::emit(&report::junit(&plan.files, &outcomes, &plan.regressions)),
-        RunFormat::Github => output::emit(&report::github(&plan.files, &outcomes, &plan.regressions)),
+        RunFormat::Junit => output::emit(&report::junit(&plan.files, &results, &plan.regressions)),
+        RunFormat::Github => output::emit(&report::github(&plan.files, &results, &plan.regressions)),
     }
     if matches!(format, RunFormat::Text) {
         if plan.files.len() > 1 {
-            let mut coverage = turnsim::coverage::Coverage::default();
-            outcomes.iter().for_each(|outcome| coverage.merge(&outcome.coverage));
-            outln!("\nfault coverage (turn phase x fault kind, over all runs):\n{}", coverage.render());
+            outln!("\nfault coverage (turn phase x fault kind, over all runs):\n{}", results.coverage.render());
         }
-        output::emit(&report::failing_list(&plan.files, &outcomes, &plan.regressions));
+        output::emit(&report::failing_list(&plan.files, &results, &plan.regressions));
         if runner::interrupted() {
-            outln!("interrupted after {} of {}", outcomes.len(), report::plural(total, "run"));
+            outln!("interrupted after {} of {}", summary.runs, report::plural(total, "run"));
         }
         outln!("suite: {} passed, {} failed", summary.passed, summary.failed);
     }

@@ -1,12 +1,13 @@
-//! Suite results as text (for people), JSON (for tools) and JUnit XML (for
-//! CI dashboards). Output is in work order, so it diffs well between runs.
+//! Suite results as text (for people), JSON (for tools), JUnit XML (for CI
+//! dashboards) and GitHub workflow annotations, all from a sweep's folded
+//! results. Output is in work order, so it diffs well between runs.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 use turnsim_engine::RegressionSet;
 
-use crate::runner::{replay_command, Outcome};
+use crate::runner::{replay_command, Outcome, SweepResults};
 use crate::scenario::ScenarioFile;
 
 #[derive(Serialize)]
@@ -27,10 +28,10 @@ pub struct FailureReport {
     pub replay: String,
 }
 
-pub fn summarise(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> Summary {
-    let failures = outcomes
+pub fn summarise(files: &[ScenarioFile], results: &SweepResults, regressions: &RegressionSet) -> Summary {
+    let failures = results
+        .failures
         .iter()
-        .filter(|outcome| !outcome.passed())
         .flat_map(|outcome| {
             let file = &files[outcome.scenario];
             outcome.violations.iter().map(move |violation| FailureReport {
@@ -42,29 +43,28 @@ pub fn summarise(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Reg
             })
         })
         .collect();
-    let failed = outcomes.iter().filter(|outcome| !outcome.passed()).count();
-    let mut scenarios: Vec<usize> = outcomes.iter().map(|outcome| outcome.scenario).collect();
-    scenarios.dedup();
-    Summary { scenarios: scenarios.len(), runs: outcomes.len(), passed: outcomes.len() - failed, failed, failures }
+    let (runs, failed) = (results.total_runs(), results.failures.len());
+    let scenarios = results.runs.iter().filter(|runs| **runs > 0).count();
+    Summary { scenarios, runs, passed: runs - failed, failed, failures }
 }
 
 /// One line per scenario; for a failing one, its first failing seed in full
 /// (checks, the events before, the replay command) and the other seeds.
-pub fn text(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
+pub fn text(files: &[ScenarioFile], results: &SweepResults, regressions: &RegressionSet) -> String {
     let mut out = String::new();
     for (index, file) in files.iter().enumerate() {
-        let runs: Vec<&Outcome> = outcomes.iter().filter(|outcome| outcome.scenario == index).collect();
-        if runs.is_empty() {
+        let runs = results.runs[index];
+        if runs == 0 {
             continue;
         }
-        let failed: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
+        let failed: Vec<&Outcome> = results.failures_of(index).collect();
         let path = file.path.display();
         match failed.first() {
             None => {
-                let _ = writeln!(out, "PASS {path} ({}{})", plural(runs.len() as u64, "seed"), canary_note(file));
+                let _ = writeln!(out, "PASS {path} ({}{})", plural(runs as u64, "seed"), canary_note(file));
             }
             Some(first) => {
-                let _ = writeln!(out, "FAIL {path} ({} of {} failed)", failed.len(), plural(runs.len() as u64, "seed"));
+                let _ = writeln!(out, "FAIL {path} ({} of {} failed)", failed.len(), plural(runs as u64, "seed"));
                 write_failure(&mut out, file, first, regressions);
                 if failed.len() > 1 {
                     let seeds: Vec<String> =
@@ -96,28 +96,17 @@ pub fn plural(count: u64, noun: &str) -> String {
 }
 
 /// The closing list: each failing scenario with its first failing seed's replay.
-pub fn failing_list(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
+pub fn failing_list(files: &[ScenarioFile], results: &SweepResults, regressions: &RegressionSet) -> String {
     let mut out = String::new();
     for (index, file) in files.iter().enumerate() {
-        let runs = outcomes.iter().filter(|outcome| outcome.scenario == index);
-        let (failed, total) = runs.fold((Vec::new(), 0), |(mut failed, total), outcome| {
-            if !outcome.passed() {
-                failed.push(outcome.seed);
-            }
-            (failed, total + 1)
-        });
-        if let Some(seed) = failed.first() {
+        let failed: Vec<&Outcome> = results.failures_of(index).collect();
+        if let Some(first) = failed.first() {
             if out.is_empty() {
                 out.push_str("failed scenarios:\n");
             }
-            let _ = writeln!(
-                out,
-                "  {} ({} of {} failed)",
-                file.path.display(),
-                failed.len(),
-                plural(total as u64, "seed")
-            );
-            let _ = writeln!(out, "    replay: {}", replay_command(file, *seed, regressions));
+            let total = plural(results.runs[index] as u64, "seed");
+            let _ = writeln!(out, "  {} ({} of {total} failed)", file.path.display(), failed.len());
+            let _ = writeln!(out, "    replay: {}", replay_command(file, first.seed, regressions));
         }
     }
     out
@@ -145,12 +134,12 @@ pub fn json(summary: &Summary) -> String {
 /// did not run is absent, so merged shard reports have no phantom passes);
 /// a failing one carries the failing seeds, each with its check, message
 /// and replay command. Counts come from the same cases, so they agree.
-pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
+pub fn junit(files: &[ScenarioFile], results: &SweepResults, regressions: &RegressionSet) -> String {
     let mut suite = quick_junit::TestSuite::new("scenarios");
     for (index, file) in files.iter().enumerate() {
-        let runs: Vec<&Outcome> = outcomes.iter().filter(|outcome| outcome.scenario == index).collect();
-        if !runs.is_empty() {
-            suite.add_test_case(junit_case(file, &runs, regressions));
+        if results.runs[index] > 0 {
+            let failures: Vec<&Outcome> = results.failures_of(index).collect();
+            suite.add_test_case(junit_case(file, results.runs[index], &failures, regressions));
         }
     }
     let mut report = quick_junit::Report::new("turnsim");
@@ -161,9 +150,13 @@ pub fn junit(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &Regress
     xml
 }
 
-fn junit_case(file: &ScenarioFile, runs: &[&Outcome], regressions: &RegressionSet) -> quick_junit::TestCase {
+fn junit_case(
+    file: &ScenarioFile,
+    runs: usize,
+    failures: &[&Outcome],
+    regressions: &RegressionSet,
+) -> quick_junit::TestCase {
     use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus};
-    let failures: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
     let status = match failures.first() {
         None => TestCaseStatus::success(),
         Some(first) => {
@@ -172,24 +165,24 @@ fn junit_case(file: &ScenarioFile, runs: &[&Outcome], regressions: &RegressionSe
             status.set_message(format!(
                 "{} of {} failed; seed {}: {}: {}",
                 failures.len(),
-                plural(runs.len() as u64, "seed"),
+                plural(runs as u64, "seed"),
                 first.seed,
                 violation.check,
                 violation.message
             ));
             status.set_type(violation.check.clone());
-            status.set_description(failure_details(file, &failures, regressions));
+            status.set_description(failure_details(file, failures, regressions));
             status
         }
     };
     let mut case = TestCase::new(file.path.display().to_string(), status);
     case.set_classname("turnsim");
-    case.add_property(quick_junit::Property::new("seeds", runs.len().to_string()));
+    case.add_property(quick_junit::Property::new("seeds", runs.to_string()));
     case
 }
 
 /// Up to twenty failing seeds: each check and message, then the replay.
-fn failure_details(file: &ScenarioFile, failures: &[&&Outcome], regressions: &RegressionSet) -> String {
+fn failure_details(file: &ScenarioFile, failures: &[&Outcome], regressions: &RegressionSet) -> String {
     let mut out = String::new();
     for outcome in failures.iter().take(20) {
         for violation in &outcome.violations {
@@ -205,19 +198,14 @@ fn failure_details(file: &ScenarioFile, failures: &[&&Outcome], regressions: &Re
 
 /// GitHub Actions workflow commands: one `::error` annotation per failing
 /// scenario, on its file, with the first failing seed and its replay.
-pub fn github(files: &[ScenarioFile], outcomes: &[Outcome], regressions: &RegressionSet) -> String {
+pub fn github(files: &[ScenarioFile], results: &SweepResults, regressions: &RegressionSet) -> String {
     let mut out = String::new();
     for (index, file) in files.iter().enumerate() {
-        let runs: Vec<&Outcome> = outcomes.iter().filter(|outcome| outcome.scenario == index).collect();
-        let failures: Vec<&&Outcome> = runs.iter().filter(|outcome| !outcome.passed()).collect();
+        let failures: Vec<&Outcome> = results.failures_of(index).collect();
         let Some(first) = failures.first() else { continue };
         let violation = &first.violations[0];
-        let title = format!(
-            "turnsim: {} ({} of {} failed)",
-            violation.check,
-            failures.len(),
-            plural(runs.len() as u64, "seed")
-        );
+        let total = plural(results.runs[index] as u64, "seed");
+        let title = format!("turnsim: {} ({} of {total} failed)", violation.check, failures.len());
         let message = format!(
             "seed {}: {}\nreplay: {}",
             first.seed,

@@ -5,13 +5,19 @@
 //! covers the space exactly once. Each run is independent (its own madsim
 //! runtime), so results do not depend on `--jobs`; they are reported in
 //! work order.
+//!
+//! A sweep does not keep its runs: [`sweep`] folds each outcome into a
+//! [`SweepResults`] as it finishes (a count per scenario, the merged fault
+//! coverage, every failing run in full), so a 10 000-seed sweep needs no
+//! more memory than a 100-seed one.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use turnsim_engine::RegressionSet;
 
 use crate::check::{check_run, Violation};
+use crate::coverage::Coverage;
 use crate::scenario::ScenarioFile;
 use crate::world::{self, RunEnd, RunRecord};
 
@@ -69,6 +75,31 @@ impl Outcome {
 }
 
 impl Plan {
+    /// How many runs [`Plan::work`] yields, without making them.
+    pub fn runs(&self) -> u64 {
+        let all: u64 =
+            self.files.iter().map(|file| self.seeds.unwrap_or(file.scenario.seeds)).fold(0, u64::saturating_add);
+        let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
+        all.saturating_sub(shard.index - 1).div_ceil(shard.count)
+    }
+
+    /// The `position`-th (scenario index, seed) pair of [`Plan::work`],
+    /// found without listing the work.
+    pub fn work_item(&self, position: u64) -> Option<(usize, u64)> {
+        let mut unsharded = match self.shard {
+            None => position,
+            Some(shard) => position.checked_mul(shard.count)?.checked_add(shard.index - 1)?,
+        };
+        for (index, file) in self.files.iter().enumerate() {
+            let seeds = self.seeds.unwrap_or(file.scenario.seeds);
+            if unsharded < seeds {
+                return Some((index, self.seed_start.unwrap_or(file.scenario.seed_start).checked_add(unsharded)?));
+            }
+            unsharded -= seeds;
+        }
+        None
+    }
+
     /// The (scenario index, seed) pairs this process runs, in order, made as
     /// they are needed: no seed count makes the plan allocate.
     pub fn work(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
@@ -81,18 +112,6 @@ impl Plan {
         all.enumerate()
             .filter(move |(position, _)| *position as u64 % shard.count == shard.index - 1)
             .map(|(_, work)| work)
-    }
-
-    /// How many runs [`Plan::work`] yields, without making them.
-    pub fn runs(&self) -> u64 {
-        let all: u64 =
-            self.files.iter().map(|file| self.seeds.unwrap_or(file.scenario.seeds)).fold(0, u64::saturating_add);
-        let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
-        let skipped = shard.index - 1;
-        if all <= skipped {
-            return 0;
-        }
-        (all - skipped).div_ceil(shard.count)
     }
 }
 
@@ -114,36 +133,88 @@ pub fn run_one(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> (
     (record, violations)
 }
 
-/// Runs the plan on `jobs` threads; `progress(done, total)` after each run.
+/// Runs the plan on `jobs` threads and returns every outcome in work
+/// order; `progress(done, total)` after each run. A sweep that only reports
+/// should use [`sweep`], which keeps no passing run.
 pub fn execute(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<Outcome> {
-    let total = usize::try_from(plan.runs()).unwrap_or(usize::MAX);
-    let work = Mutex::new(plan.work().enumerate());
-    let done = AtomicUsize::new(0);
     let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..plan.jobs.max(1) {
-            scope.spawn(|| loop {
-                if interrupted() {
-                    break;
-                }
-                let Some((position, (scenario, seed))) = work.lock().expect("work lock").next() else {
-                    break;
-                };
-                let outcome = run_and_summarise(plan, scenario, seed);
-                results.lock().expect("results lock").push((position, outcome));
-                progress(done.fetch_add(1, Ordering::SeqCst) + 1, total);
-            });
-        }
+    for_each_outcome(plan, progress, &|position, outcome| {
+        results.lock().expect("results lock").push((position, outcome));
     });
     let mut results = results.into_inner().expect("results lock");
     results.sort_by_key(|(position, _)| *position);
     results.into_iter().map(|(_, outcome)| outcome).collect()
 }
 
+/// What a report needs of a sweep.
+#[derive(Clone, Debug, Default)]
+pub struct SweepResults {
+    /// Runs per scenario index (zero for a scenario this shard has none of).
+    pub runs: Vec<usize>,
+    /// Every failing run, in work order.
+    pub failures: Vec<Outcome>,
+    /// Which faults landed in which turn phase, over all runs.
+    pub coverage: Coverage,
+}
+
+impl SweepResults {
+    pub fn total_runs(&self) -> usize {
+        self.runs.iter().sum()
+    }
+
+    /// The failing runs of one scenario, in seed order.
+    pub fn failures_of(&self, scenario: usize) -> impl Iterator<Item = &Outcome> {
+        self.failures.iter().filter(move |outcome| outcome.scenario == scenario)
+    }
+}
+
+/// Runs the plan on `jobs` threads, folding each outcome into the results
+/// as it finishes; `progress(done, total)` after each run.
+pub fn sweep(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> SweepResults {
+    let folded = Mutex::new((SweepResults { runs: vec![0; plan.files.len()], ..Default::default() }, Vec::new()));
+    for_each_outcome(plan, progress, &|position, outcome| {
+        let mut folded = folded.lock().expect("results lock");
+        let (results, failures) = &mut *folded;
+        results.runs[outcome.scenario] += 1;
+        results.coverage.merge(&outcome.coverage);
+        if !outcome.passed() {
+            failures.push((position, outcome));
+        }
+    });
+    let (mut results, mut failures) = folded.into_inner().expect("results lock");
+    failures.sort_by_key(|(position, _)| *position);
+    results.failures = failures.into_iter().map(|(_, outcome)| outcome).collect();
+    results
+}
+
+/// Runs the plan on `jobs` threads; hands each outcome with its work
+/// position to `on_outcome` as it finishes (in any order).
+fn for_each_outcome(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync), on_outcome: &(dyn Fn(u64, Outcome) + Sync)) {
+    let total = plan.runs();
+    let next = AtomicU64::new(0);
+    let done = AtomicUsize::new(0);
+    let total_shown = usize::try_from(total).unwrap_or(usize::MAX);
+    std::thread::scope(|scope| {
+        for _ in 0..plan.jobs.max(1) {
+            scope.spawn(|| loop {
+                if interrupted() {
+                    break;
+                }
+                let position = next.fetch_add(1, Ordering::SeqCst);
+                let Some((scenario, seed)) = plan.work_item(position).filter(|_| position < total) else {
+                    break;
+                };
+                on_outcome(position, run_and_summarise(plan, scenario, seed));
+                progress(done.fetch_add(1, Ordering::SeqCst) + 1, total_shown);
+            });
+        }
+    });
+}
+
 fn run_and_summarise(plan: &Plan, scenario: usize, seed: u64) -> Outcome {
     let (record, violations) = run_one(&plan.files[scenario], seed, &plan.regressions);
     let tail = if violations.is_empty() { Vec::new() } else { tail_before(&record, &violations) };
-    let coverage = crate::coverage::Coverage::of_run(&record.events);
+    let coverage = Coverage::of_run(&record.events);
     Outcome { scenario, seed, violations, end: record.end, sim_ms: record.sim_ms, tail, coverage }
 }
 
@@ -162,4 +233,66 @@ pub fn replay_command(file: &ScenarioFile, seed: u64, regressions: &RegressionSe
         command.push_str(&format!(" --regression {regression}"));
     }
     command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(seeds: &[u64], shard: Option<Shard>) -> Plan {
+        let files = seeds
+            .iter()
+            .enumerate()
+            .map(|(index, seeds)| {
+                let yaml = format!("name: s{index}\nseeds: {seeds}\nseed_start: {}\n", index * 100);
+                crate::scenario::parse_scenario(std::path::Path::new("s.yaml"), &yaml).expect("parses")
+            })
+            .collect();
+        Plan { files, seeds: None, seed_start: None, jobs: 1, shard, regressions: RegressionSet::default() }
+    }
+
+    #[test]
+    fn work_items_are_the_listed_work_at_every_shard() {
+        for count in 1..=4 {
+            for index in 1..=count {
+                let plan = plan(&[3, 0, 5, 1], Some(Shard { index, count }));
+                let listed: Vec<(usize, u64)> = plan.work().collect();
+                assert_eq!(plan.runs(), listed.len() as u64, "shard {index}/{count}");
+                let items: Vec<(usize, u64)> =
+                    (0..listed.len() as u64).map(|at| plan.work_item(at).expect("item")).collect();
+                assert_eq!(items, listed, "shard {index}/{count}");
+                assert_eq!(plan.work_item(listed.len() as u64), None, "shard {index}/{count}");
+            }
+        }
+        let unsharded = plan(&[2, 3], None);
+        assert_eq!(unsharded.work().collect::<Vec<_>>(), vec![(0, 0), (0, 1), (1, 100), (1, 101), (1, 102)]);
+        assert_eq!(unsharded.runs(), 5);
+    }
+
+    #[test]
+    fn a_sweep_keeps_counts_coverage_and_every_failure_in_work_order() {
+        let mut plan = plan(&[], None);
+        plan.files = crate::scenario::load_paths(&[
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/bench-standard-story.yaml"),
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/barrier-late-sibling.yaml"),
+        ])
+        .expect("scenarios load");
+        plan.seeds = Some(6);
+        plan.jobs = 2;
+        plan.regressions = RegressionSet::of([turnsim_engine::Regression::NoStreamActiveGate]);
+        let outcomes = execute(&plan, &|_, _| {});
+        let results = sweep(&plan, &|_, _| {});
+        assert_eq!(results.runs, vec![6, 6]);
+        let failing: Vec<(usize, u64)> = outcomes
+            .iter()
+            .filter(|outcome| !outcome.passed())
+            .map(|outcome| (outcome.scenario, outcome.seed))
+            .collect();
+        assert!(!failing.is_empty(), "the regression should fail some runs");
+        let kept: Vec<(usize, u64)> = results.failures.iter().map(|outcome| (outcome.scenario, outcome.seed)).collect();
+        assert_eq!(kept, failing);
+        let mut coverage = Coverage::default();
+        outcomes.iter().for_each(|outcome| coverage.merge(&outcome.coverage));
+        assert_eq!(results.coverage, coverage);
+    }
 }

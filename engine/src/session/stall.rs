@@ -96,7 +96,7 @@ impl Session {
         };
         let benign = reason == FinishReason::Unknown
             && !turn.attempt_output
-            && has_content(&turn.assistant.parts[..turn.part_floor]);
+            && has_content(turn.assistant.parts.range(..turn.part_floor));
         let floor = turn.part_floor;
         if benign {
             turn.assistant.parts.truncate(floor);
@@ -106,7 +106,7 @@ impl Session {
         let discarded_parts = if keep_parts { 0 } else { turn.assistant.parts.len() - floor };
         let discarded_tools: Vec<String> = match keep_parts {
             true => Vec::new(),
-            false => tool_ids(&turn.assistant.parts[floor..]),
+            false => tool_ids(turn.assistant.parts.range(floor..)),
         };
         if !keep_parts {
             turn.assistant.parts.truncate(floor);
@@ -132,9 +132,8 @@ impl Session {
     }
 }
 
-fn tool_ids(parts: &[Part]) -> Vec<String> {
+fn tool_ids<'a>(parts: impl Iterator<Item = &'a Part>) -> Vec<String> {
     parts
-        .iter()
         .filter_map(|part| match part {
             Part::Tool(tool) => Some(tool.call_id.clone()),
             _ => None,
@@ -144,8 +143,8 @@ fn tool_ids(parts: &[Part]) -> Vec<String> {
 
 /// Text, reasoning or tool content: a `step-start`, or a text part that
 /// never got a delta, is not output.
-fn has_content(parts: &[Part]) -> bool {
-    parts.iter().any(|part| match part {
+fn has_content<'a>(mut parts: impl Iterator<Item = &'a Part>) -> bool {
+    parts.any(|part| match part {
         Part::StepStart => false,
         Part::Text { text, .. } | Part::Reasoning { text, .. } => !text.is_empty(),
         Part::Tool(_) => true,

@@ -184,8 +184,10 @@ impl Session {
         let Some(turn) = self.turn.as_ref() else {
             return false;
         };
-        let calls: Vec<ServerToolCall> = turn.assistant.parts[turn.part_floor..]
-            .iter()
+        let calls: Vec<ServerToolCall> = turn
+            .assistant
+            .parts
+            .range(turn.part_floor..)
             .filter_map(|part| match part {
                 Part::Tool(tool) if tool.state == ToolState::InputAvailable => Some(tool),
                 _ => None,
@@ -263,8 +265,9 @@ impl Session {
 
     fn step_awaits_client(&self) -> bool {
         let Some(turn) = self.turn.as_ref() else { return false };
-        turn.assistant.parts[turn.part_floor..]
-            .iter()
+        turn.assistant
+            .parts
+            .range(turn.part_floor..)
             .any(|part| matches!(part, Part::Tool(tool) if tool.state.is_pending()))
     }
 

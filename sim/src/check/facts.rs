@@ -69,6 +69,10 @@ pub struct CallbackFact {
 pub struct Facts {
     pub turns: Vec<TurnFact>,
     pub calls: Vec<CallFact>,
+    /// Indices into `turns` and `calls` by request id, so a checker that
+    /// looks up every turn's calls stays linear in the run.
+    turns_by_request: BTreeMap<String, Vec<usize>>,
+    calls_by_request: BTreeMap<String, Vec<usize>>,
     /// Callback events per chat id, in order.
     pub callbacks: BTreeMap<u32, Vec<CallbackFact>>,
     /// Posts per delivery id: (event index, sim µs, text).
@@ -93,13 +97,16 @@ impl Facts {
             Event::Evicted => self.evictions.push(index),
             Event::Restarted => self.restarts.push(index),
             Event::Engine(engine) => self.absorb_engine(index, engine),
-            Event::ModelCall { call, request_id, .. } => self.calls.push(CallFact {
-                call: *call,
-                request_id: request_id.clone(),
-                at: index,
-                content_chunks: 0,
-                end: CallEnd::Open,
-            }),
+            Event::ModelCall { call, request_id, .. } => {
+                self.calls_by_request.entry(request_id.clone()).or_default().push(self.calls.len());
+                self.calls.push(CallFact {
+                    call: *call,
+                    request_id: request_id.clone(),
+                    at: index,
+                    content_chunks: 0,
+                    end: CallEnd::Open,
+                })
+            }
             Event::ModelChunk { call, chunk, .. } => self.absorb_chunk(*call, chunk),
             Event::ModelEnd { call, how } => self.end_call(*call, end_from(how)),
             Event::ModelRejected { call, .. } => self.end_call(*call, CallEnd::Rejected),
@@ -122,18 +129,21 @@ impl Facts {
 
     fn absorb_engine(&mut self, index: usize, event: &EngineEvent) {
         match event {
-            EngineEvent::TurnStarted { request_id, kind, message_id } => self.turns.push(TurnFact {
-                request_id: request_id.clone(),
-                kind: *kind,
-                message_id: message_id.clone(),
-                started_at: index,
-                ended_at: None,
-                status: None,
-            }),
+            EngineEvent::TurnStarted { request_id, kind, message_id } => {
+                self.turns_by_request.entry(request_id.clone()).or_default().push(self.turns.len());
+                self.turns.push(TurnFact {
+                    request_id: request_id.clone(),
+                    kind: *kind,
+                    message_id: message_id.clone(),
+                    started_at: index,
+                    ended_at: None,
+                    status: None,
+                })
+            }
             EngineEvent::TurnFinished { request_id, status, .. } => {
-                if let Some(turn) =
-                    self.turns.iter_mut().rev().find(|turn| &turn.request_id == request_id && turn.ended_at.is_none())
-                {
+                let of_request = self.turns_by_request.get(request_id).map_or(&[][..], Vec::as_slice);
+                let open = of_request.iter().rev().find(|&&at| self.turns[at].ended_at.is_none()).copied();
+                if let Some(turn) = open.map(|at| &mut self.turns[at]) {
                     turn.ended_at = Some(index);
                     turn.status = Some(*status);
                 }
@@ -178,11 +188,11 @@ impl Facts {
     }
 
     pub fn turn(&self, request_id: &str) -> Option<&TurnFact> {
-        self.turns.iter().find(|turn| turn.request_id == request_id)
+        self.turns_by_request.get(request_id).and_then(|at| at.first()).map(|&at| &self.turns[at])
     }
 
     pub fn calls_for<'a>(&'a self, request_id: &'a str) -> impl Iterator<Item = &'a CallFact> + 'a {
-        self.calls.iter().filter(move |call| call.request_id == request_id)
+        self.calls_by_request.get(request_id).into_iter().flatten().map(|&at| &self.calls[at])
     }
 }
 

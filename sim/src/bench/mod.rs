@@ -4,6 +4,8 @@
 //! batches of runs; nothing it measures reaches a trace. Each figure is the
 //! median of several rounds, because this machine is noisy.
 
+pub mod growth;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -19,6 +21,12 @@ pub const STANDARD_SCENARIO: &str = "bench-standard-story.yaml";
 /// About 130 s of recovery attempts with stable timeouts and reschedules.
 pub const LONG_RECOVERY_SCENARIO: &str = "recovery-stable-timeout-exhausts.yaml";
 const ROUNDS: usize = 5;
+/// Tool steps in the short and the long session of `step_growth`.
+pub const STEP_CHAIN_SHORT: usize = 20;
+pub const STEP_CHAIN_LONG: usize = 320;
+/// Client tools in the narrow and the wide batch of `batch_growth`.
+pub const BATCH_NARROW: usize = 10;
+pub const BATCH_WIDE: usize = 400;
 const ROUND_TIME: Duration = Duration::from_millis(600);
 
 #[derive(Debug, Serialize)]
@@ -33,6 +41,12 @@ pub struct BenchReport {
     pub sim_seconds_per_wall_second: f64,
     /// Exploration cases per second on one thread (generate, run, check).
     pub explore_cases_per_sec: f64,
+    /// Wall time per traced event of a session with a chain of 320 tool
+    /// steps over that of one with 20 (1.0: cost per event is flat).
+    pub step_growth: f64,
+    /// Wall time per traced event with 400 client tools in one batch over
+    /// that with 10.
+    pub batch_growth: f64,
     pub suite_runs: usize,
     pub rounds: usize,
 }
@@ -60,6 +74,12 @@ pub fn run(scenarios_dir: &Path) -> Result<BenchReport, ScenarioError> {
         sim_seconds_per_wall_second: median(ROUNDS, || seeded_rate(&long).1),
         explore_cases_per_sec: median(ROUNDS, || {
             std::thread::scope(|scope| scope.spawn(crate::explore::bench_rate).join().expect("bench thread"))
+        }),
+        step_growth: median(ROUNDS, || {
+            growth::growth(&growth::step_chain(STEP_CHAIN_SHORT), &growth::step_chain(STEP_CHAIN_LONG))
+        }),
+        batch_growth: median(ROUNDS, || {
+            growth::growth(&growth::wide_batch(BATCH_NARROW), &growth::wide_batch(BATCH_WIDE))
         }),
         suite_runs,
         rounds: ROUNDS,
@@ -101,8 +121,8 @@ fn suite_rate(suite: &[ScenarioFile], jobs: usize) -> f64 {
         regressions: RegressionSet::default(),
     };
     let started = wall_now();
-    let outcomes = runner::execute(&plan, &|_, _| {});
-    outcomes.len() as f64 / started.elapsed().as_secs_f64()
+    let results = runner::sweep(&plan, &|_, _| {});
+    results.total_runs() as f64 / started.elapsed().as_secs_f64()
 }
 
 pub fn median(rounds: usize, mut measure: impl FnMut() -> f64) -> f64 {
@@ -124,6 +144,8 @@ pub fn text(report: &BenchReport) -> String {
          --jobs 2 speedup         {:>12.2}x\n\
          long recovery story      {:>12.0} sim-s per wall-s\n\
          exploration              {:>12.0} cases/s (one thread)\n\
+         step growth              {:>12.2}x cost per event, {} vs {} tool steps\n\
+         batch growth             {:>12.2}x cost per event, {} vs {} tools in one batch\n\
          (median of {} rounds)\n",
         report.runs_per_sec,
         report.suite_runs_per_sec,
@@ -131,6 +153,12 @@ pub fn text(report: &BenchReport) -> String {
         report.jobs2_speedup,
         report.sim_seconds_per_wall_second,
         report.explore_cases_per_sec,
+        report.step_growth,
+        STEP_CHAIN_LONG,
+        STEP_CHAIN_SHORT,
+        report.batch_growth,
+        BATCH_WIDE,
+        BATCH_NARROW,
         report.rounds
     )
 }

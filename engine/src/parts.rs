@@ -1,0 +1,565 @@
+//! A message's parts, stored so that copying a message costs little.
+//!
+//! The engine copies the in-flight message on every durable flush (the
+//! write, the store, the engine's mirror, the next model request), and a
+//! coding session's message grows to hundreds of parts. Parts live in a
+//! shallow tree shared between copies: chunks of eight parts, groups of
+//! sixteen chunks, and the list of groups. A copy costs one pointer; the
+//! first edit of a copy copies the list of groups, one group and the one
+//! chunk it touches, never the other parts; comparing two copies skips what
+//! they still share. Each chunk also indexes the tool call ids it holds, and
+//! each group keeps its chunks' filters side by side, so finding a call
+//! looks inside only the chunks that may hold it. To the engine it reads
+//! like a `Vec`.
+
+use std::fmt;
+use std::ops::{Bound, Index, RangeBounds};
+use std::sync::{Arc, OnceLock};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::transcript::{Part, ToolPart};
+
+/// Parts per chunk: small, so an edit copies few parts.
+const CHUNK_PARTS: usize = 8;
+/// Chunks per group: an edit copies this many chunk pointers.
+const GROUP_CHUNKS: usize = 16;
+
+/// Up to `CHUNK_PARTS` parts, and an index of their tool call ids.
+#[derive(Clone, Default)]
+struct Chunk {
+    parts: Vec<Part>,
+    /// Built when first asked; dropped by every edit.
+    tool_index: OnceLock<ToolIndex>,
+}
+
+/// Which tool call ids a chunk holds, by hash.
+#[derive(Clone, Copy)]
+struct ToolIndex {
+    /// One bit per call id held: a call whose bit is clear is not here.
+    filter: u64,
+    /// Per part: a nonzero hash of its call id, or zero for a part that is
+    /// not a tool call.
+    hashes: [u32; CHUNK_PARTS],
+}
+
+impl Chunk {
+    fn with(part: Part) -> Self {
+        let mut parts = Vec::with_capacity(CHUNK_PARTS);
+        parts.push(part);
+        Self { parts, tool_index: OnceLock::new() }
+    }
+
+    /// The parts, for editing (copied first if shared); drops the index.
+    fn parts_mut(self: &mut Arc<Self>) -> &mut Vec<Part> {
+        let chunk = Arc::make_mut(self);
+        chunk.tool_index = OnceLock::new();
+        &mut chunk.parts
+    }
+
+    fn tool_index(&self) -> &ToolIndex {
+        self.tool_index.get_or_init(|| {
+            let mut index = ToolIndex { filter: 0, hashes: [0; CHUNK_PARTS] };
+            for (offset, part) in self.parts.iter().enumerate() {
+                if let Part::Tool(tool) = part {
+                    let hash = CallHash::of(&tool.call_id);
+                    index.filter |= hash.bit;
+                    index.hashes[offset] = hash.short;
+                }
+            }
+            index
+        })
+    }
+
+    /// Offset of the first tool part of the call in this chunk.
+    fn find_tool(&self, call_id: &str, hash: CallHash) -> Option<usize> {
+        let index = self.tool_index();
+        (0..self.parts.len())
+            .find(|&offset| index.hashes[offset] == hash.short && is_tool_of(&self.parts[offset], call_id))
+    }
+}
+
+impl PartialEq for Chunk {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts == other.parts
+    }
+}
+
+/// A call id's FNV-1a hash, as a filter bit and a nonzero short hash.
+#[derive(Clone, Copy)]
+struct CallHash {
+    bit: u64,
+    short: u32,
+}
+
+impl CallHash {
+    fn of(call_id: &str) -> Self {
+        let hash = call_id
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
+        Self { bit: 1 << (hash % 64), short: (hash >> 32) as u32 | 1 }
+    }
+}
+
+/// Up to `GROUP_CHUNKS` chunks, and their tool filters side by side.
+#[derive(Clone, Default)]
+struct Group {
+    chunks: Vec<Arc<Chunk>>,
+    /// Built when first asked; dropped by every edit.
+    filters: OnceLock<[u64; GROUP_CHUNKS]>,
+}
+
+impl Group {
+    fn with(chunk: Chunk) -> Self {
+        let mut chunks = Vec::with_capacity(GROUP_CHUNKS);
+        chunks.push(Arc::new(chunk));
+        Self { chunks, filters: OnceLock::new() }
+    }
+
+    /// The chunks, for editing (copied first if shared); drops the filters.
+    fn chunks_mut(self: &mut Arc<Self>) -> &mut Vec<Arc<Chunk>> {
+        let group = Arc::make_mut(self);
+        group.filters = OnceLock::new();
+        &mut group.chunks
+    }
+
+    fn filters(&self) -> &[u64; GROUP_CHUNKS] {
+        self.filters.get_or_init(|| {
+            let mut filters = [0; GROUP_CHUNKS];
+            for (at, chunk) in self.chunks.iter().enumerate() {
+                filters[at] = chunk.tool_index().filter;
+            }
+            filters
+        })
+    }
+
+    /// Chunk and offset of the first tool part of the call in this group.
+    fn find_tool(&self, call_id: &str, hash: CallHash) -> Option<(usize, usize)> {
+        let filters = self.filters();
+        (0..self.chunks.len())
+            .filter(|&at| filters[at] & hash.bit != 0)
+            .find_map(|at| self.chunks[at].find_tool(call_id, hash).map(|offset| (at, offset)))
+    }
+}
+
+impl PartialEq for Group {
+    fn eq(&self, other: &Self) -> bool {
+        self.chunks.len() == other.chunks.len()
+            && self.chunks.iter().zip(&other.chunks).all(|(mine, theirs)| Arc::ptr_eq(mine, theirs) || mine == theirs)
+    }
+}
+
+/// An ordered list of parts. Every chunk but the last holds exactly
+/// `CHUNK_PARTS` parts and every group but the last `GROUP_CHUNKS` chunks,
+/// none empty, so part `i` lives in chunk `i / CHUNK_PARTS`.
+#[derive(Clone, Default)]
+pub struct Parts {
+    groups: Arc<Vec<Arc<Group>>>,
+    len: usize,
+}
+
+impl Parts {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn chunk_count(&self) -> usize {
+        self.len.div_ceil(CHUNK_PARTS)
+    }
+
+    fn chunk(&self, chunk: usize) -> Option<&Chunk> {
+        self.groups.get(chunk / GROUP_CHUNKS).and_then(|group| group.chunks.get(chunk % GROUP_CHUNKS)).map(Arc::as_ref)
+    }
+
+    /// A chunk, for editing: copies the list of groups and its group if shared.
+    fn chunk_mut(&mut self, chunk: usize) -> &mut Arc<Chunk> {
+        let group = &mut Arc::make_mut(&mut self.groups)[chunk / GROUP_CHUNKS];
+        &mut group.chunks_mut()[chunk % GROUP_CHUNKS]
+    }
+
+    fn chunks(&self) -> impl DoubleEndedIterator<Item = &Chunk> + Clone + '_ {
+        self.groups.iter().flat_map(|group| group.chunks.iter().map(Arc::as_ref))
+    }
+
+    pub fn get(&self, index: usize) -> Option<&Part> {
+        self.chunk(index / CHUNK_PARTS).and_then(|chunk| chunk.parts.get(index % CHUNK_PARTS))
+    }
+
+    /// The part at `index`, for editing: copies only the path to it.
+    pub fn get_mut(&mut self, index: usize) -> Option<&mut Part> {
+        if index >= self.len {
+            return None;
+        }
+        self.chunk_mut(index / CHUNK_PARTS).parts_mut().get_mut(index % CHUNK_PARTS)
+    }
+
+    pub fn last(&self) -> Option<&Part> {
+        self.len.checked_sub(1).and_then(|last| self.get(last))
+    }
+
+    pub fn push(&mut self, part: Part) {
+        let chunks = self.chunk_count();
+        if !self.len.is_multiple_of(CHUNK_PARTS) {
+            self.chunk_mut(chunks - 1).parts_mut().push(part);
+        } else if !chunks.is_multiple_of(GROUP_CHUNKS) {
+            let groups = Arc::make_mut(&mut self.groups);
+            let last = groups.last_mut().expect("a partly filled group");
+            last.chunks_mut().push(Arc::new(Chunk::with(part)));
+        } else {
+            Arc::make_mut(&mut self.groups).push(Arc::new(Group::with(Chunk::with(part))));
+        }
+        self.len += 1;
+    }
+
+    pub fn pop(&mut self) -> Option<Part> {
+        let last = self.len.checked_sub(1)?;
+        let part = self.chunk_mut(last / CHUNK_PARTS).parts_mut().pop();
+        self.truncate(last);
+        part
+    }
+
+    /// Keeps the first `len` parts.
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        let kept_chunks = len.div_ceil(CHUNK_PARTS);
+        let kept_groups = kept_chunks.div_ceil(GROUP_CHUNKS);
+        let groups = Arc::make_mut(&mut self.groups);
+        groups.truncate(kept_groups);
+        if let Some(group) = groups.last_mut() {
+            let keep = kept_chunks - (kept_groups - 1) * GROUP_CHUNKS;
+            if keep < group.chunks.len() {
+                group.chunks_mut().truncate(keep);
+            }
+        }
+        self.len = len;
+        if kept_chunks > 0 {
+            let keep = len - (kept_chunks - 1) * CHUNK_PARTS;
+            let chunk = self.chunk_mut(kept_chunks - 1);
+            if keep < chunk.parts.len() {
+                chunk.parts_mut().truncate(keep);
+            }
+        }
+    }
+
+    /// Inserts `part` before `index` (rebuilds the chunks after it).
+    pub fn insert(&mut self, index: usize, part: Part) {
+        assert!(index <= self.len, "insertion index {index} is past the end ({})", self.len);
+        let tail: Vec<Part> = self.range(index..).cloned().collect();
+        self.truncate(index);
+        self.push(part);
+        tail.into_iter().for_each(|part| self.push(part));
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Part> + Clone + '_ {
+        self.chunks().flat_map(|chunk| chunk.parts.iter())
+    }
+
+    /// The parts in `range`, in order.
+    pub fn range(&self, range: impl RangeBounds<usize>) -> impl DoubleEndedIterator<Item = &Part> + Clone + '_ {
+        let start = match range.start_bound() {
+            Bound::Included(&start) => start,
+            Bound::Excluded(&start) => start + 1,
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&end) => end + 1,
+            Bound::Excluded(&end) => end,
+            Bound::Unbounded => self.len,
+        }
+        .min(self.len);
+        let start = start.min(end);
+        (start..end).map(move |index| &self[index])
+    }
+
+    /// Index of the first part that matches.
+    pub fn position(&self, matches: impl FnMut(&Part) -> bool) -> Option<usize> {
+        self.iter().position(matches)
+    }
+
+    /// Index of the first tool part of `call_id`, looking only inside the
+    /// chunks whose index says they may hold it.
+    pub fn find_tool(&self, call_id: &str) -> Option<usize> {
+        let hash = CallHash::of(call_id);
+        self.groups.iter().enumerate().find_map(|(group_at, group)| {
+            let (chunk_at, offset) = group.find_tool(call_id, hash)?;
+            Some((group_at * GROUP_CHUNKS + chunk_at) * CHUNK_PARTS + offset)
+        })
+    }
+
+    /// The first tool part of `call_id`.
+    pub fn tool(&self, call_id: &str) -> Option<&ToolPart> {
+        match self.get(self.find_tool(call_id)?) {
+            Some(Part::Tool(tool)) => Some(tool),
+            _ => None,
+        }
+    }
+
+    /// The first tool part of `call_id`, for editing (copies only its path).
+    pub fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolPart> {
+        let index = self.find_tool(call_id)?;
+        match self.get_mut(index) {
+            Some(Part::Tool(tool)) => Some(tool),
+            _ => None,
+        }
+    }
+
+    /// Index of the last part that matches.
+    pub fn rposition(&self, mut matches: impl FnMut(&Part) -> bool) -> Option<usize> {
+        (0..self.len).rev().find(|&index| matches(&self[index]))
+    }
+
+    /// Edits every part `matches` selects; only their paths are copied.
+    /// Returns how many parts it edited.
+    pub fn edit_where(&mut self, mut matches: impl FnMut(&Part) -> bool, mut edit: impl FnMut(&mut Part)) -> usize {
+        let selected: Vec<usize> = (0..self.len).filter(|&index| matches(&self[index])).collect();
+        for &index in &selected {
+            edit(self.get_mut(index).expect("a selected index is in range"));
+        }
+        selected.len()
+    }
+
+    /// Every part, for editing: copies everything shared, so the engine
+    /// edits through [`Parts::get_mut`] or [`Parts::edit_where`] instead.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Part> {
+        Arc::make_mut(&mut self.groups)
+            .iter_mut()
+            .flat_map(|group| group.chunks_mut().iter_mut())
+            .flat_map(|chunk| chunk.parts_mut().iter_mut())
+    }
+
+    /// Keeps the parts `keep` holds for (rebuilds the chunks).
+    pub fn retain(&mut self, mut keep: impl FnMut(&Part) -> bool) {
+        let kept: Vec<Part> = self.iter().filter(|part| keep(part)).cloned().collect();
+        *self = Self::from(kept);
+    }
+
+    pub fn to_vec(&self) -> Vec<Part> {
+        self.iter().cloned().collect()
+    }
+}
+
+fn is_tool_of(part: &Part, call_id: &str) -> bool {
+    matches!(part, Part::Tool(tool) if tool.call_id == call_id)
+}
+
+impl Index<usize> for Parts {
+    type Output = Part;
+
+    fn index(&self, index: usize) -> &Part {
+        match self.get(index) {
+            Some(part) => part,
+            None => panic!("part index {index} out of range for {} parts", self.len),
+        }
+    }
+}
+
+impl PartialEq for Parts {
+    fn eq(&self, other: &Self) -> bool {
+        if self.len != other.len {
+            return false;
+        }
+        // Equal lengths mean equal group and chunk boundaries: compare level
+        // by level, skipping what both copies still share.
+        Arc::ptr_eq(&self.groups, &other.groups)
+            || self
+                .groups
+                .iter()
+                .zip(other.groups.iter())
+                .all(|(mine, theirs)| Arc::ptr_eq(mine, theirs) || mine == theirs)
+    }
+}
+
+impl PartialEq<Vec<Part>> for Parts {
+    fn eq(&self, other: &Vec<Part>) -> bool {
+        self.len == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl fmt::Debug for Parts {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl From<Vec<Part>> for Parts {
+    fn from(parts: Vec<Part>) -> Self {
+        parts.into_iter().collect()
+    }
+}
+
+impl FromIterator<Part> for Parts {
+    fn from_iter<T: IntoIterator<Item = Part>>(parts: T) -> Self {
+        let mut collected = Self::new();
+        parts.into_iter().for_each(|part| collected.push(part));
+        collected
+    }
+}
+
+impl<'a> IntoIterator for &'a Parts {
+    type Item = &'a Part;
+    type IntoIter = Box<dyn DoubleEndedIterator<Item = &'a Part> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl Serialize for Parts {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Parts {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Part>::deserialize(deserializer).map(Self::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::TextState;
+
+    fn text(index: usize) -> Part {
+        Part::Text { id: format!("t{index}"), text: index.to_string(), state: TextState::Done }
+    }
+
+    fn parts(count: usize) -> Parts {
+        (0..count).map(text).collect()
+    }
+
+    const GROUP_PARTS: usize = CHUNK_PARTS * GROUP_CHUNKS;
+
+    #[test]
+    fn reads_like_the_vec_it_was_built_from() {
+        for count in
+            [0, 1, CHUNK_PARTS - 1, CHUNK_PARTS, CHUNK_PARTS + 1, 5 * CHUNK_PARTS + 3, GROUP_PARTS, 2 * GROUP_PARTS + 9]
+        {
+            let expected: Vec<Part> = (0..count).map(text).collect();
+            let built = parts(count);
+            assert_eq!(built, expected);
+            assert_eq!(built.len(), count);
+            assert_eq!(built.last(), expected.last());
+            assert_eq!(
+                built.iter().rev().cloned().collect::<Vec<_>>(),
+                expected.iter().rev().cloned().collect::<Vec<_>>()
+            );
+            assert_eq!(built.range(1..).count(), count.saturating_sub(1));
+            assert_eq!(built.range(..count / 2).cloned().collect::<Vec<_>>(), expected[..count / 2].to_vec());
+        }
+    }
+
+    #[test]
+    fn truncate_pop_and_insert_keep_order_across_chunks() {
+        for count in [1, CHUNK_PARTS, 3 * CHUNK_PARTS + 2, GROUP_PARTS, GROUP_PARTS + CHUNK_PARTS + 1] {
+            for keep in 0..=count + 1 {
+                let mut edited = parts(count);
+                let mut expected: Vec<Part> = (0..count).map(text).collect();
+                edited.truncate(keep);
+                expected.truncate(keep);
+                assert_eq!(edited, expected, "truncate({keep}) of {count}");
+                assert_eq!(edited.pop(), expected.pop());
+                assert_eq!(edited, expected);
+                let at = expected.len() / 2;
+                edited.insert(at, text(99));
+                expected.insert(at, text(99));
+                assert_eq!(edited, expected);
+                edited.push(text(100));
+                expected.push(text(100));
+                assert_eq!(edited, expected);
+            }
+        }
+    }
+
+    #[test]
+    fn an_edit_changes_only_its_own_copy() {
+        let original = parts(3 * CHUNK_PARTS);
+        let mut copy = original.clone();
+        assert_eq!(copy, original);
+        *copy.get_mut(CHUNK_PARTS + 1).expect("in range") = text(77);
+        assert_ne!(copy, original);
+        assert_eq!(original[CHUNK_PARTS + 1], text(CHUNK_PARTS + 1));
+        assert_eq!(copy[CHUNK_PARTS + 1], text(77));
+        copy.retain(|part| part != &text(2));
+        assert_eq!(copy.len(), 3 * CHUNK_PARTS - 1);
+        assert_eq!(original.len(), 3 * CHUNK_PARTS);
+        copy.iter_mut().for_each(|part| {
+            if let Part::Text { text, .. } = part {
+                text.push('!');
+            }
+        });
+        assert!(copy.iter().all(|part| matches!(part, Part::Text { text, .. } if text.ends_with('!'))));
+        assert!(original.iter().all(|part| matches!(part, Part::Text { text, .. } if !text.ends_with('!'))));
+        let edited =
+            copy.edit_where(|part| matches!(part, Part::Text { id, .. } if id == "t0"), |part| *part = text(5));
+        assert_eq!(edited, 1);
+        assert_eq!(copy[0], text(5));
+        assert_eq!(copy[CHUNK_PARTS], Part::Text { id: "t77".into(), text: "77!".into(), state: TextState::Done });
+        assert_eq!(original[0], text(0));
+    }
+
+    fn tool(call_id: &str, output: &str) -> Part {
+        Part::Tool(ToolPart {
+            call_id: call_id.into(),
+            tool_name: "lookup".into(),
+            state: crate::transcript::ToolState::InputAvailable,
+            input_text: String::new(),
+            input: None,
+            output: Some(serde_json::Value::String(output.into())),
+            error_text: None,
+            approval: None,
+            repaired: false,
+        })
+    }
+
+    fn output(part: Option<&ToolPart>) -> Option<String> {
+        part.and_then(|tool| tool.output.clone()).map(|output| output.as_str().unwrap_or_default().to_string())
+    }
+
+    #[test]
+    fn finds_the_first_tool_of_a_call_in_any_chunk_and_after_edits() {
+        let mut built = Parts::new();
+        for index in 0..GROUP_PARTS + 5 * CHUNK_PARTS {
+            built.push(if index % 3 == 0 { tool(&format!("tc-{index}"), "first") } else { text(index) });
+        }
+        built.push(tool("tc-0", "second"));
+        for index in 0..GROUP_PARTS + 5 * CHUNK_PARTS {
+            let expected = (index % 3 == 0).then(|| "first".to_string());
+            assert_eq!(output(built.tool(&format!("tc-{index}"))), expected, "tc-{index}");
+        }
+        assert_eq!(built.find_tool("tc-0"), Some(0), "the first of two parts of a call");
+        let copy = built.clone();
+        let Some(Part::Tool(renamed)) = built.get_mut(3 * CHUNK_PARTS) else { panic!("a tool part") };
+        renamed.call_id = "tc-renamed".into();
+        assert_eq!(built.find_tool("tc-renamed"), Some(3 * CHUNK_PARTS));
+        assert_eq!(built.find_tool(&format!("tc-{}", 3 * CHUNK_PARTS)), None);
+        assert_eq!(copy.find_tool(&format!("tc-{}", 3 * CHUNK_PARTS)), Some(3 * CHUNK_PARTS));
+        built.tool_mut("tc-0").expect("a tool").output = None;
+        assert_eq!(output(built.tool("tc-0")), None);
+        assert_eq!(output(copy.tool("tc-0")), Some("first".into()));
+        built.truncate(1);
+        assert_eq!(built.find_tool("tc-3"), None);
+        assert_eq!(built.find_tool("tc-0"), Some(0));
+    }
+
+    #[test]
+    fn serialises_as_a_plain_list() {
+        let built = parts(CHUNK_PARTS + 2);
+        let plain: Vec<Part> = (0..CHUNK_PARTS + 2).map(text).collect();
+        let json = serde_json::to_string(&built).expect("serialises");
+        assert_eq!(json, serde_json::to_string(&plain).expect("serialises"));
+        let back: Parts = serde_json::from_str(&json).expect("deserialises");
+        assert_eq!(back, built);
+    }
+}
