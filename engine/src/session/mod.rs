@@ -99,6 +99,10 @@ impl Session {
                 _ = sleep_until(self.timers.earliest()) => self.on_deadlines(),
             }
             self.pump_queue();
+            // A recovery waiting for the session to go idle proceeds as soon
+            // as it is (the reference's wait-until-stable), not at its timeout.
+            self.run_recovery_when_stable();
+            self.pump_queue();
         }
     }
 
