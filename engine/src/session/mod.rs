@@ -87,6 +87,9 @@ impl Session {
     /// Loads the durable state and runs the actor until its process dies.
     async fn run(mut self) {
         self.boot();
+        // Boot may queue turns (a messenger delivery answered again): start
+        // them now, not at some later input that may never come.
+        self.pump_queue();
         loop {
             self.publish();
             tokio::select! {
