@@ -118,8 +118,9 @@ impl Session {
         }
     }
 
-    /// The provider ended the step without output: retry, replacing the
-    /// failed attempt's parts, at most `max_model_calls_empty_finish` calls.
+    /// The provider ended the step without output: retry after the backoff,
+    /// replacing the failed attempt's parts, at most
+    /// `max_model_calls_empty_finish` calls.
     pub(super) fn on_truncated_finish(&mut self, reason: FinishReason) {
         let keep_parts = self.config.regressions.has(Regression::KeepFailedAttemptParts);
         let cap = self.config.max_model_calls_empty_finish;
@@ -146,7 +147,7 @@ impl Session {
         let attempt = turn.attempt;
         let request_id = turn.request_id.clone();
         self.observe(EngineEvent::EmptyFinish {
-            request_id,
+            request_id: request_id.clone(),
             attempt,
             discarded_parts,
             discarded_tools: discarded_tools.clone(),
@@ -160,7 +161,9 @@ impl Session {
             let message = format!("EmptyOther: the provider ended the stream without output ({attempt} model calls)");
             return self.end_turn(TurnStatus::Error, Some(message));
         }
-        self.start_attempt();
+        // opencode retries an EmptyOther like any retryable error: after its backoff.
+        let reason = "EmptyOther: the provider ended the stream without output".to_string();
+        self.wait_to_retry(request_id, attempt, reason, 0, Vec::new());
     }
 }
 

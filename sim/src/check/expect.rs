@@ -32,7 +32,21 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     violations.extend(check_repaired(input));
     violations.extend(check_posts(input));
     violations.extend(check_final_text(input));
+    violations.extend(check_call_times(input));
     violations
+}
+
+fn check_call_times(input: &CheckInput) -> Option<Violation> {
+    let expected = input.scenario.scenario.expect.model_calls_at_ms.as_ref()?;
+    let actual: Vec<u64> = input
+        .run
+        .events
+        .iter()
+        .filter(|traced| matches!(traced.event, Event::ModelCall { .. }))
+        .map(|traced| traced.at_us / 1_000)
+        .collect();
+    (&actual != expected)
+        .then(|| Violation::new("expect.model_calls_at_ms", format!("expected {expected:?}, got {actual:?}")))
 }
 
 fn count(input: &CheckInput, matches: impl Fn(&Event) -> bool) -> u32 {

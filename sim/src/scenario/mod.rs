@@ -116,6 +116,11 @@ pub struct EngineSpec {
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// Backoff before a step's first model-call retry (429/5xx, truncated
+    /// finish); it doubles per retry, at most 30 s.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_initial_delay_ms: Option<u64>,
     #[serde(default)]
     pub recovery: RecoverySpec,
     #[serde(default)]
@@ -553,6 +558,9 @@ pub struct Expect {
     pub continuations: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_calls: Option<u32>,
+    /// The sim time (ms) each model call started, in call order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_calls_at_ms: Option<Vec<u64>>,
     /// Final state by tool call id (`absent`: no such part).
     #[serde(default)]
     pub tools: BTreeMap<String, String>,
@@ -630,6 +638,7 @@ impl Scenario {
             coalesce_ms: spec.coalesce_ms.unwrap_or(base.coalesce_ms),
             stall_timeout_ms: spec.stall_timeout_ms,
             max_steps: spec.max_steps.unwrap_or(base.max_steps),
+            retry_initial_delay_ms: spec.retry_initial_delay_ms.unwrap_or(base.retry_initial_delay_ms),
             recovery,
             ..base
         }
