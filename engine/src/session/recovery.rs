@@ -68,10 +68,15 @@ impl Session {
             drop_trailing_step_start(&mut settled);
             self.commit(vec![Write::PutMessage(settled)]);
         }
-        // Nothing of the reply was stored: retry from the user message.
+        // Nothing of the reply was stored, or a newer user message was
+        // waiting behind the turn (it was acknowledged, so it must be
+        // answered): retry from the last user message. A delivery that will
+        // be answered again answers its own message.
+        let last = self.durable.messages.last();
+        let user_waits = last.is_some_and(|last| last.role == Role::User) && !self.delivery_will_answer(None);
         let target = match self.durable.message(&turn.message_id) {
-            Some(_) => turn.message_id.clone(),
-            None => self.durable.messages.last().map(|last| last.id.clone()).unwrap_or_default(),
+            Some(_) if !user_waits => turn.message_id.clone(),
+            _ => last.map(|last| last.id.clone()).unwrap_or_default(),
         };
         let delay_ms = self.config.recovery.alarm_delay_ms;
         self.begin_recovery(None, &turn.root_request_id, &target, Cause::Detected, delay_ms);
