@@ -59,7 +59,9 @@ fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation>
             let retried = |at: usize| matches!(calls[at].end, CallEnd::Http) && at + 1 < calls.len();
             (0..calls.len())
                 .filter(|&at| !calls[at].is_truncated_finish() && !retried(at))
-                .filter(|&at| !(matches!(calls[at].end, CallEnd::Http | CallEnd::Rejected) && calls[at].content_chunks == 0))
+                .filter(|&at| {
+                    !(matches!(calls[at].end, CallEnd::Http | CallEnd::Rejected) && calls[at].content_chunks == 0)
+                })
                 .count()
         })
         .sum();
