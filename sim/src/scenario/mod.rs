@@ -629,8 +629,9 @@ impl Scenario {
             stable_timeout_ms: spec.recovery.stable_timeout_ms.unwrap_or(defaults.stable_timeout_ms),
             stable_retry_delay_ms: spec.recovery.stable_retry_delay_ms.unwrap_or(defaults.stable_retry_delay_ms),
             no_progress_window_ms: spec.recovery.no_progress_window_ms.unwrap_or(defaults.no_progress_window_ms),
+            alarm_debounce_ms: spec.recovery.alarm_debounce_ms.unwrap_or(defaults.alarm_debounce_ms),
+            alarm_delay_ms: spec.recovery.alarm_delay_ms.unwrap_or(defaults.alarm_delay_ms),
             terminal_message: spec.recovery.terminal_message.clone().unwrap_or(defaults.terminal_message),
-            ..defaults
         };
         let base = EngineConfig::default();
         EngineConfig {
