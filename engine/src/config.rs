@@ -57,6 +57,14 @@ pub struct RecoveryConfig {
     pub terminal_message: String,
 }
 
+impl RecoveryConfig {
+    /// The attempt budget: at least one, as the reference's
+    /// `max(1, maxAttempts)`; 0 does not mean "never recover".
+    pub fn effective_max_attempts(&self) -> u32 {
+        self.max_attempts.max(1)
+    }
+}
+
 pub const DEFAULT_TERMINAL_MESSAGE: &str = "The assistant was interrupted and could not recover. Please try again.";
 
 impl Default for RecoveryConfig {

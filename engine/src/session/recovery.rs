@@ -190,7 +190,7 @@ impl Session {
         let stalled_for_ms = now.saturating_sub(incident.last_progress_ms);
         let exhausted = if cause != Cause::StableTimeout && stalled_for_ms > recovery.no_progress_window_ms {
             Some("no_progress_timeout")
-        } else if incident.attempt > recovery.max_attempts {
+        } else if incident.attempt > recovery.effective_max_attempts() {
             Some(if cause == Cause::StableTimeout { "stable_timeout" } else { "max_attempts_exceeded" })
         } else {
             None
@@ -221,7 +221,7 @@ impl Session {
             incident_id: incident.id.clone(),
             root_request_id: incident.root_request_id.clone(),
             attempt: incident.attempt,
-            max_attempts: self.config.recovery.max_attempts,
+            max_attempts: self.config.recovery.effective_max_attempts(),
             reason: reason.to_string(),
             terminal_message: terminal.clone(),
             partial_text: partial_text.unwrap_or_default(),
