@@ -347,13 +347,11 @@ impl Session {
         if recovery_strategy(Some(leaf)) != "truncate" {
             return;
         }
+        // Every call still streaming its input goes, not only the last: a
+        // parallel step can leave several half-streamed.
         let mut truncated = leaf.clone();
-        while let Some(part) = truncated.parts.pop() {
-            if matches!(part, Part::Tool(ref tool) if tool.state == ToolState::InputStreaming) {
-                break;
-            }
-        }
-        drop_trailing_step_start(&mut truncated);
+        truncated.parts.retain(|part| !matches!(part, Part::Tool(tool) if tool.state == ToolState::InputStreaming));
+        drop_orphan_step_starts(&mut truncated);
         self.commit(vec![Write::PutMessage(truncated)]);
     }
 
@@ -389,4 +387,19 @@ impl Session {
     pub(super) fn repair_keeps(&self, state: ToolState) -> bool {
         state == ToolState::InputStreaming && self.config.regressions.has(Regression::ContinueMidToolInput)
     }
+}
+
+/// Drops every `step-start` with no content after it before the next step
+/// (or the end): what removing a step's only parts leaves behind.
+fn drop_orphan_step_starts(message: &mut Message) {
+    let parts = std::mem::take(&mut message.parts);
+    let mut kept: Vec<Part> = Vec::with_capacity(parts.len());
+    for part in parts {
+        if matches!(part, Part::StepStart) && matches!(kept.last(), Some(Part::StepStart)) {
+            kept.pop();
+        }
+        kept.push(part);
+    }
+    message.parts = kept;
+    drop_trailing_step_start(message);
 }
