@@ -12,6 +12,8 @@
 //! | `recovery.alarm_debounce_ms` | 30 000 |
 //! | `recovery.alarm_delay_ms` | 1 000 |
 //! | `max_model_calls_empty_finish` | 3 |
+//! | `max_model_calls_http_retry` | 4 |
+//! | `retry_initial_delay_ms` | 2 000 (doubling, at most 30 s) |
 //! | `max_steps` | 16 |
 
 use std::collections::BTreeMap;
@@ -55,6 +57,14 @@ pub struct RecoveryConfig {
     pub terminal_message: String,
 }
 
+impl RecoveryConfig {
+    /// The attempt budget: at least one, as the reference's
+    /// `max(1, maxAttempts)`; 0 does not mean "never recover".
+    pub fn effective_max_attempts(&self) -> u32 {
+        self.max_attempts.max(1)
+    }
+}
+
 pub const DEFAULT_TERMINAL_MESSAGE: &str = "The assistant was interrupted and could not recover. Please try again.";
 
 impl Default for RecoveryConfig {
@@ -85,6 +95,10 @@ pub struct EngineConfig {
     pub max_model_calls_empty_finish: u32,
     /// Model calls per step for 429/5xx before the error is surfaced.
     pub max_model_calls_http_retry: u32,
+    /// Backoff before the first retry of a step's model call (429/5xx, or
+    /// a truncated finish); it doubles per retry, at most 30 s. opencode's
+    /// `RETRY_INITIAL_DELAY`.
+    pub retry_initial_delay_ms: u64,
     pub max_steps: u32,
     pub regressions: RegressionSet,
 }
@@ -98,6 +112,7 @@ impl Default for EngineConfig {
             recovery: RecoveryConfig::default(),
             max_model_calls_empty_finish: 3,
             max_model_calls_http_retry: 4,
+            retry_initial_delay_ms: 2_000,
             max_steps: 16,
             regressions: RegressionSet::default(),
         }

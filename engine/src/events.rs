@@ -79,11 +79,16 @@ pub enum EngineEvent {
         /// Tool calls that went with the discarded parts.
         discarded_tools: Vec<String>,
     },
+    /// A model call failed retryably (429/5xx, or a truncated finish): the
+    /// step's next call waits `delay_ms`. The failed attempt's parts (and
+    /// the tool calls among them) were discarded.
     ProviderRetry {
         request_id: String,
         attempt: u32,
         delay_ms: u64,
         reason: String,
+        discarded_parts: usize,
+        discarded_tools: Vec<String>,
     },
     RecoveryScheduled {
         incident_id: String,
@@ -205,8 +210,13 @@ impl EngineEvent {
                 };
                 format!("{request_id} attempt={attempt} discarded={discarded_parts}{tools}")
             }
-            Self::ProviderRetry { request_id, attempt, delay_ms, reason } => {
-                format!("{request_id} attempt={attempt} in {delay_ms}ms ({reason})")
+            Self::ProviderRetry { request_id, attempt, delay_ms, reason, discarded_parts, discarded_tools } => {
+                let discarded = match (discarded_parts, discarded_tools.is_empty()) {
+                    (0, _) => String::new(),
+                    (parts, true) => format!(" discarded={parts}"),
+                    (parts, false) => format!(" discarded={parts} ({})", discarded_tools.join(",")),
+                };
+                format!("{request_id} attempt={attempt} in {delay_ms}ms ({reason}){discarded}")
             }
             Self::RecoveryScheduled { incident_id, attempt, strategy } => {
                 format!("{incident_id} attempt={attempt} strategy={strategy}")

@@ -87,6 +87,9 @@ impl Session {
     /// Loads the durable state and runs the actor until its process dies.
     async fn run(mut self) {
         self.boot();
+        // Boot may queue turns (a messenger delivery answered again): start
+        // them now, not at some later input that may never come.
+        self.pump_queue();
         loop {
             self.publish();
             tokio::select! {
@@ -98,6 +101,10 @@ impl Session {
                 event = next_stream_event(&mut self.model_stream) => self.on_stream_event(event),
                 _ = sleep_until(self.timers.earliest()) => self.on_deadlines(),
             }
+            self.pump_queue();
+            // A recovery waiting for the session to go idle proceeds as soon
+            // as it is (the reference's wait-until-stable), not at its timeout.
+            self.run_recovery_when_stable();
             self.pump_queue();
         }
     }

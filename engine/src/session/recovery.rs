@@ -68,10 +68,15 @@ impl Session {
             drop_trailing_step_start(&mut settled);
             self.commit(vec![Write::PutMessage(settled)]);
         }
-        // Nothing of the reply was stored: retry from the user message.
+        // Nothing of the reply was stored, or a newer user message was
+        // waiting behind the turn (it was acknowledged, so it must be
+        // answered): retry from the last user message. A delivery that will
+        // be answered again answers its own message.
+        let last = self.durable.messages.last();
+        let user_waits = last.is_some_and(|last| last.role == Role::User) && !self.delivery_will_answer(None);
         let target = match self.durable.message(&turn.message_id) {
-            Some(_) => turn.message_id.clone(),
-            None => self.durable.messages.last().map(|last| last.id.clone()).unwrap_or_default(),
+            Some(_) if !user_waits => turn.message_id.clone(),
+            _ => last.map(|last| last.id.clone()).unwrap_or_default(),
         };
         let delay_ms = self.config.recovery.alarm_delay_ms;
         self.begin_recovery(None, &turn.root_request_id, &target, Cause::Detected, delay_ms);
@@ -185,7 +190,7 @@ impl Session {
         let stalled_for_ms = now.saturating_sub(incident.last_progress_ms);
         let exhausted = if cause != Cause::StableTimeout && stalled_for_ms > recovery.no_progress_window_ms {
             Some("no_progress_timeout")
-        } else if incident.attempt > recovery.max_attempts {
+        } else if incident.attempt > recovery.effective_max_attempts() {
             Some(if cause == Cause::StableTimeout { "stable_timeout" } else { "max_attempts_exceeded" })
         } else {
             None
@@ -216,7 +221,7 @@ impl Session {
             incident_id: incident.id.clone(),
             root_request_id: incident.root_request_id.clone(),
             attempt: incident.attempt,
-            max_attempts: self.config.recovery.max_attempts,
+            max_attempts: self.config.recovery.effective_max_attempts(),
             reason: reason.to_string(),
             terminal_message: terminal.clone(),
             partial_text: partial_text.unwrap_or_default(),
@@ -342,13 +347,11 @@ impl Session {
         if recovery_strategy(Some(leaf)) != "truncate" {
             return;
         }
+        // Every call still streaming its input goes, not only the last: a
+        // parallel step can leave several half-streamed.
         let mut truncated = leaf.clone();
-        while let Some(part) = truncated.parts.pop() {
-            if matches!(part, Part::Tool(ref tool) if tool.state == ToolState::InputStreaming) {
-                break;
-            }
-        }
-        drop_trailing_step_start(&mut truncated);
+        truncated.parts.retain(|part| !matches!(part, Part::Tool(tool) if tool.state == ToolState::InputStreaming));
+        drop_orphan_step_starts(&mut truncated);
         self.commit(vec![Write::PutMessage(truncated)]);
     }
 
@@ -384,4 +387,19 @@ impl Session {
     pub(super) fn repair_keeps(&self, state: ToolState) -> bool {
         state == ToolState::InputStreaming && self.config.regressions.has(Regression::ContinueMidToolInput)
     }
+}
+
+/// Drops every `step-start` with no content after it before the next step
+/// (or the end): what removing a step's only parts leaves behind.
+fn drop_orphan_step_starts(message: &mut Message) {
+    let parts = std::mem::take(&mut message.parts);
+    let mut kept: Vec<Part> = Vec::with_capacity(parts.len());
+    for part in parts.to_vec() {
+        if matches!(part, Part::StepStart) && matches!(kept.last(), Some(Part::StepStart)) {
+            kept.pop();
+        }
+        kept.push(part);
+    }
+    message.parts = kept.into();
+    drop_trailing_step_start(message);
 }

@@ -12,10 +12,15 @@ use crate::transcript::Part;
 use super::turn::Phase;
 use super::Session;
 
-/// Backoff before provider retry `attempt` (1-based): 2 s doubling, at most 30 s.
-pub fn retry_delay_ms(attempt: u32) -> u64 {
-    let doubled = 2_000u64.saturating_mul(1 << attempt.saturating_sub(1).min(16));
-    doubled.min(30_000)
+/// The longest provider backoff without a retry-after header (opencode's
+/// `RETRY_MAX_DELAY_NO_HEADERS`).
+const RETRY_MAX_DELAY_MS: u64 = 30_000;
+
+/// Backoff before provider retry `attempt` (1-based): `initial_ms` doubling,
+/// at most 30 s.
+pub fn retry_delay_ms(initial_ms: u64, attempt: u32) -> u64 {
+    let doubled = initial_ms.saturating_mul(1 << attempt.saturating_sub(1).min(16));
+    doubled.min(RETRY_MAX_DELAY_MS)
 }
 
 pub fn stall_message(timeout_ms: u64) -> String {
@@ -46,37 +51,64 @@ impl Session {
         self.route_stall_to_recovery();
     }
 
-    /// A failed model call: 429/5xx back off and retry (keeping what was
-    /// streamed); anything else ends the turn with the error.
+    /// A failed model call: 429/5xx back off and retry, discarding what the
+    /// failed attempt streamed (the retry replaces it, as after a truncated
+    /// finish); anything else ends the turn with the error.
     pub(super) fn on_stream_failure(&mut self, error: StreamError) {
         self.model_stream = None;
         self.timers.stall = None;
+        let keep_parts = self.config.regressions.has(Regression::KeepFailedAttemptParts);
         let Some(turn) = self.turn.as_mut() else {
             return;
         };
         if !error.is_retryable() || turn.attempt >= self.config.max_model_calls_http_retry {
             return self.end_turn(TurnStatus::Error, Some(error.message()));
         }
-        // Discard nothing the attempt streamed; an attempt that streamed no
-        // output leaves no empty step behind for the retry to pile onto.
-        if !turn.attempt_output {
-            turn.assistant.parts.truncate(turn.part_floor);
+        let floor = turn.part_floor;
+        let discard = !keep_parts || !turn.attempt_output;
+        let (discarded_parts, discarded_tools) = match discard {
+            true => (turn.assistant.parts.len() - floor, tool_ids(turn.assistant.parts.range(floor..))),
+            false => (0, Vec::new()),
+        };
+        if discard {
+            turn.assistant.parts.truncate(floor);
         }
         super::turn::drop_trailing_step_start(&mut turn.assistant);
-        turn.phase = Phase::RetryWait;
-        let slow = self.ports.faults.fire(crate::ports::FaultSite::SlowRetryBackoff);
-        let delay_ms = retry_delay_ms(turn.attempt) * if slow { 2 } else { 1 };
-        let event = EngineEvent::ProviderRetry {
-            request_id: turn.request_id.clone(),
-            attempt: turn.attempt,
-            delay_ms,
-            reason: error.message(),
-        };
-        self.observe(event);
+        let (request_id, attempt) = (turn.request_id.clone(), turn.attempt);
         // What the store holds of this attempt must not outlive it either.
         if self.durable.in_flight.as_ref().is_some_and(|in_flight| in_flight.stream_started) {
             self.flush_in_flight(false);
         }
+        if !discarded_tools.is_empty() {
+            // The batch a pending continuation was for no longer exists.
+            self.drop_unfired_continuation();
+        }
+        self.wait_to_retry(request_id, attempt, error.message(), discarded_parts, discarded_tools);
+    }
+
+    /// Backs off before the next model call of the step: 2 s doubling (at
+    /// most 30 s) from `retry_initial_delay_ms`, opencode's retry policy.
+    fn wait_to_retry(
+        &mut self,
+        request_id: String,
+        attempt: u32,
+        reason: String,
+        discarded_parts: usize,
+        discarded_tools: Vec<String>,
+    ) {
+        let slow = self.ports.faults.fire(crate::ports::FaultSite::SlowRetryBackoff);
+        let delay_ms = retry_delay_ms(self.config.retry_initial_delay_ms, attempt) * if slow { 2 } else { 1 };
+        if let Some(turn) = self.turn.as_mut() {
+            turn.phase = Phase::RetryWait;
+        }
+        self.observe(EngineEvent::ProviderRetry {
+            request_id,
+            attempt,
+            delay_ms,
+            reason,
+            discarded_parts,
+            discarded_tools,
+        });
         self.timers.retry = Some(clock::now() + Duration::from_millis(delay_ms));
     }
 
@@ -86,8 +118,9 @@ impl Session {
         }
     }
 
-    /// The provider ended the step without output: retry, replacing the
-    /// failed attempt's parts, at most `max_model_calls_empty_finish` calls.
+    /// The provider ended the step without output: retry after the backoff,
+    /// replacing the failed attempt's parts, at most
+    /// `max_model_calls_empty_finish` calls.
     pub(super) fn on_truncated_finish(&mut self, reason: FinishReason) {
         let keep_parts = self.config.regressions.has(Regression::KeepFailedAttemptParts);
         let cap = self.config.max_model_calls_empty_finish;
@@ -114,7 +147,7 @@ impl Session {
         let attempt = turn.attempt;
         let request_id = turn.request_id.clone();
         self.observe(EngineEvent::EmptyFinish {
-            request_id,
+            request_id: request_id.clone(),
             attempt,
             discarded_parts,
             discarded_tools: discarded_tools.clone(),
@@ -128,7 +161,9 @@ impl Session {
             let message = format!("EmptyOther: the provider ended the stream without output ({attempt} model calls)");
             return self.end_turn(TurnStatus::Error, Some(message));
         }
-        self.start_attempt();
+        // opencode retries an EmptyOther like any retryable error: after its backoff.
+        let reason = "EmptyOther: the provider ended the stream without output".to_string();
+        self.wait_to_retry(request_id, attempt, reason, 0, Vec::new());
     }
 }
 
@@ -157,7 +192,9 @@ mod tests {
 
     #[test]
     fn provider_backoff_doubles_from_two_seconds_up_to_thirty() {
-        let delays: Vec<u64> = (1..=6).map(retry_delay_ms).collect();
+        let delays: Vec<u64> = (1..=6).map(|attempt| retry_delay_ms(2_000, attempt)).collect();
         assert_eq!(delays, vec![2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+        let quick: Vec<u64> = (1..=3).map(|attempt| retry_delay_ms(100, attempt)).collect();
+        assert_eq!(quick, vec![100, 200, 400]);
     }
 }

@@ -8,9 +8,10 @@ use crate::scenario::{CallbackCounts, Count, RecoveryCounts};
 use crate::trace::Event;
 
 /// The name of every check this module can report (`expect_failure` may name one).
-pub const CHECKS: [&str; 22] = [
+pub const CHECKS: [&str; 23] = [
     "expect.continuations",
     "expect.model_calls",
+    "expect.model_calls_at_ms",
     "expect.messages",
     "expect.final_text",
     "expect.parts",
@@ -58,9 +59,23 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     violations.extend(check_repaired(input));
     violations.extend(check_posts(input));
     violations.extend(check_final_text(input));
+    violations.extend(check_call_times(input));
     violations.extend(super::expect_stored::check(input));
     violations.extend(super::expect_timeline::check(input));
     violations
+}
+
+fn check_call_times(input: &CheckInput) -> Option<Violation> {
+    let expected = input.scenario.scenario.expect.model_calls_at_ms.as_ref()?;
+    let actual: Vec<u64> = input
+        .run
+        .events
+        .iter()
+        .filter(|traced| matches!(traced.event, Event::ModelCall { .. }))
+        .map(|traced| traced.at_us / 1_000)
+        .collect();
+    (&actual != expected)
+        .then(|| Violation::new("expect.model_calls_at_ms", format!("expected {expected:?}, got {actual:?}")))
 }
 
 pub(super) fn count(input: &CheckInput, matches: impl Fn(&Event) -> bool) -> u32 {

@@ -139,6 +139,11 @@ pub struct EngineSpec {
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// Backoff before a step's first model-call retry (429/5xx, truncated
+    /// finish); it doubles per retry, at most 30 s.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_initial_delay_ms: Option<u64>,
     #[serde(default)]
     pub recovery: RecoverySpec,
     #[serde(default)]
@@ -594,6 +599,9 @@ pub struct Expect {
     /// Model calls, retries and recoveries included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_calls: Option<Count>,
+    /// The sim time (ms) each model call started, in call order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calls_at_ms: Option<Vec<u64>>,
     /// Stored messages at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Count>,
@@ -723,8 +731,9 @@ impl Scenario {
             stable_timeout_ms: spec.recovery.stable_timeout_ms.unwrap_or(defaults.stable_timeout_ms),
             stable_retry_delay_ms: spec.recovery.stable_retry_delay_ms.unwrap_or(defaults.stable_retry_delay_ms),
             no_progress_window_ms: spec.recovery.no_progress_window_ms.unwrap_or(defaults.no_progress_window_ms),
+            alarm_debounce_ms: spec.recovery.alarm_debounce_ms.unwrap_or(defaults.alarm_debounce_ms),
+            alarm_delay_ms: spec.recovery.alarm_delay_ms.unwrap_or(defaults.alarm_delay_ms),
             terminal_message: spec.recovery.terminal_message.clone().unwrap_or(defaults.terminal_message),
-            ..defaults
         };
         let base = EngineConfig::default();
         EngineConfig {
@@ -732,6 +741,7 @@ impl Scenario {
             coalesce_ms: spec.coalesce_ms.unwrap_or(base.coalesce_ms),
             stall_timeout_ms: spec.stall_timeout_ms,
             max_steps: spec.max_steps.unwrap_or(base.max_steps),
+            retry_initial_delay_ms: spec.retry_initial_delay_ms.unwrap_or(base.retry_initial_delay_ms),
             recovery,
             ..base
         }

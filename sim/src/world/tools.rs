@@ -1,13 +1,14 @@
 //! Server-tool executions. They run inside the engine process, so an
 //! eviction kills one mid-flight; the trace records each completed run (the
-//! side effect), which the no-repeat invariant counts.
+//! side effect), which the no-repeat invariant counts. Only tools the
+//! scenario declares as server (or approval) tools run.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 use turnsim_engine::ports::{ServerToolCall, ServerTools};
-use turnsim_engine::ToolOutcome;
+use turnsim_engine::{ToolKind, ToolOutcome};
 
 use super::rng::SharedRng;
 use crate::scenario::ToolSpec;
@@ -23,6 +24,12 @@ impl ServerTools for SimServerTools {
     fn execute(&self, call: ServerToolCall) -> oneshot::Receiver<ToolOutcome> {
         let (done, result) = oneshot::channel();
         let spec = self.specs.get(&call.tool_name);
+        if !spec.is_some_and(|spec| matches!(spec.kind, ToolKind::Server | ToolKind::Approval)) {
+            // Not a server tool: there is nothing here to run. The call is
+            // dropped (the engine sees a lost execution) and the oracle flags
+            // the attempt.
+            return result;
+        }
         let duration_ms = spec.map_or(0, |spec| self.rng.sample(spec.duration_ms));
         let outcome = match spec {
             Some(ToolSpec { error: Some(error), .. }) => ToolOutcome::Error(Some(error.clone())),

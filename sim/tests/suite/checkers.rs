@@ -749,3 +749,14 @@ fn no_lost_work_fires_when_the_last_user_message_is_never_answered() {
     broken.final_state.messages.retain(|message| message.id != "m3");
     run.assert_fires(NO_LOST_WORK, &broken, "user message m2 was never answered");
 }
+
+#[test]
+fn parked_tool_kept_fires_when_the_server_executes_a_client_tool() {
+    // The client's answer to tc-a is followed by a server execution of it.
+    let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
+    let mut broken = run.broken();
+    let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
+    let executed = Event::Engine(EngineEvent::ServerToolStarted { call_id: "tc-a".into() });
+    insert(&mut broken, answered + 1, vec![executed]);
+    run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-a (tool_a) is a client tool but was executed by the server");
+}

@@ -93,7 +93,7 @@ impl Walk {
                     self.batch.tools.insert(call_id.clone(), ToolState::OutputError);
                 }
             }
-            EngineEvent::EmptyFinish { discarded_tools, .. } => {
+            EngineEvent::EmptyFinish { discarded_tools, .. } | EngineEvent::ProviderRetry { discarded_tools, .. } => {
                 for call_id in discarded_tools {
                     self.batch.tools.remove(call_id);
                 }

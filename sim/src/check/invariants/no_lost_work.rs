@@ -39,7 +39,7 @@ fn lost_messages(input: &CheckInput) -> Vec<Violation> {
 }
 
 /// The last state each tool result set, against the stored transcript. A
-/// call the engine discarded with a truncated attempt is exempt: it no longer
+/// call the engine discarded with a truncated or failed attempt is exempt: it no longer
 /// exists. Any other applied call missing from the store was lost.
 fn lost_results(input: &CheckInput) -> Vec<Violation> {
     let mut applied: BTreeMap<&str, (usize, ToolState)> = BTreeMap::new();
@@ -48,7 +48,9 @@ fn lost_results(input: &CheckInput) -> Vec<Violation> {
             Event::Engine(EngineEvent::ToolApplied { call_id, state, .. }) if *state != ToolState::InputAvailable => {
                 applied.insert(call_id, (index, *state));
             }
-            Event::Engine(EngineEvent::EmptyFinish { discarded_tools, .. }) => {
+            Event::Engine(
+                EngineEvent::EmptyFinish { discarded_tools, .. } | EngineEvent::ProviderRetry { discarded_tools, .. },
+            ) => {
                 for call_id in discarded_tools {
                     applied.remove(call_id.as_str());
                 }

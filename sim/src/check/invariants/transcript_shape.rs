@@ -50,12 +50,21 @@ fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation>
     let facts = &input.facts;
     let requests: Vec<&str> =
         facts.turns.iter().filter(|turn| turn.message_id == message.id).map(|turn| turn.request_id.as_str()).collect();
-    let kept_calls = requests
+    let kept_calls: usize = requests
         .iter()
-        .flat_map(|request| facts.calls_for(request))
-        .filter(|call| !call.is_truncated_finish())
-        .filter(|call| !(matches!(call.end, CallEnd::Http | CallEnd::Rejected) && call.content_chunks == 0))
-        .count();
+        .map(|request| {
+            let calls: Vec<_> = facts.calls_for(request).collect();
+            // An HTTP-failed call followed by another call of its request was
+            // retried: like a truncated attempt, its parts are discarded.
+            let retried = |at: usize| matches!(calls[at].end, CallEnd::Http) && at + 1 < calls.len();
+            (0..calls.len())
+                .filter(|&at| !calls[at].is_truncated_finish() && !retried(at))
+                .filter(|&at| {
+                    !(matches!(calls[at].end, CallEnd::Http | CallEnd::Rejected) && calls[at].content_chunks == 0)
+                })
+                .count()
+        })
+        .sum();
     (step_starts > kept_calls).then(|| {
         let message = format!(
             "{}: {step_starts} step-starts but only {kept_calls} model calls kept their output (a retried attempt's parts were kept)",
