@@ -283,7 +283,10 @@ pub fn disconnect_actions(case: &Case) -> Vec<Action> {
         .filter_map(|fault| match fault {
             FaultCase::Disconnect { at_ms, reconnect_after_ms } => Some(Action {
                 when: When::AtMs(RangeMs::exact(*at_ms)),
-                kind: ActionKind::Disconnect(Disconnect { reconnect_after_ms: RangeMs::exact(*reconnect_after_ms) }),
+                kind: ActionKind::Disconnect(Disconnect {
+                    reconnect_after_ms: RangeMs::exact(*reconnect_after_ms),
+                    reconnect: true,
+                }),
             }),
             _ => None,
         })

@@ -314,6 +314,39 @@ pub enum ActionKind {
     Deliver(Delivery),
     Evict(Evict),
     Disconnect(Disconnect),
+    ToolResult(ToolResultAction),
+    Approval(ApprovalAction),
+}
+
+/// A tool result the client sends for any call id, beside its automatic
+/// answers: late, twice, for an unknown id, for a call already answered.
+/// Exactly one of `output` or `error`; `error: ~` is an error with no text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolResultAction {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub error: Option<Option<String>>,
+    #[serde(default = "yes")]
+    pub auto_continue: bool,
+}
+
+/// An approval response the client sends for any call id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalAction {
+    pub id: String,
+    pub approved: bool,
+    #[serde(default = "yes")]
+    pub auto_continue: bool,
+}
+
+/// A field that is there, even as `~`: `Some(None)`; absent: `None` (by `default`).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Some)
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -357,6 +390,13 @@ pub struct Evict {
 pub struct Disconnect {
     #[serde(default = "default_reconnect")]
     pub reconnect_after_ms: RangeMs,
+    /// `false`: the client never comes back.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub reconnect: bool,
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 /// What the world watches the trace for.
@@ -402,17 +442,32 @@ struct RawAction {
     evict: Option<Evict>,
     #[serde(skip_serializing_if = "Option::is_none")]
     disconnect: Option<Disconnect>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_result: Option<ToolResultAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval: Option<ApprovalAction>,
 }
 
 impl From<Action> for RawAction {
     fn from(action: Action) -> Self {
         let (at_ms, when) = when_fields(action.when);
-        let mut raw = Self { at_ms, when, user_message: None, deliver: None, evict: None, disconnect: None };
+        let mut raw = Self {
+            at_ms,
+            when,
+            user_message: None,
+            deliver: None,
+            evict: None,
+            disconnect: None,
+            tool_result: None,
+            approval: None,
+        };
         match action.kind {
             ActionKind::UserMessage(message) => raw.user_message = Some(message),
             ActionKind::Deliver(delivery) => raw.deliver = Some(delivery),
             ActionKind::Evict(evict) => raw.evict = Some(evict),
             ActionKind::Disconnect(disconnect) => raw.disconnect = Some(disconnect),
+            ActionKind::ToolResult(result) => raw.tool_result = Some(result),
+            ActionKind::Approval(approval) => raw.approval = Some(approval),
         }
         raw
     }
@@ -440,15 +495,24 @@ impl TryFrom<RawAction> for Action {
             raw.deliver.map(ActionKind::Deliver),
             raw.evict.map(ActionKind::Evict),
             raw.disconnect.map(ActionKind::Disconnect),
+            raw.tool_result.map(ActionKind::ToolResult),
+            raw.approval.map(ActionKind::Approval),
         ];
+        if let Some(ActionKind::ToolResult(result)) = kinds.iter().flatten().next() {
+            if result.output.is_some() == result.error.is_some() {
+                return Err("a tool_result gives exactly one of `output` or `error` (`error: ~` for no text)".into());
+            }
+        }
         let mut kinds: Vec<ActionKind> = kinds.into_iter().flatten().collect();
         match kinds.len() {
             1 => Ok(Self { when, kind: kinds.remove(0) }),
-            0 => Err("an action needs one of `user_message`, `deliver`, `evict`, `disconnect`".into()),
-            _ => {
-                Err("an action does one thing: give only one of `user_message`, `deliver`, `evict`, `disconnect`"
-                    .into())
-            }
+            0 => Err(
+                "an action needs one of `user_message`, `deliver`, `evict`, `disconnect`, `tool_result`, `approval`"
+                    .into(),
+            ),
+            _ => Err("an action does one thing: give only one of `user_message`, `deliver`, `evict`, `disconnect`, \
+                     `tool_result`, `approval`"
+                .into()),
         }
     }
 }

@@ -98,9 +98,22 @@ impl World {
             }
             ActionKind::Evict(evict) => self.evict(&evict, &rng).await,
             ActionKind::Disconnect(disconnect) => {
-                self.trace.record(Event::Action { what: "disconnect client".into() });
+                let what = if disconnect.reconnect { "disconnect client" } else { "disconnect client for good" };
+                self.trace.record(Event::Action { what: what.into() });
                 if let Some(client) = &self.client {
-                    client.disconnect(disconnect.reconnect_after_ms);
+                    client.disconnect(disconnect.reconnect.then_some(disconnect.reconnect_after_ms));
+                }
+            }
+            ActionKind::ToolResult(result) => {
+                self.trace.record(Event::Action { what: format!("tool-result {}", result.id) });
+                if let Some(client) = &self.client {
+                    client.send_scripted_result(&result);
+                }
+            }
+            ActionKind::Approval(approval) => {
+                self.trace.record(Event::Action { what: format!("approval {}", approval.id) });
+                if let Some(client) = &self.client {
+                    client.send_scripted_approval(&approval);
                 }
             }
         }

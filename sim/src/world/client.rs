@@ -15,7 +15,7 @@ use turnsim_engine::{ToolOutcome, ToolResult, ToolState};
 
 use super::rng::SharedRng;
 use super::switchboard::Switchboard;
-use crate::scenario::{AnswerSpec, ClientSpec, RangeMs, Reply};
+use crate::scenario::{AnswerSpec, ApprovalAction, ClientSpec, RangeMs, Reply, ToolResultAction};
 use crate::trace::{Event, Trace};
 
 /// The engine's end of a connection. Frames in flight count as client work,
@@ -45,8 +45,9 @@ struct State {
     sent: BTreeSet<String>,
     /// Work the client still has: scheduled answers and pending reconnects.
     outstanding: usize,
-    /// Set by a scripted disconnect: close, then reconnect after this.
-    drop_requested: Option<RangeMs>,
+    /// Set by a scripted disconnect: close, then reconnect after this (or,
+    /// with `None`, never).
+    drop_requested: Option<Option<RangeMs>>,
     /// A connection is open: results can only be sent over one.
     connected: bool,
 }
@@ -83,8 +84,9 @@ impl Client {
         self.state.lock().expect("client lock").outstanding + self.unread.load(Ordering::SeqCst)
     }
 
-    /// Closes the connection now and reconnects after `reconnect_after_ms`.
-    pub fn disconnect(&self, reconnect_after_ms: RangeMs) {
+    /// Closes the connection now and reconnects after `reconnect_after_ms`
+    /// (`None`: never).
+    pub fn disconnect(&self, reconnect_after_ms: Option<RangeMs>) {
         self.state.lock().expect("client lock").drop_requested = Some(reconnect_after_ms);
         self.wake.notify_one();
     }
@@ -100,11 +102,18 @@ impl Client {
             let reconnect_after = self.serve(connection, frames).await;
             self.update(|state| {
                 state.connected = false;
-                state.outstanding += 1;
+                state.outstanding += usize::from(reconnect_after.is_some());
             });
             self.trace.record(Event::ClientDisconnected { connection });
+            let Some(reconnect_after) = reconnect_after else {
+                return;
+            };
             super::pause_ms(self.rng.sample(reconnect_after)).await;
         }
+    }
+
+    fn is_connected(&self) -> bool {
+        self.state.lock().expect("client lock").connected
     }
 
     fn update<T>(&self, change: impl FnOnce(&mut State) -> T) -> T {
@@ -130,8 +139,9 @@ impl Client {
         Some((connection, frames))
     }
 
-    /// Serves one connection until it drops; returns the reconnect delay.
-    async fn serve(&self, connection: u64, mut frames: mpsc::UnboundedReceiver<Frame>) -> RangeMs {
+    /// Serves one connection until it drops; returns the reconnect delay
+    /// (`None`: the client does not come back).
+    async fn serve(&self, connection: u64, mut frames: mpsc::UnboundedReceiver<Frame>) -> Option<RangeMs> {
         loop {
             tokio::select! {
                 biased;
@@ -143,7 +153,7 @@ impl Client {
                     }
                     None => {
                         self.unread.store(0, Ordering::SeqCst);
-                        return self.spec.reconnect_after_ms;
+                        return Some(self.spec.reconnect_after_ms);
                     }
                 },
                 _ = self.wake.notified() => {
@@ -209,7 +219,9 @@ impl Client {
 
     async fn answer_later(self, call_id: String, answer: AnswerSpec, latency_ms: u64) {
         super::pause_ms(latency_ms).await;
-        let sent = self.send_answer(&call_id, &answer);
+        // A disconnected client sends nothing: the transcript it gets on
+        // reconnect shows the tool still pending, and it answers then.
+        let sent = self.is_connected() && self.send_answer(&call_id, &answer);
         self.update(|state| {
             state.scheduled.remove(&call_id);
             state.outstanding -= 1;
@@ -219,6 +231,45 @@ impl Client {
         });
         if !sent {
             self.trace.record(Event::ClientSendFailed { call_id });
+        }
+    }
+
+    /// A scripted result, sent now over the open connection; a disconnected
+    /// client cannot send it.
+    pub fn send_scripted_result(&self, result: &ToolResultAction) {
+        let outcome = match (&result.output, &result.error) {
+            (Some(output), _) => ToolOutcome::Output(output.clone()),
+            (None, error) => ToolOutcome::Error(error.clone().flatten()),
+        };
+        let what = match &outcome {
+            ToolOutcome::Output(output) => format!("output {output}"),
+            ToolOutcome::Error(error) => format!("error {error:?}"),
+        };
+        let tool_result = ToolResult { call_id: result.id.clone(), outcome };
+        let send = |engine: &turnsim_engine::SessionHandle| engine.tool_result(tool_result, result.auto_continue);
+        self.send_scripted(&result.id, what, result.auto_continue, send);
+    }
+
+    pub fn send_scripted_approval(&self, approval: &ApprovalAction) {
+        let what = format!("approval approved={}", approval.approved);
+        let send = |engine: &turnsim_engine::SessionHandle| {
+            engine.approval(&approval.id, approval.approved, approval.auto_continue)
+        };
+        self.send_scripted(&approval.id, what, approval.auto_continue, send);
+    }
+
+    fn send_scripted(
+        &self,
+        call_id: &str,
+        what: String,
+        auto_continue: bool,
+        send: impl FnOnce(&turnsim_engine::SessionHandle) -> bool,
+    ) {
+        let engine = self.switchboard.engine().filter(|_| self.is_connected());
+        if engine.is_some_and(|engine| send(&engine)) {
+            self.trace.record(Event::ClientSent { call_id: call_id.to_string(), what, auto_continue });
+        } else {
+            self.trace.record(Event::ClientSendFailed { call_id: call_id.to_string() });
         }
     }
 

@@ -64,7 +64,8 @@ fn draw(rng: &SharedRng, faults: &RandomFaults, file: &mut ScenarioFile, drawn: 
     if happens(rng, faults.disconnect) {
         let at = rng.sample(window);
         drawn.push(format!("random disconnect: at {at} ms"));
-        let disconnect = ActionKind::Disconnect(Disconnect { reconnect_after_ms: RangeMs { min: 50, max: 500 } });
+        let disconnect =
+            ActionKind::Disconnect(Disconnect { reconnect_after_ms: RangeMs { min: 50, max: 500 }, reconnect: true });
         file.scenario.actions.push(Action { when: When::AtMs(RangeMs::exact(at)), kind: disconnect });
     }
 }
