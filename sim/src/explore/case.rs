@@ -115,6 +115,7 @@ impl Case {
                 tools: self.tool_specs(),
                 ..EngineSpec::default()
             },
+            stored: Vec::new(),
             model: vec![self.first_call()],
             client: ClientSpec { tools: self.answers(), ..ClientSpec::default() },
             actions: [self.entry_action()].into_iter().chain(disconnect_actions(self)).collect(),

@@ -93,6 +93,9 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
         let message = format!("{} faults; a scenario has at most {MAX_FAULTS}", scenario.faults.len());
         return error(&format!("faults[{MAX_FAULTS}]"), message);
     }
+    if let Err(message) = super::durable_state(&scenario.stored) {
+        return error("stored", message);
+    }
     if let Some(check) = &scenario.expect.expect_failure {
         if !crate::check::is_check_name(check) {
             let known = crate::check::check_names().join(", ");
@@ -112,19 +115,26 @@ fn check_references(
     scenario: &Scenario,
     calls: &[Vec<Op>],
 ) -> Result<(), ScenarioError> {
-    let emitted = emitted_tool_ids(calls);
+    let mut emitted = emitted_tool_ids(calls);
+    emitted.extend(stored_tool_ids(&scenario.stored));
     let error = |at: &str, message: String| Err(ScenarioError::located(path, locator, at, message));
     let tool_known = |id: &str| emitted.contains(&id);
     for (index, trigger) in triggers(scenario) {
         if let Some(id) = trigger.tool.as_deref().filter(|id| !tool_known(id)) {
-            return error(&format!("{index}.when.tool"), format!("no model script emits a tool call `{id}`"));
+            return error(
+                &format!("{index}.when.tool"),
+                format!("no model script or stored message has a tool call `{id}`"),
+            );
         }
         if let Some(name) = trigger.event.as_deref().filter(|name| !crate::trace::is_event_name(name)) {
             return error(&format!("{index}.when.event"), unknown_event(name));
         }
     }
     if let Some(id) = scenario.expect.tools.keys().find(|id| !tool_known(id)) {
-        return error(&format!("expect.tools.{id}"), format!("no model script emits a tool call `{id}`"));
+        return error(
+            &format!("expect.tools.{id}"),
+            format!("no model script or stored message has a tool call `{id}`"),
+        );
     }
     for (index, timing) in scenario.expect.timing.iter().enumerate() {
         let names = [Some(&timing.event), timing.after.as_ref().map(|after| &after.event)];
@@ -152,6 +162,19 @@ fn triggers(scenario: &Scenario) -> Vec<(String, &super::Trigger)> {
         _ => None,
     });
     actions.chain(faults).collect()
+}
+
+fn stored_tool_ids(stored: &[super::StoredMessage]) -> impl Iterator<Item = &str> {
+    stored
+        .iter()
+        .flat_map(|message| match message {
+            super::StoredMessage::Assistant(parts) => parts.as_slice(),
+            super::StoredMessage::User(_) => &[],
+        })
+        .filter_map(|part| match part {
+            super::StoredPart::Tool(tool) => Some(tool.id.as_str()),
+            _ => None,
+        })
 }
 
 fn emitted_tool_ids(calls: &[Vec<Op>]) -> Vec<&str> {

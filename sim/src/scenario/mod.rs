@@ -11,6 +11,7 @@ mod load;
 mod model_script;
 mod prescan;
 mod range;
+mod stored;
 
 use std::collections::BTreeMap;
 
@@ -30,6 +31,7 @@ pub use model_script::{
 };
 pub use prescan::Locator;
 pub use range::RangeMs;
+pub use stored::{durable_state, StoredMessage, StoredPart, StoredTool};
 
 /// The JSON Schema of the scenario format (`turnsim schema`).
 pub fn json_schema() -> String {
@@ -85,6 +87,10 @@ pub struct Scenario {
     pub buggify: bool,
     #[serde(default)]
     pub engine: EngineSpec,
+    /// A transcript already stored when the engine first boots (ids m1, m2, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "serde_yaml::with::singleton_map_recursive")]
+    #[schemars(with = "Vec<StoredMessage>")]
+    pub stored: Vec<StoredMessage>,
     /// One entry per model call, in call order; calls past the end get a
     /// short default text reply.
     #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]

@@ -135,7 +135,9 @@ pub(crate) struct World {
 impl World {
     fn build(scenario: ScenarioFile, seed: u64, config: EngineConfig, trace: Trace) -> Self {
         let handle = Handle::current();
-        let store = Arc::new(store::SimStore::new(trace.clone()));
+        // Validated when the file loaded: a stored transcript always converts.
+        let stored = crate::scenario::durable_state(&scenario.scenario.stored).unwrap_or_default();
+        let store = Arc::new(store::SimStore::new(trace.clone(), stored));
         let switchboard = Switchboard::default();
         let model_node = handle.create_node().name("model").build();
         let model_node_id = model_node.id();

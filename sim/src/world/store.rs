@@ -14,8 +14,9 @@ pub struct SimStore {
 }
 
 impl SimStore {
-    pub fn new(trace: Trace) -> Self {
-        Self { state: Mutex::new(DurableState::default()), trace }
+    /// A store holding `state` before the engine first boots.
+    pub fn new(trace: Trace, state: DurableState) -> Self {
+        Self { state: Mutex::new(state), trace }
     }
 
     pub fn snapshot(&self) -> DurableState {

@@ -45,8 +45,22 @@ fn orphan_step_start(message: &Message) -> Option<usize> {
         .find(|&at| matches!(parts[at], Part::StepStart) && matches!(parts.get(at + 1), None | Some(Part::StepStart)))
 }
 
+/// `step-start`s of `message` that were stored before the engine booted.
+fn stored_step_starts(input: &CheckInput, message_id: &str) -> usize {
+    let stored = crate::scenario::durable_state(&input.scenario.scenario.stored).unwrap_or_default();
+    stored
+        .messages
+        .iter()
+        .filter(|stored| stored.id == message_id)
+        .flat_map(|stored| stored.parts.iter())
+        .filter(|part| matches!(part, Part::StepStart))
+        .count()
+}
+
 fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation> {
-    let step_starts = message.parts.iter().filter(|part| matches!(part, Part::StepStart)).count();
+    let all_step_starts = message.parts.iter().filter(|part| matches!(part, Part::StepStart)).count();
+    // Steps a stored transcript brought with it were not made by this run's model calls.
+    let step_starts = all_step_starts.saturating_sub(stored_step_starts(input, &message.id));
     let facts = &input.facts;
     let requests: Vec<&str> =
         facts.turns.iter().filter(|turn| turn.message_id == message.id).map(|turn| turn.request_id.as_str()).collect();

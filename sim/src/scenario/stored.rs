@@ -1,0 +1,100 @@
+//! `stored:`: a transcript already in the durable store when the engine
+//! first boots, as after an earlier session or a crash (a dangling tool
+//! call, a half-written answer). Messages get ids `m1`, `m2`, ... in order.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use turnsim_engine::durable::DurableState;
+use turnsim_engine::transcript::{Message, Part, Role, TextState, ToolPart};
+
+use super::ExpectedToolState;
+
+/// One stored message: `user: "text"` or `assistant: [parts]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum StoredMessage {
+    User(String),
+    Assistant(Vec<StoredPart>),
+}
+
+/// A part of a stored assistant message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum StoredPart {
+    StepStart,
+    Text(String),
+    /// Text the stream was still writing when it stopped.
+    StreamingText(String),
+    Reasoning(String),
+    Tool(StoredTool),
+}
+
+/// A stored tool part in any state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoredTool {
+    pub id: String,
+    pub name: String,
+    pub state: ExpectedToolState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The durable state a scenario's `stored:` describes; `Err` names a part
+/// that cannot be stored (a tool `absent`).
+pub fn durable_state(messages: &[StoredMessage]) -> Result<DurableState, String> {
+    let mut state = DurableState::default();
+    for (index, stored) in messages.iter().enumerate() {
+        state.messages.push(message(format!("m{}", index + 1), stored)?);
+    }
+    // Ids the engine makes next must not collide with the stored ones.
+    state.next_id = messages.len() as u64;
+    Ok(state)
+}
+
+fn message(id: String, stored: &StoredMessage) -> Result<Message, String> {
+    match stored {
+        StoredMessage::User(text) => Ok(Message::user(id, text)),
+        StoredMessage::Assistant(parts) => {
+            let mut message = Message::assistant(id);
+            for (index, part) in parts.iter().enumerate() {
+                message.parts.push(assistant_part(index, part)?);
+            }
+            debug_assert_eq!(message.role, Role::Assistant);
+            Ok(message)
+        }
+    }
+}
+
+fn assistant_part(index: usize, part: &StoredPart) -> Result<Part, String> {
+    let id = format!("s{index}");
+    Ok(match part {
+        StoredPart::StepStart => Part::StepStart,
+        StoredPart::Text(text) => Part::Text { id, text: text.clone(), state: TextState::Done },
+        StoredPart::StreamingText(text) => Part::Text { id, text: text.clone(), state: TextState::Streaming },
+        StoredPart::Reasoning(text) => Part::Reasoning { id, text: text.clone(), state: TextState::Done },
+        StoredPart::Tool(tool) => Part::Tool(tool_part(tool)?),
+    })
+}
+
+fn tool_part(tool: &StoredTool) -> Result<ToolPart, String> {
+    let state =
+        tool.state.tool_state().ok_or_else(|| format!("tool {}: a stored part has a state, not `absent`", tool.id))?;
+    let input = tool.input.clone().unwrap_or_else(|| Value::Object(Default::default()));
+    Ok(ToolPart {
+        call_id: tool.id.clone(),
+        tool_name: tool.name.clone(),
+        state,
+        input_text: input.to_string(),
+        input: (state != turnsim_engine::ToolState::InputStreaming).then_some(input),
+        output: tool.output.clone(),
+        error_text: tool.error.clone(),
+        approval: None,
+        repaired: false,
+    })
+}
