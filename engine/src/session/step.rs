@@ -203,7 +203,7 @@ impl Session {
         let Some(turn) = self.turn.as_ref() else {
             return false;
         };
-        let approved = turn.assistant.tools().filter(|tool| tool.state == ToolState::ApprovalResponded);
+        let approved = turn.assistant.tools_in(&[ToolState::ApprovalResponded]);
         let calls: Vec<ServerToolCall> = approved.map(server_tool_call).collect();
         self.execute_server_tools(calls)
     }
