@@ -7,10 +7,10 @@
 //! sixteen chunks, and the list of groups. A copy costs one pointer; the
 //! first edit of a copy copies the list of groups, one group and the one
 //! chunk it touches, never the other parts; comparing two copies skips what
-//! they still share. Each chunk also indexes the tool call ids it holds, and
-//! each group keeps its chunks' filters side by side, so finding a call
-//! looks inside only the chunks that may hold it. To the engine it reads
-//! like a `Vec`.
+//! they still share. Each chunk also indexes the tool call ids and tool
+//! states it holds, and each group keeps its chunks' indexes side by side, so
+//! finding a call, or the tools in some states, looks inside only the chunks
+//! that may hold them. To the engine it reads like a `Vec`.
 
 use std::fmt;
 use std::ops::{Bound, Index, RangeBounds};
@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::transcript::{Part, ToolPart};
+use crate::transcript::{Part, ToolPart, ToolState};
 
 /// Parts per chunk: small, so an edit copies few parts.
 const CHUNK_PARTS: usize = 8;
@@ -33,11 +33,41 @@ struct Chunk {
     tool_index: OnceLock<ToolIndex>,
 }
 
-/// Which tool call ids a chunk holds, by hash.
+/// A set of tool states, one bit per state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToolStates(u16);
+
+impl ToolStates {
+    pub const fn of(states: &[ToolState]) -> Self {
+        let mut bits = 0;
+        let mut at = 0;
+        while at < states.len() {
+            bits |= Self::bit(states[at]);
+            at += 1;
+        }
+        Self(bits)
+    }
+
+    const fn bit(state: ToolState) -> u16 {
+        1 << state as u16
+    }
+
+    pub fn contains(self, state: ToolState) -> bool {
+        self.0 & Self::bit(state) != 0
+    }
+
+    fn meets(self, other: Self) -> bool {
+        self.0 & other.0 != 0
+    }
+}
+
+/// Which tool call ids and states a chunk holds.
 #[derive(Clone, Copy)]
 struct ToolIndex {
     /// One bit per call id held: a call whose bit is clear is not here.
     filter: u64,
+    /// The states of the tool parts held.
+    states: ToolStates,
     /// Per part: a nonzero hash of its call id, or zero for a part that is
     /// not a tool call.
     hashes: [u32; CHUNK_PARTS],
@@ -59,11 +89,12 @@ impl Chunk {
 
     fn tool_index(&self) -> &ToolIndex {
         self.tool_index.get_or_init(|| {
-            let mut index = ToolIndex { filter: 0, hashes: [0; CHUNK_PARTS] };
+            let mut index = ToolIndex { filter: 0, states: ToolStates::default(), hashes: [0; CHUNK_PARTS] };
             for (offset, part) in self.parts.iter().enumerate() {
                 if let Part::Tool(tool) = part {
                     let hash = CallHash::of(&tool.call_id);
                     index.filter |= hash.bit;
+                    index.states.0 |= ToolStates::bit(tool.state);
                     index.hashes[offset] = hash.short;
                 }
             }
@@ -101,41 +132,65 @@ impl CallHash {
     }
 }
 
-/// Up to `GROUP_CHUNKS` chunks, and their tool filters side by side.
+/// Up to `GROUP_CHUNKS` chunks, and their tool indexes side by side.
 #[derive(Clone, Default)]
 struct Group {
     chunks: Vec<Arc<Chunk>>,
     /// Built when first asked; dropped by every edit.
-    filters: OnceLock<[u64; GROUP_CHUNKS]>,
+    index: OnceLock<GroupIndex>,
+}
+
+#[derive(Clone, Copy)]
+struct GroupIndex {
+    /// Each chunk's call id filter.
+    filters: [u64; GROUP_CHUNKS],
+    /// Each chunk's tool states.
+    states: [ToolStates; GROUP_CHUNKS],
+    /// The tool states of the whole group.
+    all_states: ToolStates,
 }
 
 impl Group {
     fn with(chunk: Chunk) -> Self {
         let mut chunks = Vec::with_capacity(GROUP_CHUNKS);
         chunks.push(Arc::new(chunk));
-        Self { chunks, filters: OnceLock::new() }
+        Self { chunks, index: OnceLock::new() }
     }
 
-    /// The chunks, for editing (copied first if shared); drops the filters.
+    /// The chunks, for editing (copied first if shared); drops the index.
     fn chunks_mut(self: &mut Arc<Self>) -> &mut Vec<Arc<Chunk>> {
         let group = Arc::make_mut(self);
-        group.filters = OnceLock::new();
+        group.index = OnceLock::new();
         &mut group.chunks
     }
 
-    fn filters(&self) -> &[u64; GROUP_CHUNKS] {
-        self.filters.get_or_init(|| {
-            let mut filters = [0; GROUP_CHUNKS];
+    fn index(&self) -> &GroupIndex {
+        self.index.get_or_init(|| {
+            let mut index = GroupIndex {
+                filters: [0; GROUP_CHUNKS],
+                states: [ToolStates::default(); GROUP_CHUNKS],
+                all_states: ToolStates::default(),
+            };
             for (at, chunk) in self.chunks.iter().enumerate() {
-                filters[at] = chunk.tool_index().filter;
+                let chunk = chunk.tool_index();
+                index.filters[at] = chunk.filter;
+                index.states[at] = chunk.states;
+                index.all_states.0 |= chunk.states.0;
             }
-            filters
+            index
         })
+    }
+
+    /// Indexes of the chunks holding a tool part in one of `states`.
+    fn chunks_with(&self, states: ToolStates) -> impl Iterator<Item = usize> + '_ {
+        let index = self.index();
+        let any = index.all_states.meets(states);
+        (0..self.chunks.len()).filter(move |&at| any && index.states[at].meets(states))
     }
 
     /// Chunk and offset of the first tool part of the call in this group.
     fn find_tool(&self, call_id: &str, hash: CallHash) -> Option<(usize, usize)> {
-        let filters = self.filters();
+        let filters = &self.index().filters;
         (0..self.chunks.len())
             .filter(|&at| filters[at] & hash.bit != 0)
             .find_map(|at| self.chunks[at].find_tool(call_id, hash).map(|offset| (at, offset)))
@@ -318,10 +373,50 @@ impl Parts {
         (0..self.len).rev().find(|&index| matches(&self[index]))
     }
 
+    /// The tool parts in one of `states`, in order, looking only inside the
+    /// groups and chunks whose index says they hold one.
+    pub fn tools_in(&self, states: ToolStates) -> impl Iterator<Item = &ToolPart> + '_ {
+        self.tool_indexes_in(states).filter_map(move |index| match &self[index] {
+            Part::Tool(tool) if states.contains(tool.state) => Some(tool),
+            _ => None,
+        })
+    }
+
+    /// Indexes of the parts of the chunks that hold a tool in one of `states`.
+    fn tool_indexes_in(&self, states: ToolStates) -> impl Iterator<Item = usize> + '_ {
+        self.groups.iter().enumerate().flat_map(move |(group_at, group)| {
+            group.chunks_with(states).flat_map(move |chunk_at| {
+                let first = (group_at * GROUP_CHUNKS + chunk_at) * CHUNK_PARTS;
+                first..first + group.chunks[chunk_at].parts.len()
+            })
+        })
+    }
+
+    /// Edits the tool parts in one of `states` that `matches` selects; only
+    /// their paths are copied. Returns how many it edited.
+    pub fn edit_tools_in(
+        &mut self,
+        states: ToolStates,
+        mut matches: impl FnMut(&ToolPart) -> bool,
+        mut edit: impl FnMut(&mut ToolPart),
+    ) -> usize {
+        let selected: Vec<usize> = self
+            .tool_indexes_in(states)
+            .filter(|&index| matches!(&self[index], Part::Tool(tool) if states.contains(tool.state) && matches(tool)))
+            .collect();
+        for &index in &selected {
+            if let Some(Part::Tool(tool)) = self.get_mut(index) {
+                edit(tool);
+            }
+        }
+        selected.len()
+    }
+
     /// Edits every part `matches` selects; only their paths are copied.
     /// Returns how many parts it edited.
     pub fn edit_where(&mut self, mut matches: impl FnMut(&Part) -> bool, mut edit: impl FnMut(&mut Part)) -> usize {
-        let selected: Vec<usize> = (0..self.len).filter(|&index| matches(&self[index])).collect();
+        let selected: Vec<usize> =
+            self.iter().enumerate().filter(|(_, part)| matches(part)).map(|(index, _)| index).collect();
         for &index in &selected {
             edit(self.get_mut(index).expect("a selected index is in range"));
         }
@@ -429,7 +524,7 @@ impl<'de> Deserialize<'de> for Parts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::TextState;
+    use crate::transcript::{TextState, ToolState};
 
     fn text(index: usize) -> Part {
         Part::Text { id: format!("t{index}"), text: index.to_string(), state: TextState::Done }
@@ -513,7 +608,7 @@ mod tests {
         Part::Tool(ToolPart {
             call_id: call_id.into(),
             tool_name: "lookup".into(),
-            state: crate::transcript::ToolState::InputAvailable,
+            state: ToolState::InputAvailable,
             input_text: String::new(),
             input: None,
             output: Some(serde_json::Value::String(output.into())),
@@ -551,6 +646,43 @@ mod tests {
         built.truncate(1);
         assert_eq!(built.find_tool("tc-3"), None);
         assert_eq!(built.find_tool("tc-0"), Some(0));
+    }
+
+    fn with_state(call_id: &str, state: ToolState) -> Part {
+        let Part::Tool(mut part) = tool(call_id, "") else { unreachable!() };
+        part.state = state;
+        Part::Tool(part)
+    }
+
+    fn ids<'a>(tools: impl Iterator<Item = &'a ToolPart>) -> Vec<String> {
+        tools.map(|tool| tool.call_id.clone()).collect()
+    }
+
+    #[test]
+    fn tools_in_states_are_found_in_order_and_follow_edits() {
+        let mut built = Parts::new();
+        let mut expected_pending = Vec::new();
+        for index in 0..GROUP_PARTS + 3 * CHUNK_PARTS {
+            let part = match index % 7 {
+                0 => with_state(&format!("tc-{index}"), ToolState::InputAvailable),
+                3 => with_state(&format!("tc-{index}"), ToolState::OutputAvailable),
+                _ => text(index),
+            };
+            if index % 7 == 0 {
+                expected_pending.push(format!("tc-{index}"));
+            }
+            built.push(part);
+        }
+        let pending = ToolStates::of(&[ToolState::InputAvailable, ToolState::ApprovalRequested]);
+        assert_eq!(ids(built.tools_in(pending)), expected_pending);
+        assert_eq!(ids(built.tools_in(ToolStates::of(&[ToolState::OutputError]))), Vec::<String>::new());
+        let copy = built.clone();
+        let edited =
+            built.edit_tools_in(pending, |tool| tool.call_id != "tc-7", |tool| tool.state = ToolState::OutputError);
+        assert_eq!(edited, expected_pending.len() - 1);
+        assert_eq!(ids(built.tools_in(pending)), vec!["tc-7".to_string()]);
+        assert_eq!(ids(built.tools_in(ToolStates::of(&[ToolState::OutputError]))).len(), edited);
+        assert_eq!(ids(copy.tools_in(pending)), expected_pending, "the copy keeps its states");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::chunk::Chunk;
-use crate::parts::Parts;
+use crate::parts::{Parts, ToolStates};
 
 /// Text of the error a repaired tool call carries.
 pub const REPAIR_ERROR_TEXT: &str = "The tool call was interrupted before a result was recorded.";
@@ -91,6 +91,16 @@ impl ToolState {
         self.is_output() || self == Self::ApprovalResponded
     }
 }
+
+/// The states [`ToolState::is_pending`] holds for.
+pub const PENDING: [ToolState; 2] = [ToolState::InputAvailable, ToolState::ApprovalRequested];
+/// The states [`ToolState::is_settled`] holds for.
+pub const SETTLED: [ToolState; 4] =
+    [ToolState::OutputAvailable, ToolState::OutputError, ToolState::OutputDenied, ToolState::ApprovalResponded];
+/// A tool part in a state that repair may rewrite: neither an output nor an
+/// answered approval.
+const UNSETTLED: ToolStates =
+    ToolStates::of(&[ToolState::InputStreaming, ToolState::InputAvailable, ToolState::ApprovalRequested]);
 
 pub const ALL_TOOL_STATES: [ToolState; 7] = [
     ToolState::InputStreaming,
@@ -180,6 +190,12 @@ impl Message {
     }
 
     /// The first part of the call, for editing (copies only its chunk).
+    /// The tool parts in one of `states`, in order (without reading the
+    /// parts of chunks that hold none).
+    pub fn tools_in(&self, states: &[ToolState]) -> impl Iterator<Item = &ToolPart> + '_ {
+        self.parts.tools_in(ToolStates::of(states))
+    }
+
     fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolPart> {
         self.parts.tool_mut(call_id)
     }
@@ -303,16 +319,9 @@ impl Message {
     /// chunk: the provider finalises those at `finish-step`.
     pub fn finalise_streamed_tools(&mut self) -> Vec<String> {
         let mut finalised = Vec::new();
-        let complete = |part: &Part| match part {
-            Part::Tool(tool) => {
-                tool.state == ToolState::InputStreaming
-                    && !tool.input_text.is_empty()
-                    && serde_json::from_str::<Value>(&tool.input_text).is_ok()
-            }
-            _ => false,
-        };
-        self.parts.edit_where(complete, |part| {
-            let Part::Tool(tool) = part else { return };
+        let complete =
+            |tool: &ToolPart| !tool.input_text.is_empty() && serde_json::from_str::<Value>(&tool.input_text).is_ok();
+        self.parts.edit_tools_in(ToolStates::of(&[ToolState::InputStreaming]), complete, |tool| {
             let input = serde_json::from_str::<Value>(&tool.input_text).expect("checked to parse");
             tool.state = ToolState::InputAvailable;
             tool.input = Some(normalise_input(input));
@@ -380,12 +389,8 @@ impl Message {
     /// Returns the repaired call ids.
     pub fn repair_tools(&mut self, keep: impl Fn(&ToolPart) -> bool) -> Vec<String> {
         let mut repaired = Vec::new();
-        let unsettled = |part: &Part| match part {
-            Part::Tool(tool) => !(tool.is_result_settled() || tool.state == ToolState::ApprovalResponded || keep(tool)),
-            _ => false,
-        };
-        self.parts.edit_where(unsettled, |part| {
-            let Part::Tool(tool) = part else { return };
+        let unsettled = |tool: &ToolPart| !(tool.is_result_settled() || keep(tool));
+        self.parts.edit_tools_in(UNSETTLED, unsettled, |tool| {
             // Normalise first (think.ts): a stored input may be stringified or not an object.
             let input = match tool.input.take() {
                 Some(input) => input,
@@ -403,14 +408,14 @@ impl Message {
     /// The batch predicate: at least one pending call next to at least one
     /// settled call. An all-pending message is not an incomplete batch.
     pub fn has_incomplete_tool_batch(&self) -> bool {
-        let pending = self.tools().any(|tool| tool.state.is_pending());
-        let settled = self.tools().any(|tool| tool.state.is_settled());
+        let pending = self.tools_in(&PENDING).next().is_some();
+        let settled = self.tools_in(&SETTLED).next().is_some();
         pending && settled
     }
 
     /// Call ids still waiting on someone (`input-available`, `approval-requested`).
     pub fn pending_tool_ids(&self) -> Vec<String> {
-        self.tools().filter(|tool| tool.state.is_pending()).map(|tool| tool.call_id.clone()).collect()
+        self.tools_in(&PENDING).map(|tool| tool.call_id.clone()).collect()
     }
 }
 
@@ -436,7 +441,7 @@ pub fn leaf_assistant(messages: &[Message]) -> Option<&Message> {
 /// request, or a client tool waiting for its result.
 pub fn has_pending_interaction(messages: &[Message], is_client_tool: impl Fn(&str) -> bool) -> bool {
     messages.iter().filter(|message| message.role == Role::Assistant).any(|message| {
-        message.tools().any(|tool| match tool.state {
+        message.tools_in(&PENDING).any(|tool| match tool.state {
             ToolState::ApprovalRequested => true,
             ToolState::InputAvailable => is_client_tool(&tool.tool_name),
             _ => false,

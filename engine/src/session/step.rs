@@ -205,7 +205,7 @@ impl Session {
         let Some(turn) = self.turn.as_ref() else {
             return false;
         };
-        let approved = turn.assistant.tools().filter(|tool| tool.state == ToolState::ApprovalResponded);
+        let approved = turn.assistant.tools_in(&[ToolState::ApprovalResponded]);
         let server = approved.filter(|tool| self.config.tool_kind(&tool.tool_name) == ToolKind::Approval);
         let calls: Vec<ServerToolCall> = server.map(server_tool_call).collect();
         self.execute_server_tools(calls)

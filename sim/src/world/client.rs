@@ -172,7 +172,7 @@ impl Client {
         match frame {
             Frame::Messages(messages) => {
                 let pending =
-                    messages.iter().flat_map(|message| message.tools()).filter(|tool| tool.state.is_pending());
+                    messages.iter().flat_map(|message| message.tools_in(&turnsim_engine::transcript::PENDING));
                 for tool in pending {
                     self.consider(&tool.call_id, &tool.tool_name, tool.state);
                 }

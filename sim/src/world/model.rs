@@ -64,8 +64,7 @@ impl ModelProvider for MockModel {
 fn missing_tool_results(request: &ModelRequest) -> Vec<String> {
     let assistant = request.messages.iter().filter(|message| message.role == Role::Assistant);
     assistant
-        .flat_map(|message| message.tools())
-        .filter(|tool| matches!(tool.state, ToolState::InputAvailable | ToolState::ApprovalRequested))
+        .flat_map(|message| message.tools_in(&[ToolState::InputAvailable, ToolState::ApprovalRequested]))
         .map(|tool| tool.call_id.clone())
         .collect()
 }
