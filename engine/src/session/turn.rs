@@ -267,7 +267,12 @@ impl Session {
                 }
             }
             (TurnStatus::Interrupted, _) => {
-                self.broadcast(Frame::Done { request_id, continuation });
+                // Recovery gave up on this stream and sent the terminal
+                // message as its terminal frame: one terminal frame per request.
+                let ended = self.durable.terminal_status.as_ref().is_some_and(|status| status.request_id == request_id);
+                if !ended {
+                    self.broadcast(Frame::Done { request_id, continuation });
+                }
                 if let Some(callback) = turn.callback.as_mut() {
                     if !self.config.regressions.has(crate::Regression::SilentInterrupt) {
                         callback.on_interrupted();

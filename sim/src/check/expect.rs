@@ -33,6 +33,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     violations.extend(check_posts(input));
     violations.extend(check_final_text(input));
     violations.extend(check_call_times(input));
+    violations.extend(check_terminal_frames(input));
     violations
 }
 
@@ -165,4 +166,21 @@ fn compare_optional<T: PartialEq + std::fmt::Display>(
             Violation::new(&format!("expect.{group}.{field}"), format!("expected {expected}, got {actual}"))
         })
         .collect()
+}
+
+fn check_terminal_frames(input: &CheckInput) -> Option<Violation> {
+    let expected = input.scenario.scenario.expect.terminal_frames.as_ref()?;
+    let actual: Vec<String> = input
+        .run
+        .events
+        .iter()
+        .filter_map(|traced| match &traced.event {
+            Event::ClientFrame { what } if what.starts_with("done ") || what.starts_with("error ") => {
+                Some(what.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            }
+            _ => None,
+        })
+        .collect();
+    (&actual != expected)
+        .then(|| Violation::new("expect.terminal_frames", format!("expected {expected:?}, got {actual:?}")))
 }
