@@ -57,9 +57,15 @@ impl Session {
         let event =
             EngineEvent::Boot { restored_intent, in_flight: in_flight.as_ref().map(|turn| turn.request_id.clone()) };
         self.observe(event);
+        // Clearing the dead turn's record and scheduling its recovery commit
+        // together: a crash between them would leave nothing to recover.
+        let staged = self.stage();
         match in_flight {
             Some(turn) => self.recover_evicted_turn(turn),
             None => self.recover_unanswered_user_message(),
+        }
+        if staged {
+            self.commit_staged();
         }
         self.recover_deliveries();
         self.arm_alarm_timer();
