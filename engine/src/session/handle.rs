@@ -106,6 +106,7 @@ impl SessionHandle {
             recovery_wait: None,
             timers: Timers::default(),
             published: published.clone(),
+            staged: None,
         };
         tokio::spawn(session.run());
         Self { inbox: inbox_sender, published }

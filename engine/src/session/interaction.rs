@@ -14,14 +14,27 @@ use super::Session;
 impl Session {
     pub(super) fn on_tool_result(&mut self, result: ToolResult, auto_continue: bool) {
         let call_id = result.call_id.clone();
-        if self.apply_interaction(&call_id, auto_continue, |message| message.apply_tool_result(&result)) {
-            self.after_interaction(auto_continue);
-        }
+        self.interact(&call_id, auto_continue, |message| message.apply_tool_result(&result));
     }
 
     pub(super) fn on_approval(&mut self, call_id: &str, approved: bool, auto_continue: bool) {
-        if self.apply_interaction(call_id, auto_continue, |message| message.apply_approval(call_id, approved)) {
+        self.interact(call_id, auto_continue, |message| message.apply_approval(call_id, approved));
+    }
+
+    /// Applies the interaction and what it owes the barrier (a durable
+    /// continuation intent) in one atomic commit; only then is the client
+    /// told, so an acknowledged result always carries its continuation.
+    fn interact(&mut self, call_id: &str, auto_continue: bool, apply: impl Fn(&mut Message) -> bool) {
+        let staged = self.stage();
+        let frames = self.apply_interaction(call_id, auto_continue, apply);
+        if frames.is_some() {
             self.after_interaction(auto_continue);
+        }
+        if staged && !self.commit_staged() {
+            return;
+        }
+        for frame in frames.into_iter().flatten() {
+            self.broadcast(frame);
         }
     }
 
@@ -35,22 +48,27 @@ impl Session {
         }
     }
 
-    /// Returns whether the interaction applied.
-    fn apply_interaction(&mut self, call_id: &str, auto_continue: bool, apply: impl Fn(&mut Message) -> bool) -> bool {
+    /// Returns the frames that tell the client, when the interaction applied.
+    fn apply_interaction(
+        &mut self,
+        call_id: &str,
+        auto_continue: bool,
+        apply: impl Fn(&mut Message) -> bool,
+    ) -> Option<Vec<Frame>> {
         let applied = self.apply_to_accumulator(&apply).or_else(|| self.apply_to_store(call_id, &apply));
         let Some((into, message)) = applied else {
             self.observe(EngineEvent::ToolIgnored { call_id: call_id.to_string() });
-            return false;
+            return None;
         };
         let tool = message.tool(call_id).expect("an applied tool exists");
         let (state, tool_name) = (tool.state, tool.tool_name.clone());
         let event = EngineEvent::ToolApplied { call_id: call_id.to_string(), state, into: into.into(), auto_continue };
         self.observe(event);
-        self.broadcast(Frame::Tool { call_id: call_id.to_string(), tool_name, state });
+        let mut frames = vec![Frame::Tool { call_id: call_id.to_string(), tool_name, state }];
         if state == ToolState::ApprovalResponded {
-            self.broadcast(Frame::Messages(self.durable.messages.clone()));
+            frames.push(Frame::Messages(self.durable.messages.clone()));
         }
-        true
+        Some(frames)
     }
 
     fn apply_to_accumulator(&mut self, apply: &impl Fn(&mut Message) -> bool) -> Option<(&'static str, Message)> {

@@ -81,6 +81,9 @@ pub(crate) struct Session {
     recovery_wait: Option<recovery::RecoveryWait>,
     timers: Timers,
     published: Arc<Mutex<Inspection>>,
+    /// Writes held to commit as one atomic batch, with the mirror as it was
+    /// before them (see `stage`).
+    staged: Option<(Vec<Write>, DurableState)>,
 }
 
 impl Session {
@@ -176,8 +179,16 @@ impl Session {
     }
 
     /// Commits a batch and mirrors it. A failed commit changes nothing.
+    /// While writes are staged, the batch joins them instead.
     fn commit(&mut self, writes: Vec<Write>) -> bool {
         if writes.is_empty() {
+            return true;
+        }
+        if let Some((staged, _)) = self.staged.as_mut() {
+            for write in &writes {
+                self.durable.apply(write);
+            }
+            staged.extend(writes);
             return true;
         }
         if self.ports.store.commit(&writes).is_err() {
@@ -185,6 +196,35 @@ impl Session {
         }
         for write in &writes {
             self.durable.apply(write);
+        }
+        true
+    }
+
+    /// Holds every commit until `commit_staged`, so related state (a tool
+    /// result and the continuation it owes; a cleared intent and the turn
+    /// that took it) lands in one atomic batch: a crash cannot fall between
+    /// them. Returns false when writes are already staged (the outer stager
+    /// commits).
+    fn stage(&mut self) -> bool {
+        if self.staged.is_some() {
+            return false;
+        }
+        self.staged = Some((Vec::new(), self.durable.clone()));
+        true
+    }
+
+    /// Commits the staged writes as one batch. A failed commit restores the
+    /// mirror: nothing of the batch happened.
+    fn commit_staged(&mut self) -> bool {
+        let Some((writes, before)) = self.staged.take() else {
+            return true;
+        };
+        if writes.is_empty() {
+            return true;
+        }
+        if self.ports.store.commit(&writes).is_err() {
+            self.durable = before;
+            return false;
         }
         true
     }

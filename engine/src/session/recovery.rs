@@ -14,6 +14,14 @@ use crate::transcript::{has_pending_interaction, leaf_assistant, Message, Part, 
 use super::turn::{drop_trailing_step_start, QueuedTurn};
 use super::Session;
 
+/// The requests a recovery is about: the root of its chain (the incident's
+/// key) and the request whose stream an exhaustion ends.
+#[derive(Clone, Copy)]
+struct Ends<'a> {
+    root: &'a str,
+    request: &'a str,
+}
+
 /// A due alarm waiting for the session to go idle.
 pub(crate) struct RecoveryWait {
     pub alarm: Alarm,
@@ -49,9 +57,15 @@ impl Session {
         let event =
             EngineEvent::Boot { restored_intent, in_flight: in_flight.as_ref().map(|turn| turn.request_id.clone()) };
         self.observe(event);
+        // Clearing the dead turn's record and scheduling its recovery commit
+        // together: a crash between them would leave nothing to recover.
+        let staged = self.stage();
         match in_flight {
             Some(turn) => self.recover_evicted_turn(turn),
             None => self.recover_unanswered_user_message(),
+        }
+        if staged {
+            self.commit_staged();
         }
         self.recover_deliveries();
         self.arm_alarm_timer();
@@ -79,7 +93,8 @@ impl Session {
             _ => last.map(|last| last.id.clone()).unwrap_or_default(),
         };
         let delay_ms = self.config.recovery.alarm_delay_ms;
-        self.begin_recovery(None, &turn.root_request_id, &target, Cause::Detected, delay_ms);
+        let ends = Ends { root: &turn.root_request_id, request: &turn.request_id };
+        self.begin_recovery(None, ends, &target, Cause::Detected, delay_ms);
     }
 
     /// An acknowledged user message whose turn never started (it was queued
@@ -94,7 +109,7 @@ impl Session {
         let root = format!("retry-{}", last.id);
         let message_id = last.id.clone();
         let delay_ms = self.config.recovery.alarm_delay_ms;
-        self.begin_recovery(None, &root, &message_id, Cause::Detected, delay_ms);
+        self.begin_recovery(None, Ends { root: &root, request: &root }, &message_id, Cause::Detected, delay_ms);
     }
 
     pub(super) fn route_stall_to_recovery(&mut self) {
@@ -102,10 +117,13 @@ impl Session {
             return;
         };
         let (root, message_id) = (turn.root_request_id.clone(), turn.assistant.id.clone());
-        let incident = turn.incident_id.clone();
+        let (incident, request_id) = (turn.incident_id.clone(), turn.request_id.clone());
         self.flush_in_flight(false);
         let delay_ms = self.config.recovery.alarm_delay_ms;
-        self.begin_recovery(incident.as_deref(), &root, &message_id, Cause::Detected, delay_ms);
+        let ends = Ends { root: &root, request: &request_id };
+        self.begin_recovery(incident.as_deref(), ends, &message_id, Cause::Detected, delay_ms);
+        // Exhausted: the terminal message was this stream's terminal frame,
+        // so the interrupted end sends no `done` after it.
         self.end_turn(TurnStatus::Interrupted, None);
     }
 
@@ -114,7 +132,7 @@ impl Session {
     fn begin_recovery(
         &mut self,
         incident: Option<&str>,
-        root: &str,
+        ends: Ends,
         message_id: &str,
         cause: Cause,
         delay_ms: u64,
@@ -125,9 +143,9 @@ impl Session {
             // Re-entry after the budget was spent: the terminal message went out once.
             return false;
         }
-        let (incident, exhausted) = self.advance_incident(incident, root, cause);
+        let (incident, exhausted) = self.advance_incident(incident, ends.root, cause);
         if let Some(reason) = exhausted {
-            self.exhaust(incident, reason);
+            self.exhaust(incident, reason, ends.request);
             return false;
         }
         let strategy = recovery_strategy(self.durable.message(message_id)).to_string();
@@ -135,7 +153,7 @@ impl Session {
             id: format!("alarm-{}-{}", incident.id, incident.attempt),
             due_ms: clock::wall_ms() + delay_ms + if self.buggify(FaultSite::LateAlarm) { 5_000 } else { 0 },
             incident_id: incident.id.clone(),
-            root_request_id: root.to_string(),
+            root_request_id: ends.root.to_string(),
             message_id: message_id.to_string(),
         };
         self.commit(vec![Write::PutAlarm(alarm)]);
@@ -200,11 +218,12 @@ impl Session {
         (incident, exhausted)
     }
 
-    /// The budget is spent: the terminal message goes out of band and is
-    /// recorded durably for clients that connect later.
-    fn exhaust(&mut self, incident: Incident, reason: &str) {
+    /// The budget is spent: the terminal message goes out of band, as the
+    /// terminal frame of `request_id`'s stream, and is recorded durably for
+    /// clients that connect later.
+    fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str) {
         let terminal = self.config.recovery.terminal_message.clone();
-        let status = TerminalStatus { request_id: incident.root_request_id.clone(), message: terminal.clone() };
+        let status = TerminalStatus { request_id: request_id.to_string(), message: terminal.clone() };
         let alarms: Vec<Write> = self
             .durable
             .alarms
@@ -233,7 +252,7 @@ impl Session {
             reason: reason.to_string(),
         };
         self.observe(event);
-        self.broadcast(Frame::Error { request_id: incident.root_request_id, message: terminal });
+        self.broadcast(Frame::Error { request_id: request_id.to_string(), message: terminal });
         self.broadcast(Frame::Recovering(false));
     }
 
@@ -326,9 +345,10 @@ impl Session {
         };
         let alarm = wait.alarm;
         let delay_ms = self.config.recovery.stable_retry_delay_ms;
+        let root = alarm.root_request_id.as_str();
         self.begin_recovery(
             Some(&alarm.incident_id),
-            &alarm.root_request_id,
+            Ends { root, request: root },
             &alarm.message_id,
             Cause::StableTimeout,
             delay_ms,
@@ -377,7 +397,8 @@ impl Session {
             TurnStatus::Interrupted | TurnStatus::Skipped => {}
             _ => {
                 let delay_ms = self.config.recovery.stable_retry_delay_ms;
-                self.begin_recovery(Some(&incident_id), root, message_id, Cause::FailedAttempt, delay_ms);
+                let ends = Ends { root, request: root };
+                self.begin_recovery(Some(&incident_id), ends, message_id, Cause::FailedAttempt, delay_ms);
             }
         }
     }

@@ -199,14 +199,15 @@ impl Session {
     }
 
     /// Approval tools approved since the last turn run before the model is
-    /// called. Only server tools: an approved client tool stays
-    /// `approval-responded`, the client runs it and sends the result.
+    /// called. Only server tools (approval or plain server): an approved
+    /// client tool stays `approval-responded`, the client runs it and sends
+    /// the result.
     pub(super) fn run_approved_server_tools(&mut self) -> bool {
         let Some(turn) = self.turn.as_ref() else {
             return false;
         };
         let approved = turn.assistant.tools_in(&[ToolState::ApprovalResponded]);
-        let server = approved.filter(|tool| self.config.tool_kind(&tool.tool_name) == ToolKind::Approval);
+        let server = approved.filter(|tool| !self.config.is_client_tool(&tool.tool_name));
         let calls: Vec<ServerToolCall> = server.map(server_tool_call).collect();
         self.execute_server_tools(calls)
     }

@@ -131,6 +131,10 @@ impl Session {
     }
 
     fn start_turn(&mut self, queued: QueuedTurn) {
+        // The intent the turn takes, the repair it makes and its in-flight
+        // record commit together: a crash between them would lose the
+        // continuation (intent cleared, no turn recorded to recover).
+        let staged = self.stage();
         match queued.kind {
             TurnKind::Continuation => self.on_continuation_started(),
             TurnKind::User | TurnKind::Chat => self.drop_unfired_continuation(),
@@ -140,7 +144,7 @@ impl Session {
                 self.truncate_unfinished_tool_call();
             }
         }
-        self.repair_transcript();
+        let repaired = self.repair_transcript();
         let assistant = self.turn_accumulator(queued.kind);
         let in_flight = InFlightTurn {
             request_id: queued.request_id.clone(),
@@ -151,6 +155,12 @@ impl Session {
             delivery_id: queued.delivery_id.clone(),
         };
         self.commit(vec![Write::InFlight(Some(in_flight))]);
+        if staged {
+            self.commit_staged();
+        }
+        if repaired {
+            self.broadcast(Frame::Messages(self.durable.messages.clone()));
+        }
         self.observe(EngineEvent::TurnStarted {
             request_id: queued.request_id.clone(),
             kind: queued.kind,
@@ -195,8 +205,9 @@ impl Session {
     }
 
     /// The backstop before every inference: no model request may contain a
-    /// tool call without a result.
-    fn repair_transcript(&mut self) {
+    /// tool call without a result. Returns whether anything was repaired
+    /// (the caller tells the clients once it is committed).
+    fn repair_transcript(&mut self) -> bool {
         let mut repaired_ids = Vec::new();
         let mut writes = Vec::new();
         for message in self.durable.messages.iter().filter(|message| message.role == Role::Assistant) {
@@ -208,11 +219,11 @@ impl Session {
             }
         }
         if writes.is_empty() {
-            return;
+            return false;
         }
         self.commit(writes);
         self.observe(EngineEvent::Repaired { call_ids: repaired_ids });
-        self.broadcast(Frame::Messages(self.durable.messages.clone()));
+        true
     }
 
     /// Persists what the turn produced and ends it with `status`.
@@ -267,7 +278,12 @@ impl Session {
                 }
             }
             (TurnStatus::Interrupted, _) => {
-                self.broadcast(Frame::Done { request_id, continuation });
+                // Recovery gave up on this stream and sent the terminal
+                // message as its terminal frame: one terminal frame per request.
+                let ended = self.durable.terminal_status.as_ref().is_some_and(|status| status.request_id == request_id);
+                if !ended {
+                    self.broadcast(Frame::Done { request_id, continuation });
+                }
                 if let Some(callback) = turn.callback.as_mut() {
                     if !self.config.regressions.has(crate::Regression::SilentInterrupt) {
                         callback.on_interrupted();

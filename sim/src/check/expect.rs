@@ -8,10 +8,11 @@ use crate::scenario::{CallbackCounts, Count, RecoveryCounts};
 use crate::trace::Event;
 
 /// The name of every check this module can report (`expect_failure` may name one).
-pub const CHECKS: [&str; 23] = [
+pub const CHECKS: [&str; 24] = [
     "expect.continuations",
     "expect.model_calls",
     "expect.model_calls_at_ms",
+    "expect.terminal_frames",
     "expect.messages",
     "expect.final_text",
     "expect.parts",
@@ -62,6 +63,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     violations.extend(check_call_times(input));
     violations.extend(super::expect_stored::check(input));
     violations.extend(super::expect_timeline::check(input));
+    violations.extend(check_terminal_frames(input));
     violations
 }
 
@@ -217,4 +219,21 @@ fn compare_optional<T: PartialEq + std::fmt::Display>(
             Violation::new(&format!("expect.{group}.{field}"), format!("expected {expected}, got {actual}"))
         })
         .collect()
+}
+
+fn check_terminal_frames(input: &CheckInput) -> Option<Violation> {
+    let expected = input.scenario.scenario.expect.terminal_frames.as_ref()?;
+    let actual: Vec<String> = input
+        .run
+        .events
+        .iter()
+        .filter_map(|traced| match &traced.event {
+            Event::ClientFrame { what } if what.starts_with("done ") || what.starts_with("error ") => {
+                Some(what.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            }
+            _ => None,
+        })
+        .collect();
+    (&actual != expected)
+        .then(|| Violation::new("expect.terminal_frames", format!("expected {expected:?}, got {actual:?}")))
 }

@@ -672,6 +672,10 @@ pub struct Expect {
     /// The sim time (ms) each model call started, in call order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_calls_at_ms: Option<Vec<u64>>,
+    /// The `done` and `error` frames the client saw, in order, as
+    /// `"done r1"` / `"error r4"` (request ids only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_frames: Option<Vec<String>>,
     /// Stored messages at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Count>,

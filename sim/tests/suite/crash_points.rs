@@ -1,5 +1,5 @@
-//! Crash-point enumeration: an eviction after every durable write of a turn
-//! loses nothing — and the sweep does catch the bug where continuation
+//! Crash-point enumeration: an eviction at every distinct durable-write
+//! boundary of a turn loses nothing — and the sweep does catch the bug where continuation
 //! intent lived only in memory.
 
 use turnsim::crash_points::sweep;
@@ -22,7 +22,10 @@ fn an_eviction_after_any_durable_write_of_any_scenario_loses_nothing() {
             );
         }
     }
-    assert!(crash_points >= 500, "only {crash_points} crash points across the suite");
+    // Distinct crash points (a write committed in the same synchronous step
+    // as the next one is not a point of its own): 445 at each file's first
+    // seed when this was written.
+    assert!(crash_points >= 420, "only {crash_points} distinct crash points across the suite");
 }
 
 #[test]
