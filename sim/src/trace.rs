@@ -204,8 +204,12 @@ pub fn is_event_name(name: &str) -> bool {
 /// `name` written as `lane.event` for an event outside the engine lane
 /// (`model.call`, `caller.on_done`): those names mean that lane's event,
 /// even where an engine event has the same name.
-fn boundary_name(name: &str) -> Option<(&'static str, &'static str)> {
-    EVENT_NAMES.iter().copied().find(|(lane, event)| *lane != "engine" && format!("{lane}.{event}") == name)
+fn boundary_name(name: &str) -> Option<(&str, &str)> {
+    let (lane, event) = name.split_once('.')?;
+    let listed = EVENT_NAMES
+        .iter()
+        .any(|(listed_lane, listed_event)| *listed_lane != "engine" && *listed_lane == lane && *listed_event == event);
+    listed.then_some((lane, event))
 }
 
 impl Event {
@@ -217,7 +221,8 @@ impl Event {
         if let Some((lane, event)) = boundary_name(name) {
             return self.lane().as_str() == lane && self.name() == event;
         }
-        self.name() == name || format!("{}.{}", self.lane().as_str(), self.name()) == name
+        let own = self.name();
+        own == name || name.split_once('.').is_some_and(|(lane, event)| lane == self.lane().as_str() && event == own)
     }
 
     pub fn lane(&self) -> Lane {
