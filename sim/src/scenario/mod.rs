@@ -206,6 +206,31 @@ pub struct ClientSpec {
     /// How the client answers each client tool, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, AnswerSpec>,
+    /// Faults on the client's link to the engine.
+    #[serde(default, skip_serializing_if = "LinkSpec::is_clean")]
+    pub link: LinkSpec,
+}
+
+/// A link's faults: each message waits `delay_ms` (drawn per message);
+/// frames to the client stay in order, what the client sends may overtake
+/// earlier sends with `reorder`; `duplicate` is the chance a result or
+/// approval the client sends is delivered twice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    #[serde(default)]
+    pub delay_ms: RangeMs,
+    #[serde(default)]
+    pub reorder: bool,
+    #[serde(default, deserialize_with = "probability")]
+    #[schemars(range(min = 0, max = 1))]
+    pub duplicate: f64,
+}
+
+impl LinkSpec {
+    pub fn is_clean(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 fn yes() -> bool {
@@ -218,7 +243,12 @@ fn default_reconnect() -> RangeMs {
 
 impl Default for ClientSpec {
     fn default() -> Self {
-        Self { connect: true, reconnect_after_ms: default_reconnect(), tools: BTreeMap::new() }
+        Self {
+            connect: true,
+            reconnect_after_ms: default_reconnect(),
+            tools: BTreeMap::new(),
+            link: LinkSpec::default(),
+        }
     }
 }
 

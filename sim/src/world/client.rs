@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use turnsim_engine::ports::{Connection, Frame};
-use turnsim_engine::{ToolOutcome, ToolResult, ToolState};
+use turnsim_engine::{SessionHandle, ToolOutcome, ToolResult, ToolState};
 
+use super::link::LinkDelay;
 use super::rng::SharedRng;
 use super::switchboard::Switchboard;
 use crate::scenario::{AnswerSpec, ApprovalAction, ClientSpec, RangeMs, Reply, ToolResultAction};
@@ -23,11 +24,23 @@ use crate::trace::{Event, Trace};
 struct SimConnection {
     frames: mpsc::UnboundedSender<Frame>,
     unread: Arc<AtomicUsize>,
+    /// Frames wait out the link's delay, in order.
+    link: LinkDelay,
 }
 
 impl Connection for SimConnection {
     fn send(&self, frame: Frame) -> bool {
         self.unread.fetch_add(1, Ordering::SeqCst);
+        if self.link.is_active() {
+            let (frames, unread, wait) = (self.frames.clone(), self.unread.clone(), self.link.wait(true));
+            tokio::spawn(async move {
+                tokio::time::sleep(wait).await;
+                if frames.send(frame).is_err() {
+                    unread.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+            return true;
+        }
         let sent = self.frames.send(frame).is_ok();
         if !sent {
             self.unread.fetch_sub(1, Ordering::SeqCst);
@@ -62,12 +75,19 @@ pub struct Client {
     trace: Trace,
     wake: Arc<tokio::sync::Notify>,
     unread: Arc<AtomicUsize>,
+    /// The link's faults, engine to client and client to engine.
+    to_client: LinkDelay,
+    to_engine: LinkDelay,
 }
 
 impl Client {
-    pub fn new(spec: &ClientSpec, switchboard: Switchboard, rng: SharedRng, trace: Trace) -> Self {
+    /// `rngs`: the client's own draws, then the link's.
+    pub fn new(spec: &ClientSpec, switchboard: Switchboard, rngs: [SharedRng; 2], trace: Trace) -> Self {
         let state = State { outstanding: 1, ..State::default() };
+        let [rng, link_rng] = rngs;
         Self {
+            to_client: LinkDelay::new(spec.link, link_rng.clone()),
+            to_engine: LinkDelay::new(spec.link, link_rng),
             spec: Arc::new(spec.clone()),
             answers: Arc::new(spec.tools.clone()),
             state: Arc::new(Mutex::new(state)),
@@ -131,7 +151,7 @@ impl Client {
         });
         let (sender, frames) = mpsc::unbounded_channel();
         self.unread.store(0, Ordering::SeqCst);
-        let engine_end = SimConnection { frames: sender, unread: self.unread.clone() };
+        let engine_end = SimConnection { frames: sender, unread: self.unread.clone(), link: self.to_client.clone() };
         if !engine.connect(connection, Box::new(engine_end)) {
             return None;
         }
@@ -221,7 +241,7 @@ impl Client {
         super::pause_ms(latency_ms).await;
         // A disconnected client sends nothing: the transcript it gets on
         // reconnect shows the tool still pending, and it answers then.
-        let sent = self.is_connected() && self.send_answer(&call_id, &answer);
+        let sent = self.send_answer(&call_id, &answer);
         self.update(|state| {
             state.scheduled.remove(&call_id);
             state.outstanding -= 1;
@@ -229,9 +249,6 @@ impl Client {
                 state.sent.insert(call_id.clone());
             }
         });
-        if !sent {
-            self.trace.record(Event::ClientSendFailed { call_id });
-        }
     }
 
     /// A scripted result, sent now over the open connection; a disconnected
@@ -246,56 +263,86 @@ impl Client {
             ToolOutcome::Error(error) => format!("error {error:?}"),
         };
         let tool_result = ToolResult { call_id: result.id.clone(), outcome };
-        let send = |engine: &turnsim_engine::SessionHandle| engine.tool_result(tool_result, result.auto_continue);
-        self.send_scripted(&result.id, what, result.auto_continue, send);
+        let auto_continue = result.auto_continue;
+        let send = move |engine: &SessionHandle| engine.tool_result(tool_result.clone(), auto_continue);
+        self.transmit(&result.id, what, auto_continue, send);
     }
 
     pub fn send_scripted_approval(&self, approval: &ApprovalAction) {
         let what = format!("approval approved={}", approval.approved);
-        let send = |engine: &turnsim_engine::SessionHandle| {
-            engine.approval(&approval.id, approval.approved, approval.auto_continue)
-        };
-        self.send_scripted(&approval.id, what, approval.auto_continue, send);
+        let (id, approved, auto_continue) = (approval.id.clone(), approval.approved, approval.auto_continue);
+        let send = move |engine: &SessionHandle| engine.approval(&id, approved, auto_continue);
+        self.transmit(&approval.id, what, auto_continue, send);
     }
 
-    fn send_scripted(
+    /// Sends over the open connection: now, or, on a faulty link, after its
+    /// delay (and maybe twice). Returns whether it left the client; what is
+    /// lost in flight (the connection dropped) the client answers again
+    /// once it reconnects and sees the tool still pending.
+    fn transmit(
         &self,
         call_id: &str,
         what: String,
         auto_continue: bool,
-        send: impl FnOnce(&turnsim_engine::SessionHandle) -> bool,
-    ) {
+        send: impl Fn(&SessionHandle) -> bool + Send + 'static,
+    ) -> bool {
+        if !self.to_engine.is_active() {
+            return self.deliver(call_id, &what, auto_continue, &send);
+        }
+        if !self.is_connected() {
+            self.trace.record(Event::ClientSendFailed { call_id: call_id.to_string() });
+            return false;
+        }
+        let (client, call_id, wait) = (self.clone(), call_id.to_string(), self.to_engine.wait(false));
+        let copies = 1 + usize::from(self.to_engine.duplicates());
+        self.update(|state| state.outstanding += 1);
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            for _ in 0..copies {
+                client.deliver(&call_id, &what, auto_continue, &send);
+            }
+            client.update(|state| state.outstanding -= 1);
+        });
+        true
+    }
+
+    /// One delivery to the engine, traced as sent or failed.
+    fn deliver(&self, call_id: &str, what: &str, auto_continue: bool, send: &dyn Fn(&SessionHandle) -> bool) -> bool {
         let engine = self.switchboard.engine().filter(|_| self.is_connected());
-        if engine.is_some_and(|engine| send(&engine)) {
-            self.trace.record(Event::ClientSent { call_id: call_id.to_string(), what, auto_continue });
+        let sent = engine.is_some_and(|engine| send(&engine));
+        if sent {
+            self.trace.record(Event::ClientSent {
+                call_id: call_id.to_string(),
+                what: what.to_string(),
+                auto_continue,
+            });
         } else {
             self.trace.record(Event::ClientSendFailed { call_id: call_id.to_string() });
         }
+        sent
     }
 
     fn send_answer(&self, call_id: &str, answer: &AnswerSpec) -> bool {
-        let Some(engine) = self.switchboard.engine() else {
-            return false;
-        };
         let auto_continue = answer.auto_continue;
-        let (what, sent) = match &answer.reply {
+        let id = call_id.to_string();
+        match answer.reply.clone() {
             Reply::Approve(approved) => {
-                (format!("approval approved={approved}"), engine.approval(call_id, *approved, auto_continue))
+                let send = move |engine: &SessionHandle| engine.approval(&id, approved, auto_continue);
+                self.transmit(call_id, format!("approval approved={approved}"), auto_continue, send)
             }
             Reply::Output(output) => {
-                let result = ToolResult { call_id: call_id.to_string(), outcome: ToolOutcome::Output(output.clone()) };
-                (format!("output {output}"), engine.tool_result(result, auto_continue))
+                let what = format!("output {output}");
+                let result = ToolResult { call_id: id, outcome: ToolOutcome::Output(output) };
+                let send = move |engine: &SessionHandle| engine.tool_result(result.clone(), auto_continue);
+                self.transmit(call_id, what, auto_continue, send)
             }
             Reply::Error(error) => {
-                let result =
-                    ToolResult { call_id: call_id.to_string(), outcome: ToolOutcome::Error(Some(error.clone())) };
-                (format!("error {error:?}"), engine.tool_result(result, auto_continue))
+                let what = format!("error {error:?}");
+                let result = ToolResult { call_id: id, outcome: ToolOutcome::Error(Some(error)) };
+                let send = move |engine: &SessionHandle| engine.tool_result(result.clone(), auto_continue);
+                self.transmit(call_id, what, auto_continue, send)
             }
-            Reply::Never => return false,
-        };
-        if sent {
-            self.trace.record(Event::ClientSent { call_id: call_id.to_string(), what, auto_continue });
+            Reply::Never => false,
         }
-        sent
     }
 }

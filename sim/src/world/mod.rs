@@ -8,6 +8,7 @@ mod actions;
 mod buggify;
 mod caller;
 mod client;
+mod link;
 mod model;
 mod observer;
 mod random_faults;
@@ -160,12 +161,8 @@ impl World {
         };
         let engine_node = engine_node(&handle, config, ports, switchboard.clone());
         let client = scenario.scenario.client.connect.then(|| {
-            Client::new(
-                &scenario.scenario.client,
-                switchboard.clone(),
-                rng::SharedRng::derive(seed, "client"),
-                trace.clone(),
-            )
+            let rngs = [rng::SharedRng::derive(seed, "client"), rng::SharedRng::derive(seed, "client-link")];
+            Client::new(&scenario.scenario.client, switchboard.clone(), rngs, trace.clone())
         });
         let caller_node = handle.create_node().name("caller").build();
         Self {

@@ -21,6 +21,12 @@ impl SharedRng {
     pub fn sample(&self, range: RangeMs) -> u64 {
         range.sample(&mut self.0.lock().expect("rng lock"))
     }
+
+    /// True with probability `probability` (0 to 1).
+    pub fn chance(&self, probability: f64) -> bool {
+        use rand::Rng;
+        self.0.lock().expect("rng lock").gen_bool(probability.clamp(0.0, 1.0))
+    }
 }
 
 /// splitmix64 over the seed and an FNV-1a hash of the label.
