@@ -287,6 +287,7 @@ pub fn disconnect_actions(case: &Case) -> Vec<Action> {
                 kind: ActionKind::Disconnect(Disconnect {
                     reconnect_after_ms: RangeMs::exact(*reconnect_after_ms),
                     reconnect: true,
+                    client: 1,
                 }),
             }),
             _ => None,

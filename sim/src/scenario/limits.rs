@@ -22,3 +22,5 @@ pub const MAX_FAULTS: usize = 1_000;
 pub const DEFAULT_MAX_EVENTS: u64 = 200_000;
 /// The most `max_events` may be: what one run's trace may hold in memory.
 pub const MAX_EVENTS: u64 = 2_000_000;
+/// Clients connected at once.
+pub const MAX_CLIENTS: u32 = 8;

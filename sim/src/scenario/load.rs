@@ -11,7 +11,7 @@ use std::rc::Rc;
 use turnsim_engine::{Chunk, FinishReason};
 
 use super::error::ScenarioError;
-use super::limits::{MAX_ACTIONS, MAX_EVENTS, MAX_FAULTS, MAX_FILE_BYTES};
+use super::limits::{MAX_ACTIONS, MAX_CLIENTS, MAX_EVENTS, MAX_FAULTS, MAX_FILE_BYTES};
 use super::model_script::{compile, Expansion, FixtureError, FixtureSteps, Op, ScriptError};
 use super::prescan::{prescan, Locator};
 use super::{Fault, Scenario};
@@ -95,6 +95,23 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
     }
     if let Err(message) = super::durable_state(&scenario.stored) {
         return error("stored", message);
+    }
+    let clients = scenario.client.connections;
+    if !(1..=MAX_CLIENTS).contains(&clients) {
+        return error("client.connections", format!("`connections` is 1 to {MAX_CLIENTS} clients"));
+    }
+    for (index, action) in scenario.actions.iter().enumerate() {
+        let client = match &action.kind {
+            super::ActionKind::Disconnect(disconnect) => disconnect.client,
+            super::ActionKind::ToolResult(result) => result.client,
+            super::ActionKind::Approval(approval) => approval.client,
+            _ => continue,
+        };
+        if client == 0 || client > clients {
+            let message =
+                format!("client {client}: the scenario connects clients 1 to {clients} (`client.connections`)");
+            return error(&format!("actions[{index}]"), message);
+        }
     }
     if let Some(check) = &scenario.expect.expect_failure {
         if !crate::check::is_check_name(check) {

@@ -209,6 +209,18 @@ pub struct ClientSpec {
     /// Faults on the client's link to the engine.
     #[serde(default, skip_serializing_if = "LinkSpec::is_clean")]
     pub link: LinkSpec,
+    /// Clients connected at once (each its own connection, answering the
+    /// same way); actions address one with `client: N`, counting from 1.
+    #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
+    pub connections: u32,
+}
+
+fn one_client() -> u32 {
+    1
+}
+
+fn is_one_client(connections: &u32) -> bool {
+    *connections == 1
 }
 
 /// A link's faults: each message waits `delay_ms` (drawn per message);
@@ -248,6 +260,7 @@ impl Default for ClientSpec {
             reconnect_after_ms: default_reconnect(),
             tools: BTreeMap::new(),
             link: LinkSpec::default(),
+            connections: 1,
         }
     }
 }
@@ -361,6 +374,9 @@ pub enum ActionKind {
 #[serde(deny_unknown_fields)]
 pub struct ToolResultAction {
     pub id: String,
+    /// Which client sends it (from 1).
+    #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
+    pub client: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -375,6 +391,9 @@ pub struct ToolResultAction {
 #[serde(deny_unknown_fields)]
 pub struct ApprovalAction {
     pub id: String,
+    /// Which client sends it (from 1).
+    #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
+    pub client: u32,
     pub approved: bool,
     #[serde(default = "yes")]
     pub auto_continue: bool,
@@ -429,6 +448,9 @@ pub struct Disconnect {
     /// `false`: the client never comes back.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub reconnect: bool,
+    /// Which client drops (from 1).
+    #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
+    pub client: u32,
 }
 
 fn is_true(value: &bool) -> bool {

@@ -98,21 +98,22 @@ impl World {
             }
             ActionKind::Evict(evict) => self.evict(&evict, &rng).await,
             ActionKind::Disconnect(disconnect) => {
-                let what = if disconnect.reconnect { "disconnect client" } else { "disconnect client for good" };
-                self.trace.record(Event::Action { what: what.into() });
-                if let Some(client) = &self.client {
+                let who = if disconnect.client == 1 { String::new() } else { format!(" {}", disconnect.client) };
+                let how = if disconnect.reconnect { "" } else { " for good" };
+                self.trace.record(Event::Action { what: format!("disconnect client{who}{how}") });
+                if let Some(client) = self.clients.get(disconnect.client as usize - 1) {
                     client.disconnect(disconnect.reconnect.then_some(disconnect.reconnect_after_ms));
                 }
             }
             ActionKind::ToolResult(result) => {
                 self.trace.record(Event::Action { what: format!("tool-result {}", result.id) });
-                if let Some(client) = &self.client {
+                if let Some(client) = self.clients.get(result.client as usize - 1) {
                     client.send_scripted_result(&result);
                 }
             }
             ActionKind::Approval(approval) => {
                 self.trace.record(Event::Action { what: format!("approval {}", approval.id) });
-                if let Some(client) = &self.client {
+                if let Some(client) = self.clients.get(approval.client as usize - 1) {
                     client.send_scripted_approval(&approval);
                 }
             }

@@ -51,7 +51,8 @@ impl Connection for SimConnection {
 
 #[derive(Default)]
 struct State {
-    next_connection: u64,
+    /// Connections this client opened so far.
+    connections: u64,
     /// Answers waiting out their latency.
     scheduled: BTreeSet<String>,
     /// Answers sent on the current connection.
@@ -78,16 +79,26 @@ pub struct Client {
     /// The link's faults, engine to client and client to engine.
     to_client: LinkDelay,
     to_engine: LinkDelay,
+    /// Added to this client's connection count to make its connection ids
+    /// (client 1: c1, c2, ...; client 2: c2001, c2002, ...).
+    connection_base: u64,
 }
 
 impl Client {
     /// `rngs`: the client's own draws, then the link's.
-    pub fn new(spec: &ClientSpec, switchboard: Switchboard, rngs: [SharedRng; 2], trace: Trace) -> Self {
+    pub fn new(
+        spec: &ClientSpec,
+        switchboard: Switchboard,
+        rngs: [SharedRng; 2],
+        trace: Trace,
+        connection_base: u64,
+    ) -> Self {
         let state = State { outstanding: 1, ..State::default() };
         let [rng, link_rng] = rngs;
         Self {
             to_client: LinkDelay::new(spec.link, link_rng.clone()),
             to_engine: LinkDelay::new(spec.link, link_rng),
+            connection_base,
             spec: Arc::new(spec.clone()),
             answers: Arc::new(spec.tools.clone()),
             state: Arc::new(Mutex::new(state)),
@@ -145,9 +156,9 @@ impl Client {
     async fn connect(&self) -> Option<(u64, mpsc::UnboundedReceiver<Frame>)> {
         let engine = self.switchboard.wait_for_engine().await;
         let connection = self.update(|state| {
-            state.next_connection += 1;
+            state.connections += 1;
             state.sent.clear();
-            state.next_connection
+            self.connection_base + state.connections
         });
         let (sender, frames) = mpsc::unbounded_channel();
         self.unread.store(0, Ordering::SeqCst);

@@ -104,6 +104,27 @@ pub fn guarded<T>(run: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
+/// The scenario's clients; client 1 draws from the same generators and
+/// numbers its connections as a single client always has, so one-client
+/// timelines are unchanged; client N's connections are cN001, cN002, ...
+fn clients(scenario: &ScenarioFile, seed: u64, switchboard: &Switchboard, trace: &Trace) -> Vec<Client> {
+    let spec = &scenario.scenario.client;
+    if !spec.connect {
+        return Vec::new();
+    }
+    (1..=spec.connections)
+        .map(|number| {
+            let suffix = if number == 1 { String::new() } else { format!("-{number}") };
+            let rngs = [
+                rng::SharedRng::derive(seed, &format!("client{suffix}")),
+                rng::SharedRng::derive(seed, &format!("client-link{suffix}")),
+            ];
+            let connection_base = if number == 1 { 0 } else { u64::from(number) * 1_000 };
+            Client::new(spec, switchboard.clone(), rngs, trace.clone(), connection_base)
+        })
+        .collect()
+}
+
 /// Waits `ms` of sim time; zero means now, not at the next timer tick.
 pub(crate) async fn pause_ms(ms: u64) {
     if ms > 0 {
@@ -118,7 +139,8 @@ pub(crate) struct World {
     trace: Trace,
     store: Arc<store::SimStore>,
     switchboard: Switchboard,
-    client: Option<Client>,
+    /// The connected clients, client 1 first.
+    clients: Vec<Client>,
     engine_node: NodeHandle,
     caller_node: NodeHandle,
     model_node_id: madsim::task::NodeId,
@@ -160,17 +182,14 @@ impl World {
             )),
         };
         let engine_node = engine_node(&handle, config, ports, switchboard.clone());
-        let client = scenario.scenario.client.connect.then(|| {
-            let rngs = [rng::SharedRng::derive(seed, "client"), rng::SharedRng::derive(seed, "client-link")];
-            Client::new(&scenario.scenario.client, switchboard.clone(), rngs, trace.clone())
-        });
+        let clients = clients(&scenario, seed, &switchboard, &trace);
         let caller_node = handle.create_node().name("caller").build();
         Self {
             scenario: Arc::new(scenario),
             trace,
             store,
             switchboard,
-            client,
+            clients,
             engine_node,
             caller_node,
             model_node_id,
@@ -183,9 +202,12 @@ impl World {
     }
 
     async fn run(self, seed: u64) -> RunRecord {
-        let client_node = Handle::current().create_node().name("client").build();
-        if let Some(client) = self.client.clone() {
-            client_node.spawn(client.run());
+        let mut client_nodes = Vec::new();
+        for (index, client) in self.clients.iter().enumerate() {
+            let name = if index == 0 { "client".to_string() } else { format!("client-{}", index + 1) };
+            let node = Handle::current().create_node().name(name).build();
+            node.spawn(client.clone().run());
+            client_nodes.push(node.id());
         }
         self.start_actions();
         let end = self.wait_until_settled().await;
@@ -199,7 +221,11 @@ impl World {
             sim_ms: sim_now().as_millis() as u64,
             panic: None,
         };
-        self.tear_down(&[client_node.id(), self.engine_node.id(), self.caller_node.id(), self.model_node_id]).await;
+        let nodes: Vec<_> = client_nodes
+            .into_iter()
+            .chain([self.engine_node.id(), self.caller_node.id(), self.model_node_id])
+            .collect();
+        self.tear_down(&nodes).await;
         record
     }
 
@@ -249,7 +275,7 @@ impl World {
         if self.busy.load(Ordering::SeqCst) > 0 || self.open_chats.load(Ordering::SeqCst) > 0 {
             return false;
         }
-        if self.client.as_ref().is_some_and(|client| client.outstanding() > 0) {
+        if self.clients.iter().any(|client| client.outstanding() > 0) {
             return false;
         }
         self.switchboard.engine().is_some_and(|engine| engine.inspect().is_idle())

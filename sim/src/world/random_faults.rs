@@ -64,8 +64,11 @@ fn draw(rng: &SharedRng, faults: &RandomFaults, file: &mut ScenarioFile, drawn: 
     if happens(rng, faults.disconnect) {
         let at = rng.sample(window);
         drawn.push(format!("random disconnect: at {at} ms"));
-        let disconnect =
-            ActionKind::Disconnect(Disconnect { reconnect_after_ms: RangeMs { min: 50, max: 500 }, reconnect: true });
+        let disconnect = ActionKind::Disconnect(Disconnect {
+            reconnect_after_ms: RangeMs { min: 50, max: 500 },
+            reconnect: true,
+            client: 1,
+        });
         file.scenario.actions.push(Action { when: When::AtMs(RangeMs::exact(at)), kind: disconnect });
     }
 }
