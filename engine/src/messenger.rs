@@ -70,6 +70,10 @@ impl StreamCallback for MessengerCallback {
         }
     }
 
+    fn on_reset(&mut self, text: &str) {
+        self.text = text.to_string();
+    }
+
     fn on_done(&mut self) {
         self.terminal = true;
         let text = std::mem::take(&mut self.text);

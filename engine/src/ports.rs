@@ -58,8 +58,13 @@ pub trait ServerTools: Send + Sync {
 pub enum Frame {
     /// The whole transcript, sent on connect.
     Messages(Vec<Message>),
-    /// A stream chunk of a turn.
-    Chunk { request_id: String, chunk: Chunk },
+    /// A stream chunk of a turn, streamed into message `message_id` (a new
+    /// assistant message the first time the client sees that id).
+    Chunk { request_id: String, message_id: String, chunk: Chunk },
+    /// The engine took back what a failed attempt streamed (a retry will
+    /// replace it): `message` is the message as it now stands, to show in
+    /// place of the one with its id.
+    Reset { request_id: String, message: Message },
     /// A tool call reached a state the client may act on.
     Tool { call_id: String, tool_name: String, state: ToolState },
     /// A turn's stream ended normally.
@@ -76,11 +81,16 @@ pub trait Connection: Send {
     fn send(&self, frame: Frame) -> bool;
 }
 
-/// The `chat()` RPC callback: `on_start → on_event* → exactly one of
-/// on_done | on_error | on_interrupted`.
+/// The `chat()` RPC callback: `on_start → (on_event | on_reset)* → exactly
+/// one of on_done | on_error | on_interrupted`.
 pub trait StreamCallback: Send {
     fn on_start(&mut self, request_id: &str);
     fn on_event(&mut self, chunk: &Chunk);
+    /// A failed attempt's output is taken back (the provider cut the stream
+    /// or truncated it, and the step is retried): everything `on_event`
+    /// delivered since `on_start` is void, and the turn's text so far is
+    /// `text`. A consumer shows `text` in place of what it collected.
+    fn on_reset(&mut self, text: &str);
     fn on_done(&mut self);
     fn on_error(&mut self, message: &str);
     /// The attempt was cut (stall, recovery scheduled or exhausted): not done,

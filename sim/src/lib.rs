@@ -18,6 +18,7 @@ pub mod coverage;
 pub mod crash_points;
 pub mod determinism;
 pub mod explore;
+pub mod history;
 pub mod html;
 pub mod mermaid;
 pub mod output;

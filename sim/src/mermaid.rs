@@ -212,6 +212,7 @@ fn item_for(traced: &TraceEvent) -> Item {
         Event::ChatCalled { .. } => message(Lane::Caller, "->>", Lane::Engine, &format!("{at} chat()")),
         Event::CallbackStart { .. }
         | Event::CallbackEvent { .. }
+        | Event::CallbackReset { .. }
         | Event::CallbackDone { .. }
         | Event::CallbackError { .. }
         | Event::CallbackInterrupted { .. }

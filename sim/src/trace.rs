@@ -12,6 +12,8 @@ use serde::Serialize;
 use tokio::sync::Notify;
 use turnsim_engine::EngineEvent;
 
+use crate::history::{Boundary, Crossing};
+
 /// Which part of the world an event comes from (a lane of the timeline).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -112,6 +114,11 @@ pub enum Event {
         chat: u32,
         chunk: String,
     },
+    /// The engine took back a failed attempt's output; `text` is the turn's text so far.
+    CallbackReset {
+        chat: u32,
+        text: String,
+    },
     CallbackDone {
         chat: u32,
     },
@@ -143,7 +150,7 @@ pub enum Event {
 /// Every name a timeline event can have, with its lane: what triggers and
 /// timing expectations may name, as `name` or `lane.name`. A test checks
 /// that every event the committed suite produces is listed.
-pub const EVENT_NAMES: [(&str, &str); 50] = [
+pub const EVENT_NAMES: [(&str, &str); 51] = [
     ("world", "action"),
     ("world", "evict"),
     ("world", "restart"),
@@ -162,6 +169,7 @@ pub const EVENT_NAMES: [(&str, &str); 50] = [
     ("caller", "chat"),
     ("caller", "on_start"),
     ("caller", "on_event"),
+    ("caller", "on_reset"),
     ("caller", "on_done"),
     ("caller", "on_error"),
     ("caller", "on_interrupted"),
@@ -243,6 +251,7 @@ impl Event {
             Self::ChatCalled { .. }
             | Self::CallbackStart { .. }
             | Self::CallbackEvent { .. }
+            | Self::CallbackReset { .. }
             | Self::CallbackDone { .. }
             | Self::CallbackError { .. }
             | Self::CallbackInterrupted { .. }
@@ -274,6 +283,7 @@ impl Event {
             Self::ChatCalled { .. } => "chat",
             Self::CallbackStart { .. } => "on_start",
             Self::CallbackEvent { .. } => "on_event",
+            Self::CallbackReset { .. } => "on_reset",
             Self::CallbackDone { .. } => "on_done",
             Self::CallbackError { .. } => "on_error",
             Self::CallbackInterrupted { .. } => "on_interrupted",
@@ -313,6 +323,7 @@ impl Event {
             Self::CallbackStart { chat, request_id } => format!("chat{chat} {request_id}"),
             Self::CallbackEvent { chat, chunk } => format!("chat{chat} {chunk}"),
             Self::CallbackError { chat, message } => format!("chat{chat} {message:?}"),
+            Self::CallbackReset { chat, text } => format!("chat{chat} {text:?}"),
             Self::CallbackDropped { chat, terminal } => format!("chat{chat} terminal={terminal}"),
             Self::MessengerPost { delivery, text } => format!("{delivery} {text:?}"),
             Self::OnExhausted { incident, reason } => format!("{incident} {reason}"),
@@ -358,6 +369,9 @@ struct Watcher {
 #[derive(Default)]
 struct Inner {
     events: Vec<TraceEvent>,
+    /// The boundary history, recorded under the same lock so its order and
+    /// the timeline's agree.
+    crossings: Vec<Crossing>,
     watchers: Vec<Watcher>,
     overflowed: bool,
 }
@@ -408,6 +422,19 @@ impl Trace {
         self.activity.notify_one();
     }
 
+    /// Records something that crossed the engine's boundary (see
+    /// [`crate::history`]). The budget bounds it with the timeline.
+    pub fn cross(&self, what: Boundary) {
+        let at_us = madsim::time::TimeHandle::current().elapsed().as_micros() as u64;
+        let mut inner = self.inner.lock().expect("trace lock");
+        if inner.crossings.len() >= self.budget.saturating_mul(4) {
+            inner.overflowed = true;
+            return;
+        }
+        let at_event = inner.events.len();
+        inner.crossings.push(Crossing { at_us, at_event, what });
+    }
+
     /// Wakes whoever waits on [`Trace::changed`] without recording anything:
     /// something changed that the world's quiescence check reads.
     pub fn poke(&self) {
@@ -438,6 +465,10 @@ impl Trace {
 
     pub fn take(&self) -> Vec<TraceEvent> {
         std::mem::take(&mut self.inner.lock().expect("trace lock").events)
+    }
+
+    pub fn take_crossings(&self) -> Vec<Crossing> {
+        std::mem::take(&mut self.inner.lock().expect("trace lock").crossings)
     }
 }
 

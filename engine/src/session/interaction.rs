@@ -66,7 +66,7 @@ impl Session {
         self.observe(event);
         let mut frames = vec![Frame::Tool { call_id: call_id.to_string(), tool_name, state }];
         if state == ToolState::ApprovalResponded {
-            frames.push(Frame::Messages(self.durable.messages.clone()));
+            frames.push(Frame::Messages(self.live_transcript()));
         }
         Some(frames)
     }

@@ -153,8 +153,22 @@ impl Session {
         }
     }
 
+    /// The transcript as a client must be shown it: the store's, with the
+    /// streaming message as it stands (unflushed chunks included), so the
+    /// chunks that follow extend exactly what it shows. An accumulator with
+    /// nothing in it yet is not a message to show.
+    pub(super) fn live_transcript(&self) -> Vec<crate::transcript::Message> {
+        let mut messages = self.request_messages();
+        let unseen = |message: &crate::transcript::Message| {
+            message.parts.iter().all(|part| matches!(part, crate::transcript::Part::StepStart))
+                && self.durable.message(&message.id).is_none()
+        };
+        messages.retain(|message| !unseen(message));
+        messages
+    }
+
     fn connect(&mut self, connection_id: u64, connection: Box<dyn Connection>) {
-        connection.send(Frame::Messages(self.durable.messages.clone()));
+        connection.send(Frame::Messages(self.live_transcript()));
         if let Some(status) = &self.durable.terminal_status {
             let frame = Frame::Error { request_id: status.request_id.clone(), message: status.message.clone() };
             connection.send(frame);

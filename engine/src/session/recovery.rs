@@ -119,6 +119,12 @@ impl Session {
         let (root, message_id) = (turn.root_request_id.clone(), turn.assistant.id.clone());
         let (incident, request_id) = (turn.incident_id.clone(), turn.request_id.clone());
         self.flush_in_flight(false);
+        // A stream that produced nothing left no message: the recovery
+        // answers the last message (the user's) instead.
+        let message_id = match self.durable.message(&message_id) {
+            Some(_) => message_id,
+            None => self.durable.messages.last().map(|last| last.id.clone()).unwrap_or_default(),
+        };
         let delay_ms = self.config.recovery.alarm_delay_ms;
         let ends = Ends { root: &root, request: &request_id };
         self.begin_recovery(incident.as_deref(), ends, &message_id, Cause::Detected, delay_ms);
@@ -357,15 +363,17 @@ impl Session {
 
     /// Before a recovery turn's first model call: drop a tool call the
     /// interruption left half-streamed, so the step is regenerated.
-    pub(super) fn truncate_unfinished_tool_call(&mut self) {
+    /// Returns whether the transcript changed (the caller tells the
+    /// clients once it is committed).
+    pub(super) fn truncate_unfinished_tool_call(&mut self) -> bool {
         if self.config.regressions.has(Regression::ContinueMidToolInput) {
-            return;
+            return false;
         }
         let Some(leaf) = leaf_assistant(&self.durable.messages) else {
-            return;
+            return false;
         };
         if recovery_strategy(Some(leaf)) != "truncate" {
-            return;
+            return false;
         }
         // Every call still streaming its input goes, not only the last: a
         // parallel step can leave several half-streamed.
@@ -373,6 +381,7 @@ impl Session {
         truncated.parts.retain(|part| !matches!(part, Part::Tool(tool) if tool.state == ToolState::InputStreaming));
         drop_orphan_step_starts(&mut truncated);
         self.commit(vec![Write::PutMessage(truncated)]);
+        true
     }
 
     /// A recovery turn ended: success closes the incident, anything else is

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::chunk::{FinishReason, StreamError};
 use crate::clock;
 use crate::events::{EngineEvent, TurnStatus};
+use crate::ports::Frame;
 use crate::regression::Regression;
 use crate::transcript::Part;
 
@@ -75,6 +76,9 @@ impl Session {
         }
         super::turn::drop_trailing_step_start(&mut turn.assistant);
         let (request_id, attempt) = (turn.request_id.clone(), turn.attempt);
+        if discard {
+            self.take_back_attempt();
+        }
         // What the store holds of this attempt must not outlive it either.
         if self.durable.in_flight.as_ref().is_some_and(|in_flight| in_flight.stream_started) {
             self.flush_in_flight(false);
@@ -84,6 +88,25 @@ impl Session {
             self.drop_unfired_continuation();
         }
         self.wait_to_retry(request_id, attempt, error.message(), discarded_parts, discarded_tools);
+    }
+
+    /// Tells every live consumer that the attempt's output is void: clients
+    /// get the message as it now stands, a `chat()` caller (and so a
+    /// messenger) the turn's text so far. Nothing is sent for an attempt
+    /// that streamed nothing.
+    fn take_back_attempt(&mut self) {
+        let Some(turn) = self.turn.as_mut().filter(|turn| turn.attempt_streamed) else {
+            return;
+        };
+        turn.attempt_streamed = false;
+        let mut message = turn.assistant.clone();
+        super::turn::drop_trailing_step_start(&mut message);
+        let text = turn_text(message.parts.range(turn.turn_floor..));
+        if let Some(callback) = turn.callback.as_mut() {
+            callback.on_reset(&text);
+        }
+        let request_id = turn.request_id.clone();
+        self.broadcast(Frame::Reset { request_id, message });
     }
 
     /// Backs off before the next model call of the step: 2 s doubling (at
@@ -146,6 +169,9 @@ impl Session {
         }
         let attempt = turn.attempt;
         let request_id = turn.request_id.clone();
+        if !keep_parts {
+            self.take_back_attempt();
+        }
         self.observe(EngineEvent::EmptyFinish {
             request_id: request_id.clone(),
             attempt,
@@ -165,6 +191,16 @@ impl Session {
         let reason = "EmptyOther: the provider ended the stream without output".to_string();
         self.wait_to_retry(request_id, attempt, reason, 0, Vec::new());
     }
+}
+
+/// The text parts' text, in order: what a text consumer shows.
+fn turn_text<'a>(parts: impl Iterator<Item = &'a Part>) -> String {
+    parts
+        .filter_map(|part| match part {
+            Part::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn tool_ids<'a>(parts: impl Iterator<Item = &'a Part>) -> Vec<String> {

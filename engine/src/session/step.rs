@@ -25,6 +25,7 @@ impl Session {
         turn.part_floor = turn.assistant.parts.len();
         turn.assistant.parts.push(Part::StepStart);
         turn.attempt_output = false;
+        turn.attempt_streamed = false;
         turn.phase = Phase::Streaming;
         let (request_id, step, attempt) = (turn.request_id.clone(), turn.step, turn.attempt);
         let continuation = matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery);
@@ -36,7 +37,7 @@ impl Session {
     }
 
     /// The durable transcript with the in-flight message in its place.
-    fn request_messages(&self) -> Vec<crate::transcript::Message> {
+    pub(super) fn request_messages(&self) -> Vec<crate::transcript::Message> {
         let mut messages = self.durable.messages.clone();
         let Some(turn) = self.turn.as_ref() else {
             return messages;
@@ -76,7 +77,8 @@ impl Session {
             turn.produced_output = true;
         }
         turn.unflushed_chunks += 1;
-        let request_id = turn.request_id.clone();
+        turn.attempt_streamed = true;
+        let (request_id, message_id) = (turn.request_id.clone(), turn.assistant.id.clone());
         if let Some(callback) = turn.callback.as_mut() {
             callback.on_event(&chunk);
         }
@@ -88,7 +90,7 @@ impl Session {
             Chunk::ToolCall { id, .. } => self.ready_tool(id),
             _ => None,
         };
-        self.broadcast(Frame::Chunk { request_id, chunk });
+        self.broadcast(Frame::Chunk { request_id, message_id, chunk });
         if flush_due {
             self.flush_in_flight(true);
         }
@@ -111,8 +113,11 @@ impl Session {
         let mut settled = turn.assistant.clone();
         super::turn::drop_trailing_step_start(&mut settled);
         let mut writes = Vec::new();
-        // A re-persist of what the store holds writes (and bumps) nothing.
-        if self.durable.message(&settled.id) != Some(&settled) {
+        // A re-persist of what the store holds writes (and bumps) nothing,
+        // and a message with nothing in it yet is not stored at all.
+        let stored = self.durable.message(&settled.id);
+        let empty_and_new = stored.is_none() && settled.parts.is_empty();
+        if stored != Some(&settled) && !empty_and_new {
             writes.push(Write::PutMessage(settled));
             if progress {
                 writes.push(Write::Progress(self.durable.progress + 1));

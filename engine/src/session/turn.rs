@@ -42,6 +42,11 @@ pub(crate) struct Turn {
     pub attempt: u32,
     /// Parts at or past this index belong to the current attempt.
     pub part_floor: usize,
+    /// Parts at or past this index came from this turn (a continuation
+    /// extends a message that already had parts).
+    pub turn_floor: usize,
+    /// The current attempt sent consumers at least one chunk.
+    pub attempt_streamed: bool,
     /// The current attempt streamed content (text, reasoning or tool input).
     pub attempt_output: bool,
     /// Any attempt of this turn streamed content.
@@ -90,7 +95,7 @@ impl Session {
             return false;
         }
         self.observe(EngineEvent::UserMessageStored { message_id });
-        self.broadcast(Frame::Messages(self.durable.messages.clone()));
+        self.broadcast(Frame::Messages(self.live_transcript()));
         self.enqueue_reply(request_id, options, callback, None);
         true
     }
@@ -135,13 +140,14 @@ impl Session {
         // record commit together: a crash between them would lose the
         // continuation (intent cleared, no turn recorded to recover).
         let staged = self.stage();
+        let mut truncated = false;
         match queued.kind {
             TurnKind::Continuation => self.on_continuation_started(),
             TurnKind::User | TurnKind::Chat => self.drop_unfired_continuation(),
             TurnKind::Recovery => {
                 // The recovery continues the transcript: it is the batch's continuation.
                 self.on_continuation_started();
-                self.truncate_unfinished_tool_call();
+                truncated = self.truncate_unfinished_tool_call();
             }
         }
         let repaired = self.repair_transcript();
@@ -158,14 +164,15 @@ impl Session {
         if staged {
             self.commit_staged();
         }
-        if repaired {
-            self.broadcast(Frame::Messages(self.durable.messages.clone()));
+        if repaired || truncated {
+            self.broadcast(Frame::Messages(self.live_transcript()));
         }
         self.observe(EngineEvent::TurnStarted {
             request_id: queued.request_id.clone(),
             kind: queued.kind,
             message_id: assistant.id.clone(),
         });
+        let turn_floor = assistant.parts.len();
         self.turn = Some(Turn {
             request_id: queued.request_id,
             kind: queued.kind,
@@ -176,6 +183,8 @@ impl Session {
             step: 1,
             attempt: 0,
             part_floor: 0,
+            turn_floor,
+            attempt_streamed: false,
             attempt_output: false,
             produced_output: false,
             unflushed_chunks: 0,

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use madsim::runtime::Handle;
-use turnsim_engine::{SessionHandle, TurnOptions};
+use turnsim_engine::TurnOptions;
 
 use super::rng::SharedRng;
 use super::{pause_ms, SimCallback, World};
@@ -86,7 +86,7 @@ impl World {
                         self.trace.record(Event::ChatCalled { chat: chat_id });
                         let callback = Box::new(SimCallback::new(chat_id, self.trace.clone(), self.open_chats.clone()));
                         // The RPC leaves from the caller's node.
-                        let call = async move { engine.chat(&message.text, options, callback) };
+                        let call = async move { engine.chat(chat_id, &message.text, options, callback) };
                         let _ = self.caller_node.spawn(call).await;
                     }
                 }
@@ -129,6 +129,7 @@ impl World {
         }
         let handle = Handle::current();
         self.trace.record(Event::Evicted);
+        self.trace.cross(crate::history::Boundary::Killed);
         self.switchboard.clear();
         handle.kill(self.engine_node.id());
         pause_ms(restart_after_ms).await;
@@ -138,7 +139,7 @@ impl World {
     }
 
     /// The live engine, waiting while the process is down.
-    async fn live_engine(&self) -> SessionHandle {
+    async fn live_engine(&self) -> super::switchboard::EngineLink {
         self.switchboard.wait_for_engine().await
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use turnsim_engine::{Chunk, StreamCallback};
 
+use crate::history::{Boundary, CallbackCall};
 use crate::trace::{Event, Trace};
 
 pub struct SimCallback {
@@ -26,6 +27,10 @@ impl SimCallback {
         Self { chat, trace, terminal: false, open_chats }
     }
 
+    fn cross(&self, call: CallbackCall) {
+        self.trace.cross(Boundary::Callback { chat: self.chat, call });
+    }
+
     fn settle(&mut self) {
         if !std::mem::replace(&mut self.terminal, true) {
             self.open_chats.fetch_sub(1, Ordering::SeqCst);
@@ -37,25 +42,35 @@ impl SimCallback {
 impl StreamCallback for SimCallback {
     fn on_start(&mut self, request_id: &str) {
         self.trace.record(Event::CallbackStart { chat: self.chat, request_id: request_id.to_string() });
+        self.cross(CallbackCall::Start { request_id: request_id.to_string() });
     }
 
     fn on_event(&mut self, chunk: &Chunk) {
         self.trace.record(Event::CallbackEvent { chat: self.chat, chunk: chunk.kind().to_string() });
+        self.cross(CallbackCall::Event { chunk: chunk.clone() });
+    }
+
+    fn on_reset(&mut self, text: &str) {
+        self.trace.record(Event::CallbackReset { chat: self.chat, text: text.to_string() });
+        self.cross(CallbackCall::Reset { text: text.to_string() });
     }
 
     fn on_done(&mut self) {
         self.settle();
         self.trace.record(Event::CallbackDone { chat: self.chat });
+        self.cross(CallbackCall::Done);
     }
 
     fn on_error(&mut self, message: &str) {
         self.settle();
         self.trace.record(Event::CallbackError { chat: self.chat, message: message.to_string() });
+        self.cross(CallbackCall::Error { message: message.to_string() });
     }
 
     fn on_interrupted(&mut self) {
         self.settle();
         self.trace.record(Event::CallbackInterrupted { chat: self.chat });
+        self.cross(CallbackCall::Interrupted);
     }
 }
 
@@ -63,6 +78,7 @@ impl Drop for SimCallback {
     fn drop(&mut self) {
         if !self.terminal {
             self.trace.record(Event::CallbackDropped { chat: self.chat, terminal: false });
+            self.cross(CallbackCall::Dropped);
             self.settle();
         }
     }

@@ -11,17 +11,20 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use turnsim_engine::ports::{Connection, Frame};
-use turnsim_engine::{SessionHandle, ToolOutcome, ToolResult, ToolState};
+use turnsim_engine::{ToolOutcome, ToolResult, ToolState};
 
 use super::link::LinkDelay;
 use super::rng::SharedRng;
-use super::switchboard::Switchboard;
+use super::switchboard::{EngineLink, Switchboard};
+use crate::history::Boundary;
 use crate::scenario::{AnswerSpec, ApprovalAction, ClientSpec, RangeMs, Reply, ToolResultAction};
 use crate::trace::{Event, Trace};
 
 /// The engine's end of a connection. Frames in flight count as client work,
 /// so the world is not called quiescent while the client has unread frames.
 struct SimConnection {
+    connection: u64,
+    trace: Trace,
     frames: mpsc::UnboundedSender<Frame>,
     unread: Arc<AtomicUsize>,
     /// Frames wait out the link's delay, in order.
@@ -30,6 +33,7 @@ struct SimConnection {
 
 impl Connection for SimConnection {
     fn send(&self, frame: Frame) -> bool {
+        self.trace.cross(Boundary::Frame { connection: self.connection, frame: frame.clone() });
         self.unread.fetch_add(1, Ordering::SeqCst);
         if self.link.is_active() {
             let (frames, unread, wait) = (self.frames.clone(), self.unread.clone(), self.link.wait(true));
@@ -162,7 +166,13 @@ impl Client {
         });
         let (sender, frames) = mpsc::unbounded_channel();
         self.unread.store(0, Ordering::SeqCst);
-        let engine_end = SimConnection { frames: sender, unread: self.unread.clone(), link: self.to_client.clone() };
+        let engine_end = SimConnection {
+            connection,
+            trace: self.trace.clone(),
+            frames: sender,
+            unread: self.unread.clone(),
+            link: self.to_client.clone(),
+        };
         if !engine.connect(connection, Box::new(engine_end)) {
             return None;
         }
@@ -219,6 +229,9 @@ impl Client {
                 self.trace.record(Event::ClientFrame { what: format!("error {request_id} {message:?}") })
             }
             Frame::Recovering(on) => self.trace.record(Event::ClientFrame { what: format!("recovering={on}") }),
+            Frame::Reset { request_id, .. } => {
+                self.trace.record(Event::ClientFrame { what: format!("reset {request_id}") })
+            }
             Frame::Chunk { .. } => {}
         }
     }
@@ -275,14 +288,14 @@ impl Client {
         };
         let tool_result = ToolResult { call_id: result.id.clone(), outcome };
         let auto_continue = result.auto_continue;
-        let send = move |engine: &SessionHandle| engine.tool_result(tool_result.clone(), auto_continue);
+        let send = move |engine: &EngineLink| engine.tool_result(tool_result.clone(), auto_continue);
         self.transmit(&result.id, what, auto_continue, send);
     }
 
     pub fn send_scripted_approval(&self, approval: &ApprovalAction) {
         let what = format!("approval approved={}", approval.approved);
         let (id, approved, auto_continue) = (approval.id.clone(), approval.approved, approval.auto_continue);
-        let send = move |engine: &SessionHandle| engine.approval(&id, approved, auto_continue);
+        let send = move |engine: &EngineLink| engine.approval(&id, approved, auto_continue);
         self.transmit(&approval.id, what, auto_continue, send);
     }
 
@@ -295,7 +308,7 @@ impl Client {
         call_id: &str,
         what: String,
         auto_continue: bool,
-        send: impl Fn(&SessionHandle) -> bool + Send + 'static,
+        send: impl Fn(&EngineLink) -> bool + Send + 'static,
     ) -> bool {
         if !self.to_engine.is_active() {
             return self.deliver(call_id, &what, auto_continue, &send);
@@ -318,7 +331,7 @@ impl Client {
     }
 
     /// One delivery to the engine, traced as sent or failed.
-    fn deliver(&self, call_id: &str, what: &str, auto_continue: bool, send: &dyn Fn(&SessionHandle) -> bool) -> bool {
+    fn deliver(&self, call_id: &str, what: &str, auto_continue: bool, send: &dyn Fn(&EngineLink) -> bool) -> bool {
         let engine = self.switchboard.engine().filter(|_| self.is_connected());
         let sent = engine.is_some_and(|engine| send(&engine));
         if sent {
@@ -338,19 +351,19 @@ impl Client {
         let id = call_id.to_string();
         match answer.reply.clone() {
             Reply::Approve(approved) => {
-                let send = move |engine: &SessionHandle| engine.approval(&id, approved, auto_continue);
+                let send = move |engine: &EngineLink| engine.approval(&id, approved, auto_continue);
                 self.transmit(call_id, format!("approval approved={approved}"), auto_continue, send)
             }
             Reply::Output(output) => {
                 let what = format!("output {output}");
                 let result = ToolResult { call_id: id, outcome: ToolOutcome::Output(output) };
-                let send = move |engine: &SessionHandle| engine.tool_result(result.clone(), auto_continue);
+                let send = move |engine: &EngineLink| engine.tool_result(result.clone(), auto_continue);
                 self.transmit(call_id, what, auto_continue, send)
             }
             Reply::Error(error) => {
                 let what = format!("error {error:?}");
                 let result = ToolResult { call_id: id, outcome: ToolOutcome::Error(Some(error)) };
-                let send = move |engine: &SessionHandle| engine.tool_result(result.clone(), auto_continue);
+                let send = move |engine: &EngineLink| engine.tool_result(result.clone(), auto_continue);
                 self.transmit(call_id, what, auto_continue, send)
             }
             Reply::Never => false,

@@ -25,6 +25,7 @@ use madsim::runtime::{Handle, NodeHandle, Runtime};
 use turnsim_engine::durable::DurableState;
 use turnsim_engine::{EngineConfig, Inspection, Ports, RegressionSet, SessionHandle};
 
+use crate::history::History;
 use crate::scenario::ScenarioFile;
 use crate::trace::{sim_now, Trace, TraceEvent};
 
@@ -57,6 +58,8 @@ pub struct RunRecord {
     pub events: Vec<TraceEvent>,
     pub end: RunEnd,
     pub final_state: DurableState,
+    /// Everything that crossed the engine's boundary: what verdicts read.
+    pub history: History,
     /// The engine's in-memory state at the end (`None`: process down).
     pub final_inspection: Option<Inspection>,
     pub sim_ms: u64,
@@ -69,12 +72,15 @@ pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> R
     let mut config = scenario.scenario.engine_config();
     config.regressions = regressions.clone();
     let (scenario, drawn) = random_faults::materialise(scenario, seed);
+    // Validated when the file loaded: a stored transcript always converts.
+    let initial = crate::scenario::durable_state(&scenario.scenario.stored).unwrap_or_default();
     let trace = Trace::new(usize::try_from(scenario.scenario.max_events).unwrap_or(usize::MAX));
     let world_trace = trace.clone();
+    let initial_state = initial.clone();
     let ran = guarded(move || {
         let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
         runtime.block_on(async move {
-            let world = World::build(scenario, seed, config, world_trace);
+            let world = World::build(scenario, seed, config, world_trace, initial_state);
             for line in drawn {
                 world.trace.record(crate::trace::Event::Action { what: line });
             }
@@ -84,6 +90,7 @@ pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> R
     ran.unwrap_or_else(|message| RunRecord {
         seed,
         events: trace.take(),
+        history: History { initial: initial.clone(), crossings: trace.take_crossings() },
         end: RunEnd::Panicked,
         final_state: DurableState::default(),
         final_inspection: None,
@@ -152,16 +159,17 @@ pub(crate) struct World {
     healed_at_us: Arc<std::sync::atomic::AtomicU64>,
     /// Between an eviction and its restart.
     engine_down: Arc<std::sync::atomic::AtomicBool>,
+    /// What the store held before the first boot.
+    initial: Arc<DurableState>,
     seed: u64,
 }
 
 impl World {
-    fn build(scenario: ScenarioFile, seed: u64, config: EngineConfig, trace: Trace) -> Self {
+    fn build(scenario: ScenarioFile, seed: u64, config: EngineConfig, trace: Trace, stored: DurableState) -> Self {
         let handle = Handle::current();
-        // Validated when the file loaded: a stored transcript always converts.
-        let stored = crate::scenario::durable_state(&scenario.scenario.stored).unwrap_or_default();
+        let initial = stored.clone();
         let store = Arc::new(store::SimStore::new(trace.clone(), stored));
-        let switchboard = Switchboard::default();
+        let switchboard = Switchboard::new(trace.clone());
         let model_node = handle.create_node().name("model").build();
         let model_node_id = model_node.id();
         let model = model::MockModel::new(&scenario, model_node, rng::SharedRng::derive(seed, "model"), trace.clone());
@@ -197,6 +205,7 @@ impl World {
             engine_down: Default::default(),
             healed_at_us: Default::default(),
             open_chats: Default::default(),
+            initial: Arc::new(initial),
             seed,
         }
     }
@@ -217,6 +226,7 @@ impl World {
             events: self.trace.take(),
             end,
             final_state: self.store.snapshot(),
+            history: History { initial: self.initial.as_ref().clone(), crossings: self.trace.take_crossings() },
             final_inspection,
             sim_ms: sim_now().as_millis() as u64,
             panic: None,

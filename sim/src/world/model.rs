@@ -11,6 +11,7 @@ use turnsim_engine::ports::{ModelProvider, ModelRequest, ModelStream};
 use turnsim_engine::{Chunk, FinishReason, Part, Role, StreamError, ToolState, Usage};
 
 use super::rng::SharedRng;
+use crate::history::{Boundary, StreamEnd};
 use crate::scenario::{Op, ScenarioFile};
 use crate::trace::{Event, Trace};
 
@@ -46,10 +47,14 @@ impl ModelProvider for MockModel {
             step: request.step,
             continuation: request.continuation,
         });
+        self.trace.cross(Boundary::ModelRequest { call, request: request.clone() });
         let missing = missing_tool_results(&request);
         if !missing.is_empty() {
             self.trace.record(Event::ModelRejected { call, missing });
-            let error = StreamError::Http { status: 400, message: "MissingToolResultsError".into() };
+            let message = "MissingToolResultsError".to_string();
+            self.trace
+                .cross(Boundary::ModelEnd { call, end: StreamEnd::Http { status: 400, message: message.clone() } });
+            let error = StreamError::Http { status: 400, message };
             let _ = sender.send(Err(error));
             return stream;
         }
@@ -94,29 +99,31 @@ impl Player {
                     index += 1;
                     content_chunks += u32::from(chunk.is_output());
                     if !self.send(index, chunk) {
-                        return self.end("abandoned by the engine");
+                        return self.end("abandoned by the engine", StreamEnd::Abandoned);
                     }
                 }
                 Op::Finish { reason, output_tokens } => {
                     index += 1;
                     let usage = Usage { input_tokens: 10, output_tokens: output_tokens.unwrap_or(content_chunks) };
                     if !self.send(index, Chunk::FinishStep { reason, usage }) {
-                        return self.end("abandoned by the engine");
+                        return self.end("abandoned by the engine", StreamEnd::Abandoned);
                     }
-                    let _ = self.sender.send(Ok(Chunk::Finish { reason }));
+                    let finish = Chunk::Finish { reason };
+                    self.trace.cross(Boundary::ModelChunk { call: self.call, chunk: finish.clone() });
+                    let _ = self.sender.send(Ok(finish));
                 }
                 Op::Sleep(range) => super::pause_ms(self.rng.sample(range)).await,
                 Op::Park => {
-                    self.end("parked");
+                    self.end("parked", StreamEnd::Parked);
                     return std::future::pending().await;
                 }
                 Op::Cut => {
-                    self.end("cut");
+                    self.end("cut", StreamEnd::Cut);
                     let _ = self.sender.send(Err(StreamError::Cut));
                     return;
                 }
                 Op::Http { status, message } => {
-                    self.end(&format!("http {status}"));
+                    self.end(&format!("http {status}"), StreamEnd::Http { status, message: message.clone() });
                     let _ = self.sender.send(Err(StreamError::Http { status, message }));
                     return;
                 }
@@ -129,10 +136,12 @@ impl Player {
             return false;
         }
         self.trace.record(Event::ModelChunk { call: self.call, index, chunk: chunk.summary() });
+        self.trace.cross(Boundary::ModelChunk { call: self.call, chunk: chunk.clone() });
         self.sender.send(Ok(chunk)).is_ok()
     }
 
-    fn end(&self, how: &str) {
+    fn end(&self, how: &str, end: StreamEnd) {
         self.trace.record(Event::ModelEnd { call: self.call, how: how.to_string() });
+        self.trace.cross(Boundary::ModelEnd { call: self.call, end });
     }
 }

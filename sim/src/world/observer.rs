@@ -3,6 +3,7 @@
 use turnsim_engine::messenger::MessengerSurface;
 use turnsim_engine::{EngineEvent, Observer};
 
+use crate::history::Boundary;
 use crate::trace::{Event, Trace};
 
 pub struct TraceObserver(pub Trace);
@@ -18,6 +19,7 @@ impl Observer for TraceObserver {
 
     fn on_exhausted(&self, context: &turnsim_engine::ports::ExhaustedContext) {
         self.0.record(Event::OnExhausted { incident: context.incident_id.clone(), reason: context.reason.clone() });
+        self.0.cross(Boundary::Exhausted { context: context.clone() });
     }
 }
 
@@ -27,5 +29,6 @@ pub struct TraceSurface(pub Trace);
 impl MessengerSurface for TraceSurface {
     fn post(&self, delivery_id: &str, text: &str) {
         self.0.record(Event::MessengerPost { delivery: delivery_id.to_string(), text: text.to_string() });
+        self.0.cross(Boundary::Post { delivery: delivery_id.to_string(), text: text.to_string() });
     }
 }

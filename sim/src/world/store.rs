@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{DurableStore, StoreError};
 
+use crate::history::Boundary;
 use crate::trace::{Event, Trace};
 
 pub struct SimStore {
@@ -26,7 +27,9 @@ impl SimStore {
 
 impl DurableStore for SimStore {
     fn load(&self) -> DurableState {
-        self.snapshot()
+        let loaded = self.snapshot();
+        self.trace.cross(Boundary::Boot { loaded: Box::new(loaded.clone()) });
+        loaded
     }
 
     fn commit(&self, writes: &[Write]) -> Result<(), StoreError> {
@@ -35,6 +38,7 @@ impl DurableStore for SimStore {
             state.apply(write);
         }
         drop(state);
+        self.trace.cross(Boundary::Commit { writes: writes.to_vec() });
         let shown: Vec<String> = writes.iter().filter(|write| !write.is_bookkeeping()).map(Write::summary).collect();
         if !shown.is_empty() {
             self.trace.record(Event::StoreCommit { writes: shown });

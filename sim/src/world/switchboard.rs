@@ -1,18 +1,28 @@
-//! Where the world finds the engine: the handle of the live process, or
-//! nothing while it is evicted.
+//! Where the world finds the engine: the live process, or nothing while it
+//! is evicted. Every input the world hands the engine goes through an
+//! [`EngineLink`], which records it in the boundary history once delivered.
 
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
-use turnsim_engine::SessionHandle;
+use turnsim_engine::ports::{Connection, StreamCallback};
+use turnsim_engine::{Inspection, SessionHandle, ToolResult, TurnOptions};
 
-#[derive(Clone, Default)]
+use crate::history::Boundary;
+use crate::trace::Trace;
+
+#[derive(Clone)]
 pub struct Switchboard {
     engine: Arc<Mutex<Option<SessionHandle>>>,
     installed: Arc<Notify>,
+    trace: Trace,
 }
 
 impl Switchboard {
+    pub fn new(trace: Trace) -> Self {
+        Self { engine: Default::default(), installed: Default::default(), trace }
+    }
+
     pub fn install(&self, handle: SessionHandle) {
         *self.engine.lock().expect("switchboard lock") = Some(handle);
         self.installed.notify_waiters();
@@ -23,12 +33,13 @@ impl Switchboard {
     }
 
     /// The live engine, if the process is up.
-    pub fn engine(&self) -> Option<SessionHandle> {
-        self.engine.lock().expect("switchboard lock").clone().filter(SessionHandle::is_alive)
+    pub fn engine(&self) -> Option<EngineLink> {
+        let handle = self.engine.lock().expect("switchboard lock").clone().filter(SessionHandle::is_alive)?;
+        Some(EngineLink { handle, trace: self.trace.clone() })
     }
 
     /// The live engine, waiting for the process to (re)start if it is down.
-    pub async fn wait_for_engine(&self) -> SessionHandle {
+    pub async fn wait_for_engine(&self) -> EngineLink {
         loop {
             // Created before the check, so an install in between still wakes it.
             let installed = self.installed.notified();
@@ -37,5 +48,60 @@ impl Switchboard {
             }
             installed.await;
         }
+    }
+}
+
+/// The world's end of the engine's inputs. Each method returns whether the
+/// process took the input; only what it took enters the history.
+#[derive(Clone)]
+pub struct EngineLink {
+    handle: SessionHandle,
+    trace: Trace,
+}
+
+impl EngineLink {
+    fn delivered(&self, taken: bool, what: impl FnOnce() -> Boundary) -> bool {
+        if taken {
+            self.trace.cross(what());
+        }
+        taken
+    }
+
+    pub fn connect(&self, connection: u64, end: Box<dyn Connection>) -> bool {
+        // Recorded first: the engine may answer the connect with frames at once.
+        self.trace.cross(Boundary::Connect { connection });
+        self.handle.connect(connection, end)
+    }
+
+    pub fn disconnect(&self, connection: u64) -> bool {
+        self.delivered(self.handle.disconnect(connection), || Boundary::Disconnect { connection })
+    }
+
+    pub fn user_message(&self, text: &str, options: TurnOptions) -> bool {
+        self.delivered(self.handle.user_message(text, options), || Boundary::UserMessage { text: text.into() })
+    }
+
+    pub fn chat(&self, chat: u32, text: &str, options: TurnOptions, callback: Box<dyn StreamCallback>) -> bool {
+        self.trace.cross(Boundary::Chat { chat, text: text.into() });
+        self.handle.chat(text, options, callback)
+    }
+
+    pub fn deliver(&self, delivery: &str, text: &str) -> bool {
+        let taken = self.handle.deliver(delivery, text);
+        self.delivered(taken, || Boundary::Deliver { delivery: delivery.into(), text: text.into() })
+    }
+
+    pub fn tool_result(&self, result: ToolResult, auto_continue: bool) -> bool {
+        let taken = self.handle.tool_result(result.clone(), auto_continue);
+        self.delivered(taken, || Boundary::ToolResult { result, auto_continue })
+    }
+
+    pub fn approval(&self, call_id: &str, approved: bool, auto_continue: bool) -> bool {
+        let taken = self.handle.approval(call_id, approved, auto_continue);
+        self.delivered(taken, || Boundary::Approval { call_id: call_id.into(), approved, auto_continue })
+    }
+
+    pub fn inspect(&self) -> Inspection {
+        self.handle.inspect()
     }
 }

@@ -11,6 +11,7 @@ use turnsim_engine::ports::{ServerToolCall, ServerTools};
 use turnsim_engine::{ToolKind, ToolOutcome};
 
 use super::rng::SharedRng;
+use crate::history::Boundary;
 use crate::scenario::ToolSpec;
 use crate::trace::{Event, Trace};
 
@@ -23,6 +24,7 @@ pub struct SimServerTools {
 impl ServerTools for SimServerTools {
     fn execute(&self, call: ServerToolCall) -> oneshot::Receiver<ToolOutcome> {
         let (done, result) = oneshot::channel();
+        self.trace.cross(Boundary::ServerToolCall { call: call.clone() });
         let spec = self.specs.get(&call.tool_name);
         if !spec.is_some_and(|spec| matches!(spec.kind, ToolKind::Server | ToolKind::Approval)) {
             // Not a server tool: there is nothing here to run. The call is
@@ -39,7 +41,8 @@ impl ServerTools for SimServerTools {
         let trace = self.trace.clone();
         tokio::spawn(async move {
             super::pause_ms(duration_ms).await;
-            trace.record(Event::ServerToolRun { call_id: call.call_id, tool_name: call.tool_name });
+            trace.record(Event::ServerToolRun { call_id: call.call_id.clone(), tool_name: call.tool_name });
+            trace.cross(Boundary::ServerToolDone { call_id: call.call_id, outcome: outcome.clone() });
             let _ = done.send(outcome);
         });
         result

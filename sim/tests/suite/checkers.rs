@@ -6,11 +6,13 @@
 
 use turnsim::check::invariants::INVARIANTS;
 use turnsim::check::{CheckInput, Violation};
+use turnsim::history::{Boundary, CallbackCall};
 use turnsim::scenario::ScenarioFile;
 use turnsim::trace::{Event, TraceEvent};
 use turnsim::world::{self, RunEnd, RunRecord};
 use turnsim_engine::durable::TurnKind;
 use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
+use turnsim_engine::ports::Frame;
 use turnsim_engine::transcript::TextState;
 use turnsim_engine::{EngineEvent, Message, Part, RegressionSet, ToolState, TurnStatus};
 
@@ -759,4 +761,87 @@ fn parked_tool_kept_fires_when_the_server_executes_a_client_tool() {
     let executed = Event::Engine(EngineEvent::ServerToolStarted { call_id: "tc-a".into() });
     insert(&mut broken, answered + 1, vec![executed]);
     run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-a (tool_a) is a client tool but was executed by the server");
+}
+
+// ---------------------------------------------------------------- consumer views
+//
+// These read the boundary history, so each breaks the history: a take-back
+// the engine never sent, a post of a discarded attempt's text.
+
+const CLIENT_VIEW: &str = "client-view";
+const CALLER_VIEW: &str = "caller-view";
+const MESSENGER_VIEW: &str = "messenger-view";
+
+/// Removes every crossing `matches` picks; panics if there is none.
+fn remove_crossings(record: &mut RunRecord, what: &str, matches: impl Fn(&Boundary) -> bool) {
+    let before = record.history.crossings.len();
+    record.history.crossings.retain(|crossing| !matches(&crossing.what));
+    assert!(record.history.crossings.len() < before, "the clean history has no {what}");
+}
+
+#[test]
+fn client_view_fires_when_a_failed_attempt_is_never_taken_back() {
+    let run = Run::committed("client-joins-mid-stream", CLIENT_VIEW);
+    let mut broken = run.broken();
+    remove_crossings(&mut broken, "reset frame", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Reset { .. }, .. })
+    });
+    // Only client 1 saw the failed attempt's text; client 2 had left.
+    let violations = run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 shows a different transcript");
+    assert_eq!(violations.len(), 1, "client 2 reconnected after the take-back: {violations:#?}");
+}
+
+#[test]
+fn client_view_fires_when_a_late_client_misses_the_unflushed_text() {
+    // The transcript client 2 gets on reconnect lacks the streamed text the
+    // store does not hold yet (what the engine sent before it showed the
+    // live message): the chunks that follow extend a shorter message.
+    let run = Run::committed("client-joins-mid-stream", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let reconnect = broken
+        .history
+        .crossings
+        .iter_mut()
+        .find_map(|crossing| match &mut crossing.what {
+            Boundary::Frame { connection: 2002, frame: Frame::Messages(messages) } => Some(messages),
+            _ => None,
+        })
+        .expect("client 2's second connection got the transcript");
+    let streaming = reconnect.last_mut().expect("the streaming message is shown");
+    let Some(Part::Text { text, .. }) = streaming.parts.iter_mut().find(|part| matches!(part, Part::Text { .. }))
+    else {
+        panic!("the streaming message shows its text")
+    };
+    assert_eq!(text, "alpha beta ", "client 2 joined between `beta` and `gamma`");
+    *text = "alpha ".into();
+    run.assert_fires(CLIENT_VIEW, &broken, "client connection c2002 shows a different transcript");
+}
+
+#[test]
+fn caller_view_fires_when_a_failed_attempt_is_never_taken_back() {
+    let run = Run::committed("provider-rate-limit-mid-stream-discards", CALLER_VIEW);
+    let mut broken = run.broken();
+    remove_crossings(&mut broken, "on_reset", |what| {
+        matches!(what, Boundary::Callback { call: CallbackCall::Reset { .. }, .. })
+    });
+    run.assert_fires(CALLER_VIEW, &broken, "chat1 shows \"The answer is forThe answer is 42.\" at on_done");
+}
+
+#[test]
+fn messenger_view_fires_on_a_post_with_a_discarded_attempts_text() {
+    let run = Run::committed("messenger-takes-back-a-failed-attempt", MESSENGER_VIEW);
+    let mut broken = run.broken();
+    for crossing in &mut broken.history.crossings {
+        if let Boundary::Post { text, .. } = &mut crossing.what {
+            *text = "The answer is forThe answer is 42.".into();
+        }
+    }
+    run.assert_fires(MESSENGER_VIEW, &broken, "delivery d1 posted \"The answer is forThe answer is 42.\"");
+    let mut apology = run.broken();
+    for crossing in &mut apology.history.crossings {
+        if let Boundary::Post { text, .. } = &mut crossing.what {
+            *text = INTERRUPTED_MESSENGER_RESPONSE.into();
+        }
+    }
+    run.assert_passes(MESSENGER_VIEW, &apology, "the interrupted apology in place of the answer");
 }

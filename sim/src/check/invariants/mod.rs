@@ -2,10 +2,13 @@
 //! seed's trace, whether or not the scenario lists expectations.
 
 mod callback_contract;
+mod caller_view;
+mod client_view;
 mod continuation;
 mod convergence;
 mod empty_finish;
 mod messenger_once;
+mod messenger_view;
 mod mid_tool_input;
 mod no_lost_work;
 mod parked_tool;
@@ -24,7 +27,7 @@ pub struct Invariant {
 
 /// Invariant 11 (determinism) is checked by running a seed twice:
 /// `turnsim check-determinism` and the determinism tests.
-pub const INVARIANTS: [Invariant; 10] = [
+pub const INVARIANTS: [Invariant; 13] = [
     callback_contract::INVARIANT,
     continuation::INVARIANT,
     tool_results::INVARIANT,
@@ -35,6 +38,9 @@ pub const INVARIANTS: [Invariant; 10] = [
     messenger_once::INVARIANT,
     convergence::INVARIANT,
     no_lost_work::INVARIANT,
+    client_view::INVARIANT,
+    caller_view::INVARIANT,
+    messenger_view::INVARIANT,
 ];
 
 pub const DETERMINISM_RULE: (&str, &str) = ("determinism", "the same seed gives the same trace, byte for byte");

@@ -1,0 +1,189 @@
+//! What each consumer ends up showing, rebuilt from what crossed the
+//! boundary to it: a client's transcript from the frames it was sent, a
+//! `chat()` caller's text from its callbacks, a messenger's reply from its
+//! posts. The consumer-view invariants compare these with the store.
+
+use std::collections::BTreeMap;
+
+use turnsim_engine::ports::Frame;
+use turnsim_engine::{Chunk, Message, Part, Role};
+
+use crate::history::{Boundary, CallbackCall, History};
+
+/// One part as a person sees it: step markers and empty text are invisible.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shown {
+    Text(String),
+    Reasoning(String),
+    Tool { call_id: String, tool_name: String, state: &'static str },
+}
+
+/// A message as shown: id, role and visible parts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShownMessage {
+    pub id: String,
+    pub role: Role,
+    pub parts: Vec<Shown>,
+}
+
+/// The messages a person sees: an assistant message with nothing visible
+/// in it (a reply that has not produced anything yet, or whose only attempt
+/// was taken back) is no message on screen.
+pub fn shown(messages: &[Message]) -> Vec<ShownMessage> {
+    let visible = |message: &ShownMessage| message.role != Role::Assistant || !message.parts.is_empty();
+    messages.iter().map(shown_message).filter(visible).collect()
+}
+
+fn shown_message(message: &Message) -> ShownMessage {
+    let parts = message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::StepStart => None,
+            Part::Text { text, .. } if text.is_empty() => None,
+            Part::Reasoning { text, .. } if text.is_empty() => None,
+            Part::Text { text, .. } => Some(Shown::Text(text.clone())),
+            Part::Reasoning { text, .. } => Some(Shown::Reasoning(text.clone())),
+            Part::Tool(tool) => Some(Shown::Tool {
+                call_id: tool.call_id.clone(),
+                tool_name: tool.tool_name.clone(),
+                state: tool.state.as_str(),
+            }),
+        })
+        .collect();
+    ShownMessage { id: message.id.clone(), role: message.role, parts }
+}
+
+/// A connected client's transcript, as its frames built it.
+#[derive(Clone, Debug, Default)]
+pub struct ClientView {
+    pub messages: Vec<Message>,
+    /// The crossing where the connection opened.
+    pub opened_at: usize,
+}
+
+impl ClientView {
+    fn apply(&mut self, frame: &Frame) {
+        match frame {
+            Frame::Messages(messages) => self.messages = messages.clone(),
+            Frame::Chunk { message_id, chunk, .. } => {
+                self.message(message_id).apply_chunk(chunk);
+            }
+            Frame::Reset { message, .. } => *self.message(&message.id) = message.clone(),
+            Frame::Tool { call_id, state, .. } => {
+                let tool = self.messages.iter_mut().find_map(|message| message.parts.tool_mut(call_id));
+                if let Some(tool) = tool {
+                    tool.state = *state;
+                }
+            }
+            Frame::Done { .. } | Frame::Error { .. } | Frame::Recovering(_) => {}
+        }
+    }
+
+    /// The message with `id`; a new assistant message the first time it streams.
+    fn message(&mut self, id: &str) -> &mut Message {
+        let at = match self.messages.iter().position(|message| message.id == id) {
+            Some(at) => at,
+            None => {
+                self.messages.push(Message::assistant(id));
+                self.messages.len() - 1
+            }
+        };
+        &mut self.messages[at]
+    }
+}
+
+/// The views of the connections still open at the end of the run, by
+/// connection id. A connection closes on its disconnect or when the engine
+/// process dies.
+pub fn open_client_views(history: &History) -> BTreeMap<u64, ClientView> {
+    let mut views: BTreeMap<u64, ClientView> = BTreeMap::new();
+    for (index, crossing) in history.iter().enumerate() {
+        match &crossing.what {
+            Boundary::Connect { connection } => {
+                views.insert(*connection, ClientView { opened_at: index, ..ClientView::default() });
+            }
+            Boundary::Disconnect { connection } => {
+                views.remove(connection);
+            }
+            Boundary::Killed => views.clear(),
+            Boundary::Frame { connection, frame } => {
+                if let Some(view) = views.get_mut(connection) {
+                    view.apply(frame);
+                }
+            }
+            _ => {}
+        }
+    }
+    views
+}
+
+/// What a `chat()` caller showed when its call ended.
+#[derive(Clone, Debug)]
+pub struct CallerOutcome {
+    pub chat: u32,
+    /// Where the chat was sent (index into the history).
+    pub sent_at: usize,
+    /// The user text the caller sent.
+    pub sent: String,
+    /// The text it shows: deltas since `on_start`, as the last reset left them.
+    pub text: String,
+    /// Where `on_done` came (index into the history), if it did.
+    pub done_at: Option<usize>,
+}
+
+pub fn caller_outcomes(history: &History) -> Vec<CallerOutcome> {
+    let mut outcomes: Vec<CallerOutcome> = Vec::new();
+    for (index, crossing) in history.iter().enumerate() {
+        match &crossing.what {
+            Boundary::Chat { chat, text } => outcomes.push(CallerOutcome {
+                chat: *chat,
+                sent_at: index,
+                sent: text.clone(),
+                text: String::new(),
+                done_at: None,
+            }),
+            Boundary::Callback { chat, call } => {
+                let Some(outcome) = outcomes.iter_mut().rev().find(|outcome| outcome.chat == *chat) else {
+                    continue;
+                };
+                match call {
+                    CallbackCall::Event { chunk: Chunk::TextDelta { delta, .. } } => outcome.text.push_str(delta),
+                    CallbackCall::Reset { text } => outcome.text = text.clone(),
+                    CallbackCall::Done => outcome.done_at = Some(index),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    outcomes
+}
+
+/// The text of the assistant reply to the `nth` (0-based) user message that
+/// reads `text`: the first assistant message after it, before the next user
+/// message. `None`: no such user message.
+pub fn stored_reply(messages: &[Message], text: &str, nth: usize) -> Option<String> {
+    let position = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| message.role == Role::User && message.text() == text)
+        .nth(nth)
+        .map(|(at, _)| at)?;
+    let reply = messages[position + 1..].iter().take_while(|message| message.role != Role::User);
+    Some(reply.filter(|message| message.role == Role::Assistant).map(Message::text).collect())
+}
+
+/// The user text a crossing sends, over any of the three ways in.
+pub fn sent_text(what: &Boundary) -> Option<&str> {
+    match what {
+        Boundary::UserMessage { text } | Boundary::Chat { text, .. } | Boundary::Deliver { text, .. } => Some(text),
+        _ => None,
+    }
+}
+
+/// Which occurrence (0-based) of its text the send at `index` is, counting
+/// every earlier send of the same text.
+pub fn occurrence(history: &History, index: usize, text: &str) -> usize {
+    history.crossings[..index].iter().filter(|crossing| sent_text(&crossing.what) == Some(text)).count()
+}

@@ -1,0 +1,219 @@
+//! The boundary history: everything that crossed the engine's boundary in
+//! one run, in order, with sim time. Inputs are what the world delivered to
+//! the engine; effects are what the engine did to the world through its
+//! ports. The oracle judges an engine from this record alone, so it judges
+//! any engine that speaks the same boundary, whatever it says of itself.
+//!
+//! The timeline (`trace`) is for people; the history is for verdicts. Each
+//! crossing remembers where in the timeline it happened, so a violation
+//! found here still points at a line a person can read.
+
+use serde::Serialize;
+use turnsim_engine::durable::{DurableState, Write};
+use turnsim_engine::ports::{ExhaustedContext, Frame, ModelRequest, ServerToolCall};
+use turnsim_engine::{Chunk, ToolOutcome, ToolResult};
+
+/// One crossing, stamped.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Crossing {
+    /// Sim time since the run started, in microseconds.
+    pub at_us: u64,
+    /// How many timeline events came before it: the timeline index of the
+    /// event recorded next (for pointing a violation at a line).
+    pub at_event: usize,
+    pub what: Boundary,
+}
+
+/// How a model stream ended, as the provider ended it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StreamEnd {
+    /// The provider stopped sending and holds the stream open.
+    Parked,
+    /// The connection dropped mid-stream.
+    Cut,
+    /// An HTTP error (429, 5xx, or 400 for a rejected request).
+    Http { status: u16, message: String },
+    /// The engine closed the stream before the script ended.
+    Abandoned,
+}
+
+/// One call on a `chat()` caller's callback.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CallbackCall {
+    Start {
+        request_id: String,
+    },
+    Event {
+        chunk: Chunk,
+    },
+    /// The engine took back what it streamed of the current attempt.
+    Reset {
+        text: String,
+    },
+    Done,
+    Error {
+        message: String,
+    },
+    Interrupted,
+    /// The callback was released with no terminal call.
+    Dropped,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Boundary {
+    // ---- into the engine ----
+    /// A process started and loaded the durable store: what it was given.
+    Boot {
+        loaded: Box<DurableState>,
+    },
+    /// The process was killed (an eviction): nothing it held in memory survives.
+    Killed,
+    Connect {
+        connection: u64,
+    },
+    Disconnect {
+        connection: u64,
+    },
+    /// A user message over a client connection.
+    UserMessage {
+        text: String,
+    },
+    /// The `chat()` RPC from caller `chat`.
+    Chat {
+        chat: u32,
+        text: String,
+    },
+    /// A messenger delivery.
+    Deliver {
+        delivery: String,
+        text: String,
+    },
+    ToolResult {
+        result: ToolResult,
+        auto_continue: bool,
+    },
+    Approval {
+        call_id: String,
+        approved: bool,
+        auto_continue: bool,
+    },
+    /// A chunk of model call `call` (calls numbered from 1 in request order).
+    ModelChunk {
+        call: u32,
+        chunk: Chunk,
+    },
+    ModelEnd {
+        call: u32,
+        end: StreamEnd,
+    },
+    /// A server tool's execution finished with this outcome.
+    ServerToolDone {
+        call_id: String,
+        outcome: ToolOutcome,
+    },
+
+    // ---- out of the engine ----
+    /// A model request, with the whole history the model was shown.
+    ModelRequest {
+        call: u32,
+        request: ModelRequest,
+    },
+    /// A frame the engine sent on a client connection.
+    Frame {
+        connection: u64,
+        frame: Frame,
+    },
+    Callback {
+        chat: u32,
+        call: CallbackCall,
+    },
+    /// A messenger post of a delivery's reply.
+    Post {
+        delivery: String,
+        text: String,
+    },
+    /// A durable commit (all writes or none).
+    Commit {
+        writes: Vec<Write>,
+    },
+    /// The engine asked for a server tool to run.
+    ServerToolCall {
+        call: ServerToolCall,
+    },
+    /// The host's recovery-exhausted hook was called.
+    Exhausted {
+        context: ExhaustedContext,
+    },
+}
+
+impl Boundary {
+    /// Whether the world delivered this to the engine (rather than the
+    /// engine producing it).
+    pub fn is_input(&self) -> bool {
+        matches!(
+            self,
+            Self::Boot { .. }
+                | Self::Killed
+                | Self::Connect { .. }
+                | Self::Disconnect { .. }
+                | Self::UserMessage { .. }
+                | Self::Chat { .. }
+                | Self::Deliver { .. }
+                | Self::ToolResult { .. }
+                | Self::Approval { .. }
+                | Self::ModelChunk { .. }
+                | Self::ModelEnd { .. }
+                | Self::ServerToolDone { .. }
+        )
+    }
+}
+
+/// A run's history, with the store's content folded forward commit by commit.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct History {
+    /// What the store held before the first boot (a seeded transcript).
+    pub initial: DurableState,
+    pub crossings: Vec<Crossing>,
+}
+
+impl History {
+    pub fn iter(&self) -> impl Iterator<Item = &Crossing> {
+        self.crossings.iter()
+    }
+
+    /// The store's content after each crossing that changed it, in order:
+    /// (index into `crossings`, the state after that commit).
+    pub fn store_states(&self) -> impl Iterator<Item = (usize, DurableState)> + '_ {
+        let mut state = self.initial.clone();
+        self.crossings.iter().enumerate().filter_map(move |(index, crossing)| match &crossing.what {
+            Boundary::Commit { writes } => {
+                for write in writes {
+                    state.apply(write);
+                }
+                Some((index, state.clone()))
+            }
+            _ => None,
+        })
+    }
+
+    /// The store's content at the end of the run.
+    pub fn final_store(&self) -> DurableState {
+        self.store_at(self.crossings.len())
+    }
+
+    /// The store's content just before crossing `index`.
+    pub fn store_at(&self, index: usize) -> DurableState {
+        let mut state = self.initial.clone();
+        for crossing in &self.crossings[..index.min(self.crossings.len())] {
+            if let Boundary::Commit { writes } = &crossing.what {
+                for write in writes {
+                    state.apply(write);
+                }
+            }
+        }
+        state
+    }
+}
