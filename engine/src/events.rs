@@ -116,6 +116,8 @@ pub enum EngineEvent {
         kind: TurnKind,
         status: TurnStatus,
     },
+    /// The store refused a commit; the running turn, if any, fails.
+    StoreRefused,
     /// A messenger delivery is answered by this request.
     DeliveryAccepted {
         delivery_id: String,
@@ -175,6 +177,7 @@ impl EngineEvent {
             Self::RecoveryExhausted { .. } => "recovery.exhausted",
             Self::RecoveryCompleted { .. } => "recovery.completed",
             Self::TurnFinished { .. } => "turn.end",
+            Self::StoreRefused => "store.refused",
             Self::DeliveryAccepted { .. } => "delivery.accepted",
         }
     }
@@ -198,7 +201,10 @@ impl EngineEvent {
             Self::ToolIgnored { call_id } | Self::ServerToolStarted { call_id } => call_id.clone(),
             Self::Repaired { call_ids } => call_ids.join(","),
             Self::ContinuationPending { message_id } => message_id.clone(),
-            Self::ContinuationCoalesced | Self::ContinuationDeferred | Self::CoalesceTimerArmed => String::new(),
+            Self::ContinuationCoalesced
+            | Self::ContinuationDeferred
+            | Self::CoalesceTimerArmed
+            | Self::StoreRefused => String::new(),
             Self::ContinuationHeld { reason } => reason.clone(),
             Self::ContinuationFired { request_id } => request_id.clone(),
             Self::StreamStalled { request_id, timeout_ms } => format!("{request_id} after {timeout_ms}ms"),

@@ -280,6 +280,17 @@ impl Message {
         }
     }
 
+    /// Marks every text and reasoning part done: the turn that streamed
+    /// them is over, and nothing more will arrive for them (a recovery opens
+    /// parts of its own).
+    pub fn settle_text(&mut self) {
+        for part in self.parts.iter_mut() {
+            if let Part::Text { state, .. } | Part::Reasoning { state, .. } = part {
+                *state = TextState::Done;
+            }
+        }
+    }
+
     /// First write wins: a replayed start never resets an existing part.
     fn tool_input_start(&mut self, call_id: &str, name: &str) -> bool {
         if self.tool(call_id).is_some() {

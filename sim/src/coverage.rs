@@ -19,7 +19,7 @@ pub const PHASES: [&str; 8] = [
     "recovering",
     "engine-down",
 ];
-pub const FAULTS: [&str; 6] = ["stall", "cut", "truncate", "http", "evict", "disconnect"];
+pub const FAULTS: [&str; 7] = ["stall", "cut", "truncate", "http", "evict", "disconnect", "store"];
 
 /// Counts of (phase, fault kind).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -74,6 +74,7 @@ fn fault_kind(event: &Event) -> Option<&'static str> {
         Event::ModelEnd { how, .. } if how.starts_with("http") => Some("http"),
         Event::ModelChunk { chunk, .. } if chunk == "finish-step unknown out=0" => Some("truncate"),
         Event::Evicted => Some("evict"),
+        Event::StoreRefused { .. } => Some("store"),
         Event::Action { what } if what.starts_with("disconnect") => Some("disconnect"),
         _ => None,
     }

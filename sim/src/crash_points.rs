@@ -8,7 +8,8 @@
 use turnsim_engine::RegressionSet;
 
 use crate::check::{invariants, CheckInput, Violation};
-use crate::scenario::{EvictFault, Fault, RangeMs, ScenarioFile, Trigger, When};
+use crate::history::Boundary;
+use crate::scenario::{EvictFault, Fault, RangeMs, ScenarioFile, StoreFault, Trigger, When};
 use crate::trace::Event;
 use crate::world;
 
@@ -16,7 +17,8 @@ use crate::world;
 const RESTART_AFTER_MS: u64 = 100;
 
 pub struct CrashOutcome {
-    /// The eviction lands right after this durable write (1-based).
+    /// The eviction lands right after this durable write, or the store
+    /// refuses this commit (1-based).
     pub write: usize,
     pub violations: Vec<Violation>,
 }
@@ -42,12 +44,46 @@ pub fn with_crash_after(file: &ScenarioFile, write: usize) -> ScenarioFile {
 /// run: such duplicates are run but counted (and returned) once, under the
 /// first write that reaches them.
 pub fn sweep(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> Vec<CrashOutcome> {
+    // The eviction's trigger counts traced commits (bookkeeping-only
+    // commits are not traced): so does the sweep.
+    let traced = |record: &world::RunRecord| {
+        record.events.iter().filter(|traced| matches!(traced.event, Event::StoreCommit { .. })).count()
+    };
+    sweep_writes(file, seed, regressions, traced, with_crash_after)
+}
+
+/// The scenario with its `commit`-th store commit refused (once).
+pub fn with_refused_commit(file: &ScenarioFile, commit: usize) -> ScenarioFile {
+    let mut refused = file.clone();
+    let fault = StoreFault { commit: commit as u32, times: 1 };
+    refused.scenario.faults.push(Fault::StoreError(fault));
+    refused
+}
+
+/// One outcome per distinct refusal point: the store refuses each commit of
+/// the clean run in turn, and the engine must lose nothing it acknowledged
+/// and leave no consumer silent or showing what was not kept.
+pub fn refusal_sweep(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> Vec<CrashOutcome> {
+    // The store numbers every commit it is asked for.
+    let attempted = |record: &world::RunRecord| {
+        record.history.iter().filter(|crossing| matches!(crossing.what, Boundary::Commit { .. })).count()
+    };
+    sweep_writes(file, seed, regressions, attempted, with_refused_commit)
+}
+
+fn sweep_writes(
+    file: &ScenarioFile,
+    seed: u64,
+    regressions: &RegressionSet,
+    count: impl Fn(&world::RunRecord) -> usize,
+    fault_at: fn(&ScenarioFile, usize) -> ScenarioFile,
+) -> Vec<CrashOutcome> {
     let baseline = world::run(file, seed, regressions);
-    let writes = baseline.events.iter().filter(|traced| matches!(traced.event, Event::StoreCommit { .. })).count();
+    let writes = count(&baseline);
     let mut seen = std::collections::BTreeSet::new();
     let mut outcomes = Vec::new();
     for write in 1..=writes {
-        let crashed = with_crash_after(file, write);
+        let crashed = fault_at(file, write);
         let record = world::run(&crashed, seed, regressions);
         let timeline: Vec<String> = record.events.iter().map(|traced| traced.render()).collect();
         if !seen.insert(timeline) {

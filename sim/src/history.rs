@@ -139,6 +139,10 @@ pub enum Boundary {
     Commit {
         writes: Vec<Write>,
     },
+    /// A commit the store refused: none of its writes happened.
+    CommitRefused {
+        writes: Vec<Write>,
+    },
     /// The engine asked for a server tool to run.
     ServerToolCall {
         call: ServerToolCall,

@@ -118,6 +118,10 @@ enum Command {
         /// The seed each scenario runs at.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Instead of evicting after each write, have the store refuse each
+        /// commit in turn (a failed write the engine must survive and report).
+        #[arg(long)]
+        store_errors: bool,
     },
     /// Measure seeded runs per second, time compression and exploration speed.
     Bench {
@@ -199,7 +203,7 @@ fn main() -> ExitCode {
         Command::Explore { cases, seed, jobs, regressions, out, max_shrink_iters } => {
             explore_command(cases, seed, jobs, regressions, &out, max_shrink_iters)
         }
-        Command::CrashPoints { paths, seed } => crash_points(&paths, seed),
+        Command::CrashPoints { paths, seed, store_errors } => crash_points(&paths, seed, store_errors),
         Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios).map(|report| {
             match format {
                 ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
@@ -349,16 +353,21 @@ fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) ->
     Ok(ExitCode::FAILURE)
 }
 
-fn crash_points(paths: &[PathBuf], seed: u64) -> Result<ExitCode, ScenarioError> {
+fn crash_points(paths: &[PathBuf], seed: u64, store_errors: bool) -> Result<ExitCode, ScenarioError> {
     let files = load_some(paths)?;
+    type Sweep = fn(&ScenarioFile, u64, &RegressionSet) -> Vec<turnsim::crash_points::CrashOutcome>;
+    let (sweep, what): (Sweep, &str) = match store_errors {
+        true => (turnsim::crash_points::refusal_sweep, "the store refused commit"),
+        false => (turnsim::crash_points::sweep, "evicted after write"),
+    };
     let mut failed = 0;
     let mut runs = 0;
     for file in &files {
-        for outcome in turnsim::crash_points::sweep(file, seed, &RegressionSet::default()) {
+        for outcome in sweep(file, seed, &RegressionSet::default()) {
             runs += 1;
             if !outcome.violations.is_empty() {
                 failed += 1;
-                outln!("FAIL {} seed {seed} evicted after write {}:", file.path.display(), outcome.write);
+                outln!("FAIL {} seed {seed} {what} {}:", file.path.display(), outcome.write);
                 for violation in &outcome.violations {
                     outln!("    {}: {}", violation.check, violation.message);
                 }

@@ -202,6 +202,7 @@ fn item_for(traced: &TraceEvent) -> Item {
         Event::ModelChunk { .. } => message(Lane::Model, "-->>", Lane::Engine, &bare),
         Event::ModelEnd { .. } | Event::ModelRejected { .. } => message(Lane::Model, "-->>", Lane::Engine, &named),
         Event::StoreCommit { .. } => message(Lane::Engine, "->>", Lane::Store, &bare),
+        Event::StoreRefused { .. } => message(Lane::Engine, "-x", Lane::Store, &named),
         Event::MessengerPost { .. } => message(Lane::Engine, "->>", Lane::Messenger, &bare),
         Event::ServerToolRun { .. } => message(Lane::Engine, "->>", Lane::Tools, &named),
         Event::ClientSent { .. } | Event::ClientConnected { .. } | Event::ClientDisconnected { .. } => {

@@ -82,6 +82,11 @@ pub enum Event {
     StoreCommit {
         writes: Vec<String>,
     },
+    /// The store refused commit number `commit` (an injected fault).
+    StoreRefused {
+        commit: u32,
+        writes: Vec<String>,
+    },
     ClientConnected {
         connection: u64,
     },
@@ -150,7 +155,7 @@ pub enum Event {
 /// Every name a timeline event can have, with its lane: what triggers and
 /// timing expectations may name, as `name` or `lane.name`. A test checks
 /// that every event the committed suite produces is listed.
-pub const EVENT_NAMES: [(&str, &str); 51] = [
+pub const EVENT_NAMES: [(&str, &str); 53] = [
     ("world", "action"),
     ("world", "evict"),
     ("world", "restart"),
@@ -160,6 +165,7 @@ pub const EVENT_NAMES: [(&str, &str); 51] = [
     ("model", "rejected"),
     ("tools", "run"),
     ("store", "commit"),
+    ("store", "refused"),
     ("client", "connected"),
     ("client", "disconnected"),
     ("client", "saw-tool"),
@@ -201,6 +207,7 @@ pub const EVENT_NAMES: [(&str, &str); 51] = [
     ("engine", "recovery.exhausted"),
     ("engine", "recovery.completed"),
     ("engine", "turn.end"),
+    ("engine", "store.refused"),
     ("engine", "delivery.accepted"),
 ];
 
@@ -241,7 +248,7 @@ impl Event {
                 Lane::Model
             }
             Self::ServerToolRun { .. } => Lane::Tools,
-            Self::StoreCommit { .. } => Lane::Store,
+            Self::StoreCommit { .. } | Self::StoreRefused { .. } => Lane::Store,
             Self::ClientConnected { .. }
             | Self::ClientDisconnected { .. }
             | Self::ClientSawTool { .. }
@@ -274,6 +281,7 @@ impl Event {
             Self::ModelRejected { .. } => "rejected",
             Self::ServerToolRun { .. } => "run",
             Self::StoreCommit { .. } => "commit",
+            Self::StoreRefused { .. } => "refused",
             Self::ClientConnected { .. } => "connected",
             Self::ClientDisconnected { .. } => "disconnected",
             Self::ClientSawTool { .. } => "saw-tool",
@@ -308,6 +316,7 @@ impl Event {
             }
             Self::ServerToolRun { call_id, tool_name } => format!("{call_id} {tool_name}"),
             Self::StoreCommit { writes } => writes.join("; "),
+            Self::StoreRefused { commit, writes } => format!("commit {commit}: {}", writes.join("; ")),
             Self::ClientConnected { connection } | Self::ClientDisconnected { connection } => {
                 format!("c{connection}")
             }

@@ -18,12 +18,16 @@ impl Session {
         let checkpoint =
             DeliveryCheckpoint { id: delivery_id.clone(), user_text: text.clone(), stage: DeliveryStage::Accepted };
         let callback = Box::new(MessengerCallback::new(&delivery_id, self.inbox_sender.clone()));
-        if self.store_and_enqueue(&text, Default::default(), Some(callback), vec![Write::PutDelivery(checkpoint)]) {
-            if let Some(queued) = self.queue.back_mut() {
-                queued.delivery_id = Some(delivery_id.clone());
-                let request_id = queued.request_id.clone();
-                self.observe(EngineEvent::DeliveryAccepted { delivery_id, request_id });
-            }
+        if !self.store_and_enqueue(&text, Default::default(), Some(callback), vec![Write::PutDelivery(checkpoint)]) {
+            // Nothing was stored, not even a checkpoint to post from: say so
+            // now rather than leave the chat silent.
+            self.ports.surface.post(&delivery_id, ERROR_MESSENGER_RESPONSE);
+            return;
+        }
+        if let Some(queued) = self.queue.back_mut() {
+            queued.delivery_id = Some(delivery_id.clone());
+            let request_id = queued.request_id.clone();
+            self.observe(EngineEvent::DeliveryAccepted { delivery_id, request_id });
         }
     }
 
@@ -47,12 +51,11 @@ impl Session {
     }
 
     /// Checkpoints `completed` first: a crash between the two loses a post
-    /// rather than doubling it.
+    /// rather than doubling it. A checkpoint the store refused still posts:
+    /// the process is alive, and silence is the worse failure.
     fn post_once(&mut self, checkpoint: DeliveryCheckpoint, posts: &[String]) {
         let delivery_id = checkpoint.id.clone();
-        if !self.checkpoint_committed(checkpoint, DeliveryStage::Completed) {
-            return;
-        }
+        self.checkpoint_committed(checkpoint, DeliveryStage::Completed);
         for post in posts {
             self.ports.surface.post(&delivery_id, post);
         }

@@ -107,6 +107,7 @@ impl SessionHandle {
             timers: Timers::default(),
             published: published.clone(),
             staged: None,
+            refused: false,
         };
         tokio::spawn(session.run());
         Self { inbox: inbox_sender, published }

@@ -84,7 +84,12 @@ pub(crate) struct Session {
     /// Writes held to commit as one atomic batch, with the mirror as it was
     /// before them (see `stage`).
     staged: Option<(Vec<Write>, DurableState)>,
+    /// The store refused a commit while the current input was handled.
+    refused: bool,
 }
+
+/// What a turn whose reply could not be saved tells its user.
+pub const STORE_REFUSED_MESSAGE: &str = "Your conversation could not be saved. Please send your message again.";
 
 impl Session {
     /// Loads the durable state and runs the actor until its process dies.
@@ -104,6 +109,7 @@ impl Session {
                 event = next_stream_event(&mut self.model_stream) => self.on_stream_event(event),
                 _ = sleep_until(self.timers.earliest()) => self.on_deadlines(),
             }
+            self.after_refused_commit();
             self.pump_queue();
             // A recovery waiting for the session to go idle proceeds as soon
             // as it is (the reference's wait-until-stable), not at its timeout.
@@ -206,6 +212,7 @@ impl Session {
             return true;
         }
         if self.ports.store.commit(&writes).is_err() {
+            self.refused = true;
             return false;
         }
         for write in &writes {
@@ -238,9 +245,26 @@ impl Session {
         }
         if self.ports.store.commit(&writes).is_err() {
             self.durable = before;
+            self.refused = true;
             return false;
         }
         true
+    }
+
+    /// The store refused a commit: what the engine holds in memory is ahead
+    /// of what would survive a restart. The running turn fails (its reply
+    /// could not be saved) and says so, and clients are shown the
+    /// transcript as it stands again, so nobody keeps what was not kept.
+    fn after_refused_commit(&mut self) {
+        if !std::mem::take(&mut self.refused) {
+            return;
+        }
+        self.observe(crate::events::EngineEvent::StoreRefused);
+        if self.turn.is_some() {
+            self.end_turn(crate::events::TurnStatus::Error, Some(STORE_REFUSED_MESSAGE.into()));
+        }
+        self.refused = false;
+        self.broadcast(Frame::Messages(self.live_transcript()));
     }
 
     /// A fresh id, durable so it never repeats after a restart.

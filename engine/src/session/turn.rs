@@ -89,8 +89,12 @@ impl Session {
         let mut batch = vec![request_write, message_write, Write::PutMessage(message)];
         batch.extend(writes);
         if !self.commit(batch) {
-            if let Some(mut callback) = callback {
-                callback.on_error("the message could not be stored; please try again");
+            // Nothing was stored: the sender is told, by its callback or as
+            // the request's terminal frame, and nothing else happens.
+            let message = super::STORE_REFUSED_MESSAGE;
+            match callback {
+                Some(mut callback) => callback.on_error(message),
+                None => self.broadcast(Frame::Error { request_id, message: message.into() }),
             }
             return false;
         }
@@ -244,6 +248,7 @@ impl Session {
         self.timers.stall = None;
         self.timers.retry = None;
         drop_trailing_step_start(&mut turn.assistant);
+        turn.assistant.settle_text();
         let mut writes = vec![Write::InFlight(None)];
         // Write the message unless the store already holds exactly it (the
         // last flush); an emptied one that was flushed is rewritten too.

@@ -210,7 +210,7 @@ fn within_reach(fault: &Fault, scripted: usize) -> Result<(), String> {
     let call = match fault {
         Fault::Stall(point) | Fault::Cut(point) | Fault::Truncate(point) => point.call,
         Fault::HttpError(http) => http.call,
-        Fault::Evict(_) | Fault::Random(_) => return Ok(()),
+        Fault::Evict(_) | Fault::Random(_) | Fault::StoreError(_) => return Ok(()),
     };
     let reach = scripted as u64 + u64::from(MAX_DEFAULT_CALLS_FAULTED);
     if u64::from(call) > reach {
@@ -369,7 +369,7 @@ pub(crate) fn apply_script_fault(fault: &Fault, calls: &mut Vec<Vec<Op>>) -> Res
         Fault::HttpError(http) => {
             (http.call, http.after_chunk, Op::Http { status: http.status, message: "injected".into() })
         }
-        Fault::Evict(_) | Fault::Random(_) => return Ok(()),
+        Fault::Evict(_) | Fault::Random(_) | Fault::StoreError(_) => return Ok(()),
     };
     if call == 0 {
         return Err("fault `call` counts from 1".into());

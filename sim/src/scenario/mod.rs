@@ -598,6 +598,10 @@ pub enum Fault {
     HttpError(HttpFault),
     /// The engine process is killed and restarted.
     Evict(EvictFault),
+    /// The durable store refuses commits: the engine's `commit`-th commit
+    /// (counting from 1, every commit it attempts) and the `times - 1`
+    /// after it.
+    StoreError(StoreFault),
     /// Faults drawn per seed: each kind happens once with its probability,
     /// at a point the seed picks.
     Random(RandomFaults),
@@ -662,6 +666,39 @@ pub struct HttpFault {
     #[serde(default)]
     pub after_chunk: u32,
     pub status: u16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoreFault {
+    /// Which commit is refused first (1 is the engine's first commit).
+    #[serde(deserialize_with = "commit_number")]
+    #[schemars(range(min = 1))]
+    pub commit: u32,
+    /// How many commits in a row are refused.
+    #[serde(default = "one", deserialize_with = "commit_number")]
+    #[schemars(range(min = 1))]
+    pub times: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Commits count from 1; a 0 is rejected where it is written.
+fn commit_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let number = u32::deserialize(deserializer)?;
+    if number == 0 {
+        return Err(serde::de::Error::custom("commits count from 1"));
+    }
+    Ok(number)
+}
+
+impl StoreFault {
+    /// Whether the `commit`-th commit (1-based) is refused.
+    pub fn refuses(&self, commit: u32) -> bool {
+        commit >= self.commit && commit - self.commit < self.times
+    }
 }
 
 /// Model calls count from 1; a 0 is rejected where it is written.

@@ -168,7 +168,16 @@ impl World {
     fn build(scenario: ScenarioFile, seed: u64, config: EngineConfig, trace: Trace, stored: DurableState) -> Self {
         let handle = Handle::current();
         let initial = stored.clone();
-        let store = Arc::new(store::SimStore::new(trace.clone(), stored));
+        let refusals = scenario
+            .scenario
+            .faults
+            .iter()
+            .filter_map(|fault| match fault {
+                crate::scenario::Fault::StoreError(refusal) => Some(*refusal),
+                _ => None,
+            })
+            .collect();
+        let store = Arc::new(store::SimStore::new(trace.clone(), stored, refusals));
         let switchboard = Switchboard::new(trace.clone());
         let model_node = handle.create_node().name("model").build();
         let model_node_id = model_node.id();

@@ -1,23 +1,29 @@
 //! The durable store: lives outside the engine process, so it survives
 //! eviction. Every commit that changes more than counters is traced.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{DurableStore, StoreError};
 
 use crate::history::Boundary;
+use crate::scenario::StoreFault;
 use crate::trace::{Event, Trace};
 
 pub struct SimStore {
     state: Mutex<DurableState>,
     trace: Trace,
+    /// Commits refused by the scenario's `store_error` faults.
+    refusals: Vec<StoreFault>,
+    /// Commits attempted so far.
+    attempts: AtomicU32,
 }
 
 impl SimStore {
     /// A store holding `state` before the engine first boots.
-    pub fn new(trace: Trace, state: DurableState) -> Self {
-        Self { state: Mutex::new(state), trace }
+    pub fn new(trace: Trace, state: DurableState, refusals: Vec<StoreFault>) -> Self {
+        Self { state: Mutex::new(state), trace, refusals, attempts: AtomicU32::new(0) }
     }
 
     pub fn snapshot(&self) -> DurableState {
@@ -33,6 +39,13 @@ impl DurableStore for SimStore {
     }
 
     fn commit(&self, writes: &[Write]) -> Result<(), StoreError> {
+        let attempt = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.refusals.iter().any(|fault| fault.refuses(attempt)) {
+            let summary: Vec<String> = writes.iter().map(Write::summary).collect();
+            self.trace.record(Event::StoreRefused { commit: attempt, writes: summary });
+            self.trace.cross(Boundary::CommitRefused { writes: writes.to_vec() });
+            return Err(StoreError(format!("commit {attempt} refused (injected)")));
+        }
         let mut state = self.state.lock().expect("store lock");
         for write in writes {
             state.apply(write);
