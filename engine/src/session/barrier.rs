@@ -22,13 +22,14 @@ use super::Session;
 /// The fixed wait of the `barrier-fixed-timeout` regression.
 const FIXED_BARRIER_TIMEOUT: Duration = Duration::from_secs(60);
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Barrier {
     pub pending: Option<Pending>,
     /// A continuation asked for while one is running; it runs after it.
     pub deferred: bool,
 }
 
+#[derive(Clone)]
 pub(crate) struct Pending {
     /// Enqueued on the turn queue; later results coalesce into it.
     pub fired: bool,

@@ -4,6 +4,7 @@
 //! part (and is flushed at once, so an acknowledged result survives an
 //! eviction), otherwise in the first stored message that holds it.
 
+use crate::clock::Instant;
 use crate::durable::Write;
 use crate::events::EngineEvent;
 use crate::ports::Frame;
@@ -26,14 +27,40 @@ impl Session {
     /// told, so an acknowledged result always carries its continuation.
     fn interact(&mut self, call_id: &str, auto_continue: bool, apply: impl Fn(&mut Message) -> bool) {
         let staged = self.stage();
+        let barrier = (self.barrier.clone(), self.timers.coalesce, self.timers.barrier_fixed);
+        let accumulator = self.turn.as_ref().map(|turn| turn.assistant.clone());
         let frames = self.apply_interaction(call_id, auto_continue, apply);
         if frames.is_some() {
             self.after_interaction(auto_continue);
         }
         if staged && !self.commit_staged() {
-            return;
+            return self.refused_interaction(call_id, barrier, accumulator);
         }
         for frame in frames.into_iter().flatten() {
+            self.broadcast(frame);
+        }
+    }
+
+    /// The store refused the result (and what it owed the barrier): none of
+    /// it happened. The barrier and the streaming message go back to how
+    /// they were, and the client is asked again for the call it answered.
+    fn refused_interaction(
+        &mut self,
+        call_id: &str,
+        (barrier, coalesce, barrier_fixed): (super::barrier::Barrier, Option<Instant>, Option<Instant>),
+        accumulator: Option<Message>,
+    ) {
+        self.barrier = barrier;
+        self.timers.coalesce = coalesce;
+        self.timers.barrier_fixed = barrier_fixed;
+        if let (Some(turn), Some(accumulator)) = (self.turn.as_mut(), accumulator) {
+            turn.assistant = accumulator;
+        }
+        let live = self.live_transcript();
+        let tool = live.iter().find_map(|message| message.tool(call_id));
+        if let Some(tool) = tool.filter(|tool| tool.state.is_pending()) {
+            let frame =
+                Frame::Tool { call_id: call_id.to_string(), tool_name: tool.tool_name.clone(), state: tool.state };
             self.broadcast(frame);
         }
     }

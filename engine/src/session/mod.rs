@@ -57,11 +57,17 @@ struct Timers {
     alarm: Option<Instant>,
     /// A due recovery waits for the session to go idle until this deadline.
     stable: Option<Instant>,
+    /// The store refused what boot recovery wrote: look again for the work
+    /// those writes would have scheduled.
+    reconcile: Option<Instant>,
 }
 
 impl Timers {
     fn earliest(&self) -> Option<Instant> {
-        [self.coalesce, self.barrier_fixed, self.stall, self.retry, self.alarm, self.stable].into_iter().flatten().min()
+        [self.coalesce, self.barrier_fixed, self.stall, self.retry, self.alarm, self.stable, self.reconcile]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 
@@ -88,6 +94,14 @@ pub(crate) struct Session {
     refused: bool,
 }
 
+/// Rounds of refused commits handled before the session waits for its next
+/// input (a store that refuses everything must not spin the actor).
+const MAX_REFUSAL_ROUNDS: usize = 8;
+
+/// How long after boot's writes were refused the session looks again for
+/// work to recover.
+const RECONCILE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What a turn whose reply could not be saved tells its user.
 pub const STORE_REFUSED_MESSAGE: &str = "Your conversation could not be saved. Please send your message again.";
 
@@ -95,6 +109,7 @@ impl Session {
     /// Loads the durable state and runs the actor until its process dies.
     async fn run(mut self) {
         self.boot();
+        self.reconcile_if_refused();
         // Boot may queue turns (a messenger delivery answered again): start
         // them now, not at some later input that may never come.
         self.pump_queue();
@@ -109,12 +124,15 @@ impl Session {
                 event = next_stream_event(&mut self.model_stream) => self.on_stream_event(event),
                 _ = sleep_until(self.timers.earliest()) => self.on_deadlines(),
             }
-            self.after_refused_commit();
-            self.pump_queue();
-            // A recovery waiting for the session to go idle proceeds as soon
-            // as it is (the reference's wait-until-stable), not at its timeout.
-            self.run_recovery_when_stable();
-            self.pump_queue();
+            self.settle_round();
+            // A refused commit fails what was running; what starts next may
+            // be refused too. Bounded: each round ends a turn for good.
+            for _ in 0..MAX_REFUSAL_ROUNDS {
+                if !self.after_refused_commit() {
+                    break;
+                }
+                self.settle_round();
+            }
         }
     }
 
@@ -156,6 +174,10 @@ impl Session {
         }
         if due(&mut self.timers.stable) {
             self.on_stable_deadline();
+        }
+        if due(&mut self.timers.reconcile) {
+            self.recover_what_died();
+            self.reconcile_if_refused();
         }
     }
 
@@ -255,16 +277,36 @@ impl Session {
     /// of what would survive a restart. The running turn fails (its reply
     /// could not be saved) and says so, and clients are shown the
     /// transcript as it stands again, so nobody keeps what was not kept.
-    fn after_refused_commit(&mut self) {
+    /// What boot recovers is written at boot: if the store refused it, the
+    /// work it would have scheduled is looked for again shortly.
+    fn reconcile_if_refused(&mut self) {
+        if self.refused {
+            self.timers.reconcile = Some(clock::now() + RECONCILE_AFTER);
+        }
+    }
+
+    /// Returns whether there was anything to do.
+    fn after_refused_commit(&mut self) -> bool {
         if !std::mem::take(&mut self.refused) {
-            return;
+            return false;
         }
         self.observe(crate::events::EngineEvent::StoreRefused);
         if self.turn.is_some() {
+            // The attempt streaming now is not kept: no parts of a failed
+            // attempt, as after a provider failure.
+            self.abandon_streaming_attempt();
             self.end_turn(crate::events::TurnStatus::Error, Some(STORE_REFUSED_MESSAGE.into()));
         }
-        self.refused = false;
         self.broadcast(Frame::Messages(self.live_transcript()));
+        true
+    }
+
+    /// Starts what is queued and lets a recovery that waited for an idle
+    /// session proceed (the reference's wait-until-stable), not at its timeout.
+    fn settle_round(&mut self) {
+        self.pump_queue();
+        self.run_recovery_when_stable();
+        self.pump_queue();
     }
 
     /// A fresh id, durable so it never repeats after a restart.
@@ -277,7 +319,9 @@ impl Session {
         let inspection = Inspection {
             pending: self.barrier.pending.is_some(),
             barrier_active: false,
-            timer_armed: self.timers.coalesce.is_some() || self.timers.barrier_fixed.is_some(),
+            timer_armed: self.timers.coalesce.is_some()
+                || self.timers.barrier_fixed.is_some()
+                || self.timers.reconcile.is_some(),
             stream_open: self.turn.is_some(),
             queued: self.queue.len(),
             alarms: self.durable.alarms.len() + usize::from(self.recovery_wait.is_some()),

@@ -57,6 +57,14 @@ impl Session {
         let event =
             EngineEvent::Boot { restored_intent, in_flight: in_flight.as_ref().map(|turn| turn.request_id.clone()) };
         self.observe(event);
+        self.recover_what_died();
+    }
+
+    /// Picks up what a dead process left: its interrupted turn, an
+    /// unanswered user message, open deliveries, due alarms. Run at boot,
+    /// and again when the store refused what boot wrote.
+    pub(super) fn recover_what_died(&mut self) {
+        let in_flight = self.durable.in_flight.clone();
         // Clearing the dead turn's record and scheduling its recovery commit
         // together: a crash between them would leave nothing to recover.
         let staged = self.stage();

@@ -90,6 +90,22 @@ impl Session {
         self.wait_to_retry(request_id, attempt, error.message(), discarded_parts, discarded_tools);
     }
 
+    /// The turn fails while a model call streams text: what the call
+    /// streamed goes, as a failed provider attempt's does, and consumers are
+    /// told. An attempt that already streamed tool calls keeps them: a
+    /// client may have answered one, and an answer is never dropped.
+    pub(super) fn abandon_streaming_attempt(&mut self) {
+        let Some(turn) = self.turn.as_mut().filter(|turn| turn.phase == Phase::Streaming) else {
+            return;
+        };
+        let floor = turn.part_floor;
+        if !tool_ids(turn.assistant.parts.range(floor..)).is_empty() {
+            return;
+        }
+        turn.assistant.parts.truncate(floor);
+        self.take_back_attempt();
+    }
+
     /// Tells every live consumer that the attempt's output is void: clients
     /// get the message as it now stands, a `chat()` caller (and so a
     /// messenger) the turn's text so far. Nothing is sent for an attempt

@@ -220,6 +220,11 @@ impl Client {
             }
             Frame::Tool { call_id, tool_name, state } => {
                 self.trace.record(Event::ClientSawTool { call_id: call_id.clone(), state: state.as_str().into() });
+                // A call shown pending after this client answered it is the
+                // engine asking again (its answer was not kept).
+                if state.is_pending() {
+                    self.update(|client| client.sent.remove(&call_id));
+                }
                 self.consider(&call_id, &tool_name, state);
             }
             Frame::Done { request_id, .. } => {
