@@ -32,6 +32,11 @@ pub struct DurableState {
     /// Set when a turn ended out of band (recovery exhausted); replayed to
     /// clients that connect later.
     pub terminal_status: Option<TerminalStatus>,
+    /// What an engine keeps beyond this vocabulary, by key: opaque to the
+    /// oracle (an engine driven over the process protocol keeps its own
+    /// bookkeeping here).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,6 +135,12 @@ pub enum Write {
     Progress(u64),
     PutDelivery(DeliveryCheckpoint),
     Terminal(Option<TerminalStatus>),
+    /// An opaque entry of the engine's own.
+    Put {
+        key: String,
+        value: serde_json::Value,
+    },
+    Remove(String),
 }
 
 impl Write {
@@ -156,6 +167,8 @@ impl Write {
             Self::PutDelivery(delivery) => format!("delivery {} {:?}", delivery.id, delivery.stage),
             Self::Terminal(Some(status)) => format!("terminal {}", status.request_id),
             Self::Terminal(None) => "terminal cleared".into(),
+            Self::Put { key, .. } => format!("put {key}"),
+            Self::Remove(key) => format!("remove {key}"),
         }
     }
 
@@ -188,6 +201,12 @@ impl DurableState {
                 self.deliveries.insert(delivery.id.clone(), delivery.clone());
             }
             Write::Terminal(status) => self.terminal_status = status.clone(),
+            Write::Put { key, value } => {
+                self.extra.insert(key.clone(), value.clone());
+            }
+            Write::Remove(key) => {
+                self.extra.remove(key);
+            }
         }
     }
 

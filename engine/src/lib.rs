@@ -15,6 +15,7 @@ pub mod messenger;
 pub mod parts;
 pub mod ports;
 pub mod regression;
+pub mod seam;
 pub mod session;
 pub mod transcript;
 
@@ -27,5 +28,6 @@ pub use ports::{
     ServerTools, StreamCallback, ALL_FAULT_SITES,
 };
 pub use regression::{Regression, RegressionSet, ALL_REGRESSIONS};
-pub use session::{Inspection, SessionHandle};
+pub use seam::{Engine, Input, InputSink, ModelEvent};
+pub use session::{Activity, SessionHandle};
 pub use transcript::{Message, Part, Role, ToolOutcome, ToolPart, ToolResult, ToolState};

@@ -9,7 +9,7 @@
 
 use crate::chunk::Chunk;
 use crate::ports::StreamCallback;
-use crate::session::{InboxSender, Input};
+use crate::session::Reports;
 
 pub const EMPTY_MESSENGER_RESPONSE: &str = "I couldn't produce a text response. Please try again.";
 pub const ERROR_MESSENGER_RESPONSE: &str = "Sorry, I couldn't answer that right now. Please try again.";
@@ -45,16 +45,16 @@ pub(crate) struct MessengerCallback {
     delivery_id: String,
     text: String,
     terminal: bool,
-    inbox: InboxSender,
+    reports: Reports,
 }
 
 impl MessengerCallback {
-    pub fn new(delivery_id: &str, inbox: InboxSender) -> Self {
-        Self { delivery_id: delivery_id.to_string(), text: String::new(), terminal: false, inbox }
+    pub fn new(delivery_id: &str, reports: Reports) -> Self {
+        Self { delivery_id: delivery_id.to_string(), text: String::new(), terminal: false, reports }
     }
 
     fn report(&self, event: DeliveryEvent) {
-        let _ = self.inbox.send(Input::Delivery { delivery_id: self.delivery_id.clone(), event });
+        self.reports.push(&self.delivery_id, event);
     }
 }
 
@@ -93,7 +93,7 @@ impl StreamCallback for MessengerCallback {
 
 /// The turn let go of the callback: without a terminal call, `chat()` has
 /// resolved cleanly as far as the messenger can tell. (When the process
-/// dies, the session's inbox is gone first and nothing is reported.)
+/// dies, nobody is left to read the report.)
 impl Drop for MessengerCallback {
     fn drop(&mut self) {
         if !self.terminal {

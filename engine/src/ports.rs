@@ -2,17 +2,16 @@
 //!
 //! A simulator (or a production host) implements these; the engine never
 //! reaches past them. Everything is synchronous except the model stream and
-//! server-tool results, which arrive on channels.
+//! server-tool results, which come back to the engine as inputs.
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, oneshot};
-
-use crate::chunk::{Chunk, StreamError};
+use crate::chunk::Chunk;
 use crate::durable::{DurableState, Write};
 use crate::events::EngineEvent;
-use crate::transcript::{Message, ToolOutcome, ToolState};
+use crate::seam::InputSink;
+use crate::transcript::{Message, ToolState};
+use serde::{Deserialize, Serialize};
 
 /// Transactional storage that survives eviction.
 pub trait DurableStore: Send + Sync {
@@ -33,11 +32,13 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
 }
 
-/// Chunks of one model call; the stream ends when the sender is dropped.
-pub type ModelStream = mpsc::UnboundedReceiver<Result<Chunk, StreamError>>;
-
+/// The model provider. A call's chunks come back to the engine as
+/// [`crate::Input::Model`] inputs on `sink`, numbered with the call's number.
 pub trait ModelProvider: Send + Sync {
-    fn stream(&self, request: ModelRequest) -> ModelStream;
+    /// Starts a call; returns its number.
+    fn start(&self, request: ModelRequest, sink: InputSink) -> u32;
+    /// The engine lets go of the call: nothing more of it is delivered.
+    fn cancel(&self, call: u32);
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -47,10 +48,10 @@ pub struct ServerToolCall {
     pub input: serde_json::Value,
 }
 
-/// Executes server tools. The result arrives on the returned channel; a
-/// dropped sender means the execution died with the process.
+/// Executes server tools. The result comes back to the engine as an
+/// [`crate::Input::ServerToolDone`] on `sink`.
 pub trait ServerTools: Send + Sync {
-    fn execute(&self, call: ServerToolCall) -> oneshot::Receiver<ToolOutcome>;
+    fn start(&self, request_id: &str, call: ServerToolCall, sink: InputSink);
 }
 
 /// What the engine sends a connected client.

@@ -22,6 +22,7 @@ pub mod history;
 pub mod html;
 pub mod mermaid;
 pub mod output;
+pub mod protocol;
 pub mod report;
 pub mod runner;
 pub mod scenario;

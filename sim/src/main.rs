@@ -33,6 +33,10 @@ static GLOBAL: MiMalloc = MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Drive the engine this shell command starts, over the engine protocol
+    /// (docs/protocol.md), instead of the built-in engine in-process.
+    #[arg(long, global = true, value_name = "CMD")]
+    engine_cmd: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -132,6 +136,9 @@ enum Command {
         #[arg(long, default_value = "scenarios")]
         scenarios: PathBuf,
     },
+    /// Serve the built-in engine over the engine protocol on stdin/stdout
+    /// (what `--engine-cmd` starts; see docs/protocol.md).
+    Engine,
     /// Print the JSON Schema of the scenario format (for editor validation).
     Schema,
     /// List scenarios, invariants, regressions or fault kinds.
@@ -191,7 +198,19 @@ fn main() -> ExitCode {
         }
         runner::interrupt();
     });
+    if let Some(command) = cli.engine_cmd {
+        turnsim::world::use_engine_command(command);
+    }
     let result = match cli.command {
+        Command::Engine => {
+            return match turnsim::protocol::serve::serve() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("turnsim engine: {error}");
+                    ExitCode::from(2)
+                }
+            };
+        }
         Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions } => {
             run(paths, seeds, seed_start, jobs, shard, format, RegressionSet::of(regressions))
         }
@@ -343,6 +362,7 @@ fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) ->
             for name in &names {
                 replay.push_str(&format!(" --regression {name}"));
             }
+            replay.push_str(&turnsim::world::engine_flag());
             outln!("  replay: {replay}");
         }
         Err(error) => {

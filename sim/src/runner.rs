@@ -232,6 +232,7 @@ pub fn replay_command(file: &ScenarioFile, seed: u64, regressions: &RegressionSe
     for regression in regressions.iter() {
         command.push_str(&format!(" --regression {regression}"));
     }
+    command.push_str(&crate::world::engine_flag());
     command
 }
 

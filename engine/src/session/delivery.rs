@@ -17,7 +17,7 @@ impl Session {
         }
         let checkpoint =
             DeliveryCheckpoint { id: delivery_id.clone(), user_text: text.clone(), stage: DeliveryStage::Accepted };
-        let callback = Box::new(MessengerCallback::new(&delivery_id, self.inbox_sender.clone()));
+        let callback = Box::new(MessengerCallback::new(&delivery_id, self.reports.clone()));
         if !self.store_and_enqueue(&text, Default::default(), Some(callback), vec![Write::PutDelivery(checkpoint)]) {
             // Nothing was stored, not even a checkpoint to post from: say so
             // now rather than leave the chat silent.
@@ -91,7 +91,7 @@ impl Session {
     fn answer_again(&mut self, checkpoint: DeliveryCheckpoint) {
         let (request_id, write) = self.next_id("r");
         self.commit(vec![write]);
-        let mut callback = Box::new(MessengerCallback::new(&checkpoint.id, self.inbox_sender.clone()));
+        let mut callback = Box::new(MessengerCallback::new(&checkpoint.id, self.reports.clone()));
         crate::ports::StreamCallback::on_start(callback.as_mut(), &request_id);
         self.observe(EngineEvent::DeliveryAccepted {
             delivery_id: checkpoint.id.clone(),

@@ -1,119 +1,67 @@
-//! The session's public face: how a host (or a simulator) talks to it.
+//! The session's public face: how a host (or a simulator) talks to an
+//! engine. The driver here runs any [`Engine`] in lockstep: one input at a
+//! time, from one inbox, and a timer when the engine asks for one.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use super::{Input, Session, Timers};
+use super::Session;
+use crate::clock::Instant;
 use crate::config::{EngineConfig, TurnOptions};
 use crate::ports::{Connection, Ports, StreamCallback};
+use crate::seam::{Engine, Input, InputSink};
 use crate::transcript::ToolResult;
 
-/// A snapshot of the session's in-memory state, for tests and harnesses.
+/// What a driver knows of its engine from the outside.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Inspection {
-    /// A continuation is owed but has not started.
-    pub pending: bool,
-    /// A drain of in-flight applies is running (applies are synchronous
-    /// here, so this is never observed true; kept for API parity).
-    pub barrier_active: bool,
-    /// The coalesce timer is armed (something keeps the process busy).
-    pub timer_armed: bool,
-    /// A turn's stream is open.
-    pub stream_open: bool,
-    pub queued: usize,
-    /// Scheduled recovery wake-ups.
-    pub alarms: usize,
-    /// A provider retry backoff is waiting.
-    pub retry_armed: bool,
-    /// Inputs sent to the session that it has not handled yet.
-    pub inputs_waiting: usize,
-    /// The session has loaded its durable state and recovered what it had to.
+pub struct Activity {
+    /// The engine has booted (loaded its state and recovered what it had to).
     pub booted: bool,
+    /// The earliest time the engine asked to be woken at.
+    pub next_timer: Option<Instant>,
+    /// Inputs sent to the engine that it has not handled yet.
+    pub inputs_waiting: usize,
 }
 
-impl Inspection {
-    /// Nothing is running or scheduled: the session would sleep.
+impl Activity {
+    /// Nothing waits in the inbox and no timer is armed: the engine sleeps
+    /// until someone sends it something.
     pub fn is_idle(&self) -> bool {
-        self.booted
-            && !self.timer_armed
-            && !self.stream_open
-            && self.queued == 0
-            && self.alarms == 0
-            && !self.retry_armed
-            && self.inputs_waiting == 0
+        self.booted && self.next_timer.is_none() && self.inputs_waiting == 0
     }
 }
 
-/// The session's inbox, counting inputs sent and not yet handled, so an
-/// inspection never calls a session idle while work waits in its inbox.
-#[derive(Clone)]
-pub(crate) struct InboxSender {
-    sender: mpsc::UnboundedSender<Input>,
-    waiting: Arc<AtomicUsize>,
-}
-
-impl InboxSender {
-    pub fn send(&self, input: Input) -> bool {
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        let sent = self.sender.send(input).is_ok();
-        if !sent {
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-        }
-        sent
-    }
-
-    pub fn handled(&self) {
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    pub fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::SeqCst)
-    }
-
-    fn is_closed(&self) -> bool {
-        self.sender.is_closed()
-    }
-}
-
-/// A cheap, cloneable handle to a running session.
+/// A cheap, cloneable handle to a running engine.
 #[derive(Clone)]
 pub struct SessionHandle {
-    inbox: InboxSender,
-    published: Arc<Mutex<Inspection>>,
+    inbox: InputSink,
+    published: Arc<Mutex<Activity>>,
 }
 
 impl SessionHandle {
-    /// Boots a session from its durable store and spawns its actor on the
-    /// current task context (the process that hosts it).
+    /// Boots the built-in engine from its durable store and drives it on
+    /// the current task context (the process that hosts it).
     pub fn spawn(config: EngineConfig, ports: Ports) -> Self {
-        let (sender, inbox) = mpsc::unbounded_channel();
-        let inbox_sender = InboxSender { sender, waiting: Default::default() };
-        let published = Arc::new(Mutex::new(Inspection::default()));
-        let durable = ports.store.load();
-        let session = Session {
-            config,
-            ports,
-            durable,
-            inbox,
-            inbox_sender: inbox_sender.clone(),
-            connections: Default::default(),
-            queue: Default::default(),
-            turn: None,
-            model_stream: None,
-            barrier: Default::default(),
-            recovery_wait: None,
-            timers: Timers::default(),
-            published: published.clone(),
-            staged: None,
-            refused: false,
-        };
-        tokio::spawn(session.run());
-        Self { inbox: inbox_sender, published }
+        let observer = ports.observer.clone();
+        Self::drive(move |sink| Box::new(Session::boot(config, ports, sink)), move || observer.idle())
     }
 
-    /// Returns false when the session's process is gone.
+    /// Drives the engine `boot` returns, on a task of its own: boot, then
+    /// one input at a time until the process dies. `on_idle` is told each
+    /// time the engine goes idle.
+    pub fn drive(
+        boot: impl FnOnce(InputSink) -> Box<dyn Engine> + Send + 'static,
+        on_idle: impl Fn() + Send + 'static,
+    ) -> Self {
+        let (sink, inbox) = InputSink::channel();
+        let published = Arc::new(Mutex::new(Activity::default()));
+        let driver = Driver { sink: sink.clone(), inbox, published: published.clone(), on_idle: Box::new(on_idle) };
+        tokio::spawn(driver.run(boot));
+        Self { inbox: sink, published }
+    }
+
+    /// Returns false when the engine's process is gone.
     fn send(&self, input: Input) -> bool {
         self.inbox.send(input)
     }
@@ -122,6 +70,11 @@ impl SessionHandle {
         !self.inbox.is_closed()
     }
 
+    pub fn activity(&self) -> Activity {
+        let mut activity = *self.published.lock().expect("activity lock");
+        activity.inputs_waiting = self.inbox.waiting();
+        activity
+    }
     pub fn connect(&self, connection_id: u64, connection: Box<dyn Connection>) -> bool {
         self.send(Input::Connect { connection_id, connection })
     }
@@ -154,10 +107,43 @@ impl SessionHandle {
     pub fn approval(&self, call_id: &str, approved: bool, auto_continue: bool) -> bool {
         self.send(Input::Approval { call_id: call_id.to_string(), approved, auto_continue })
     }
+}
 
-    pub fn inspect(&self) -> Inspection {
-        let mut inspection = *self.published.lock().expect("inspection lock");
-        inspection.inputs_waiting = self.inbox.waiting();
-        inspection
+struct Driver {
+    sink: InputSink,
+    inbox: mpsc::UnboundedReceiver<Input>,
+    published: Arc<Mutex<Activity>>,
+    on_idle: Box<dyn Fn() + Send>,
+}
+
+impl Driver {
+    async fn run(mut self, boot: impl FnOnce(InputSink) -> Box<dyn Engine>) {
+        let mut engine = boot(self.sink.clone());
+        loop {
+            self.publish(engine.next_timer());
+            tokio::select! {
+                biased;
+                Some(input) = self.inbox.recv() => {
+                    engine.deliver(input);
+                    self.sink.handled();
+                }
+                _ = sleep_until(engine.next_timer()) => engine.deliver(Input::Timer),
+            }
+        }
+    }
+
+    fn publish(&self, next_timer: Option<Instant>) {
+        let activity = Activity { booted: true, next_timer, inputs_waiting: self.sink.waiting() };
+        *self.published.lock().expect("activity lock") = activity;
+        if activity.is_idle() {
+            (self.on_idle)();
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

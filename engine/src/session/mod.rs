@@ -18,33 +18,18 @@ mod turn;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
-
 use crate::clock::{self, Instant};
-use crate::config::{EngineConfig, TurnOptions};
+use crate::config::EngineConfig;
 use crate::durable::{DurableState, Write};
 use crate::events::EngineEvent;
-use crate::ports::{Connection, Frame, ModelStream, Ports, StreamCallback};
-use crate::transcript::{ToolOutcome, ToolResult};
+use crate::messenger::DeliveryEvent;
+use crate::ports::{Connection, Frame, Ports};
+use crate::seam::{Engine, Input, InputSink};
 
-pub(crate) use handle::InboxSender;
-pub use handle::{Inspection, SessionHandle};
+pub use handle::{Activity, SessionHandle};
 
 use barrier::Barrier;
 use turn::{QueuedTurn, Turn};
-
-/// What reaches the session actor.
-pub(crate) enum Input {
-    Connect { connection_id: u64, connection: Box<dyn Connection> },
-    Disconnect { connection_id: u64 },
-    UserMessage { text: String, options: TurnOptions },
-    Chat { text: String, options: TurnOptions, callback: Box<dyn StreamCallback> },
-    Deliver { delivery_id: String, text: String },
-    Delivery { delivery_id: String, event: crate::messenger::DeliveryEvent },
-    ToolResult { result: ToolResult, auto_continue: bool },
-    Approval { call_id: String, approved: bool, auto_continue: bool },
-    ServerToolDone { request_id: String, call_id: String, outcome: Option<ToolOutcome> },
-}
 
 /// Deadlines the actor waits on besides its inbox and the model stream.
 #[derive(Default)]
@@ -75,18 +60,20 @@ pub(crate) struct Session {
     config: EngineConfig,
     ports: Ports,
     durable: DurableState,
-    inbox: mpsc::UnboundedReceiver<Input>,
-    inbox_sender: InboxSender,
+    /// Where model chunks and server-tool results come back.
+    sink: InputSink,
+    /// What messenger callbacks reported, handled before the next input.
+    reports: Reports,
     connections: BTreeMap<u64, Box<dyn Connection>>,
     queue: VecDeque<QueuedTurn>,
     /// The running turn; `Some` exactly while a stream is open (the
     /// reference's `streaming_assistant`).
     turn: Option<Turn>,
-    model_stream: Option<ModelStream>,
+    /// The model call the running attempt streams from.
+    model_call: Option<u32>,
     barrier: Barrier,
     recovery_wait: Option<recovery::RecoveryWait>,
     timers: Timers,
-    published: Arc<Mutex<Inspection>>,
     /// Writes held to commit as one atomic batch, with the mirror as it was
     /// before them (see `stage`).
     staged: Option<(Vec<Write>, DurableState)>,
@@ -106,33 +93,57 @@ const RECONCILE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 pub const STORE_REFUSED_MESSAGE: &str = "Your conversation could not be saved. Please send your message again.";
 
 impl Session {
-    /// Loads the durable state and runs the actor until its process dies.
-    async fn run(mut self) {
-        self.boot();
-        self.reconcile_if_refused();
+    /// Loads the durable state and recovers what a dead predecessor left.
+    pub(crate) fn boot(config: EngineConfig, ports: Ports, sink: InputSink) -> Self {
+        let durable = ports.store.load();
+        let mut session = Session {
+            config,
+            ports,
+            durable,
+            sink,
+            reports: Reports::default(),
+            connections: Default::default(),
+            queue: Default::default(),
+            turn: None,
+            model_call: None,
+            barrier: Default::default(),
+            recovery_wait: None,
+            timers: Timers::default(),
+            staged: None,
+            refused: false,
+        };
+        session.recover();
+        session.reconcile_if_refused();
         // Boot may queue turns (a messenger delivery answered again): start
         // them now, not at some later input that may never come.
-        self.pump_queue();
-        loop {
-            self.publish();
-            tokio::select! {
-                biased;
-                Some(input) = self.inbox.recv() => {
-                    self.on_input(input);
-                    self.inbox_sender.handled();
-                }
-                event = next_stream_event(&mut self.model_stream) => self.on_stream_event(event),
-                _ = sleep_until(self.timers.earliest()) => self.on_deadlines(),
+        session.pump_queue();
+        while let Some((delivery_id, event)) = session.reports.take() {
+            session.on_delivery_event(&delivery_id, event);
+            session.settle_refusals();
+        }
+        session
+    }
+
+    /// After every input: start what is queued and handle refused commits,
+    /// then each delivery report as an input of its own, before any input
+    /// from outside.
+    fn settle(&mut self) {
+        self.settle_refusals();
+        while let Some((delivery_id, event)) = self.reports.take() {
+            self.on_delivery_event(&delivery_id, event);
+            self.settle_refusals();
+        }
+    }
+
+    /// A refused commit fails what was running; what starts next may be
+    /// refused too. Bounded: each round ends a turn for good.
+    fn settle_refusals(&mut self) {
+        self.settle_round();
+        for _ in 0..MAX_REFUSAL_ROUNDS {
+            if !self.after_refused_commit() {
+                break;
             }
             self.settle_round();
-            // A refused commit fails what was running; what starts next may
-            // be refused too. Bounded: each round ends a turn for good.
-            for _ in 0..MAX_REFUSAL_ROUNDS {
-                if !self.after_refused_commit() {
-                    break;
-                }
-                self.settle_round();
-            }
         }
     }
 
@@ -145,12 +156,18 @@ impl Session {
             Input::UserMessage { text, options } => self.accept_user_message(text, options, None),
             Input::Chat { text, options, callback } => self.accept_user_message(text, options, Some(callback)),
             Input::Deliver { delivery_id, text } => self.accept_delivery(delivery_id, text),
-            Input::Delivery { delivery_id, event } => self.on_delivery_event(&delivery_id, event),
             Input::ToolResult { result, auto_continue } => self.on_tool_result(result, auto_continue),
             Input::Approval { call_id, approved, auto_continue } => self.on_approval(&call_id, approved, auto_continue),
             Input::ServerToolDone { request_id, call_id, outcome } => {
                 self.on_server_tool_done(&request_id, &call_id, outcome)
             }
+            Input::Model { call, event } => {
+                // Chunks of an abandoned call may still be on their way.
+                if self.model_call == Some(call) {
+                    self.on_stream_event(event);
+                }
+            }
+            Input::Timer => self.on_deadlines(),
         }
     }
 
@@ -314,40 +331,36 @@ impl Session {
         self.durable.next_id += 1;
         (format!("{prefix}{}", self.durable.next_id), Write::NextId(self.durable.next_id))
     }
+}
 
-    fn publish(&self) {
-        let inspection = Inspection {
-            pending: self.barrier.pending.is_some(),
-            barrier_active: false,
-            timer_armed: self.timers.coalesce.is_some()
-                || self.timers.barrier_fixed.is_some()
-                || self.timers.reconcile.is_some(),
-            stream_open: self.turn.is_some(),
-            queued: self.queue.len(),
-            alarms: self.durable.alarms.len() + usize::from(self.recovery_wait.is_some()),
-            retry_armed: self.timers.retry.is_some(),
-            inputs_waiting: self.inbox_sender.waiting(),
-            booted: true,
-        };
-        *self.published.lock().expect("inspection lock") = inspection;
-        if inspection.is_idle() {
-            self.ports.observer.idle();
-        }
+/// Boots the built-in engine from its durable store, for a host that
+/// drives it itself (`SessionHandle::spawn` drives it on a task).
+pub fn boot(config: EngineConfig, ports: Ports, sink: InputSink) -> Box<dyn Engine> {
+    Box::new(Session::boot(config, ports, sink))
+}
+
+impl Engine for Session {
+    fn deliver(&mut self, input: Input) {
+        self.on_input(input);
+        self.settle();
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        self.timers.earliest()
     }
 }
 
-async fn next_stream_event(
-    stream: &mut Option<ModelStream>,
-) -> Option<Result<crate::chunk::Chunk, crate::chunk::StreamError>> {
-    match stream {
-        Some(receiver) => receiver.recv().await,
-        None => std::future::pending().await,
-    }
-}
+/// What messenger callbacks report while the session calls them; the
+/// session handles each once the call that caused it has returned.
+#[derive(Clone, Default)]
+pub(crate) struct Reports(Arc<Mutex<VecDeque<(String, DeliveryEvent)>>>);
 
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+impl Reports {
+    pub fn push(&self, delivery_id: &str, event: DeliveryEvent) {
+        self.0.lock().expect("reports lock").push_back((delivery_id.to_string(), event));
+    }
+
+    fn take(&self) -> Option<(String, DeliveryEvent)> {
+        self.0.lock().expect("reports lock").pop_front()
     }
 }

@@ -51,7 +51,7 @@ pub fn recovery_strategy(message: Option<&Message>) -> &'static str {
 }
 
 impl Session {
-    pub(super) fn boot(&mut self) {
+    pub(super) fn recover(&mut self) {
         let restored_intent = self.restore_continuation_intent();
         let in_flight = self.durable.in_flight.clone();
         let event =

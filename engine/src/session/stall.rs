@@ -44,7 +44,7 @@ impl Session {
         }
         let request_id = turn.request_id.clone();
         let timeout_ms = turn.stall_timeout_ms;
-        self.model_stream = None;
+        self.end_model_call();
         self.observe(EngineEvent::StreamStalled { request_id, timeout_ms });
         if !self.config.recovery.enabled {
             return self.end_turn(TurnStatus::Error, Some(stall_message(timeout_ms)));
@@ -56,7 +56,7 @@ impl Session {
     /// failed attempt streamed (the retry replaces it, as after a truncated
     /// finish); anything else ends the turn with the error.
     pub(super) fn on_stream_failure(&mut self, error: StreamError) {
-        self.model_stream = None;
+        self.end_model_call();
         self.timers.stall = None;
         let keep_parts = self.config.regressions.has(Regression::KeepFailedAttemptParts);
         let Some(turn) = self.turn.as_mut() else {

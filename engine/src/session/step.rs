@@ -10,7 +10,8 @@ use crate::regression::Regression;
 use crate::transcript::{Part, ToolOutcome, ToolResult, ToolState};
 
 use super::turn::Phase;
-use super::{Input, Session};
+use super::Session;
+use crate::seam::ModelEvent;
 
 /// Content chunks between durable flushes of the in-flight message.
 const FLUSH_EVERY_CHUNKS: u32 = 10;
@@ -32,7 +33,8 @@ impl Session {
         let request = ModelRequest { request_id, step, continuation, messages: self.request_messages() };
         let event = EngineEvent::ModelCall { request_id: request.request_id.clone(), step, attempt };
         self.observe(event);
-        self.model_stream = Some(self.ports.model.stream(request));
+        self.end_model_call();
+        self.model_call = Some(self.ports.model.start(request, self.sink.clone()));
         self.arm_stall_watchdog();
     }
 
@@ -49,11 +51,19 @@ impl Session {
         messages
     }
 
-    pub(super) fn on_stream_event(&mut self, event: Option<Result<Chunk, StreamError>>) {
+    pub(super) fn on_stream_event(&mut self, event: ModelEvent) {
         match event {
-            Some(Ok(chunk)) => self.on_chunk(chunk),
-            Some(Err(error)) => self.on_stream_failure(error),
-            None => self.on_stream_failure(StreamError::Cut),
+            ModelEvent::Chunk(chunk) => self.on_chunk(chunk),
+            ModelEvent::Failed(error) => self.on_stream_failure(error),
+            ModelEvent::Closed => self.on_stream_failure(StreamError::Cut),
+        }
+    }
+
+    /// The running attempt lets go of its model call: the provider is told,
+    /// as a dropped HTTP stream tells it.
+    pub(super) fn end_model_call(&mut self) {
+        if let Some(call) = self.model_call.take() {
+            self.ports.model.cancel(call);
         }
     }
 
@@ -150,7 +160,7 @@ impl Session {
     }
 
     fn on_finish_step(&mut self, reason: FinishReason, usage: Usage) {
-        self.model_stream = None;
+        self.end_model_call();
         self.timers.stall = None;
         if self.is_truncated_finish(reason, usage) {
             return self.on_truncated_finish(reason);
@@ -229,14 +239,7 @@ impl Session {
         let request_id = turn.request_id.clone();
         for call in calls {
             self.observe(EngineEvent::ServerToolStarted { call_id: call.call_id.clone() });
-            let call_id = call.call_id.clone();
-            let result = self.ports.server_tools.execute(call);
-            let inbox = self.inbox_sender.clone();
-            let request_id = request_id.clone();
-            tokio::spawn(async move {
-                let outcome = result.await.ok();
-                let _ = inbox.send(Input::ServerToolDone { request_id, call_id, outcome });
-            });
+            self.ports.server_tools.start(&request_id, call, self.sink.clone());
         }
         self.arm_stall_watchdog();
         true

@@ -244,7 +244,7 @@ impl Session {
         let Some(mut turn) = self.turn.take() else {
             return;
         };
-        self.model_stream = None;
+        self.end_model_call();
         self.timers.stall = None;
         self.timers.retry = None;
         drop_trailing_step_start(&mut turn.assistant);

@@ -805,7 +805,7 @@ pub struct Expect {
     pub final_text_contains: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryCounts>,
-    /// The engine's in-memory barrier state at the end of the run.
+    /// Whether the engine ended the run asleep or with a timer armed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub barrier: Option<BarrierState>,
     /// Canaries only: this check must fail on every seed.
@@ -864,8 +864,8 @@ pub struct CallbackCounts {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BarrierState {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pending: Option<bool>,
+    /// The engine asked to be woken at some later time (something keeps
+    /// the process busy).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timer_armed: Option<bool>,
 }

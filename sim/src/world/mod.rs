@@ -18,12 +18,12 @@ mod switchboard;
 mod tools;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use turnsim_engine::durable::DurableState;
-use turnsim_engine::{EngineConfig, Inspection, Ports, RegressionSet, SessionHandle};
+use turnsim_engine::{Activity, EngineConfig, Ports, RegressionSet, SessionHandle};
 
 use crate::history::History;
 use crate::scenario::ScenarioFile;
@@ -60,8 +60,8 @@ pub struct RunRecord {
     pub final_state: DurableState,
     /// Everything that crossed the engine's boundary: what verdicts read.
     pub history: History,
-    /// The engine's in-memory state at the end (`None`: process down).
-    pub final_inspection: Option<Inspection>,
+    /// What the driver saw of the engine at the end (`None`: process down).
+    pub final_activity: Option<Activity>,
     pub sim_ms: u64,
     /// The panic's message, when the run panicked.
     pub panic: Option<String>,
@@ -93,7 +93,7 @@ pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> R
         history: History { initial: initial.clone(), crossings: trace.take_crossings() },
         end: RunEnd::Panicked,
         final_state: DurableState::default(),
-        final_inspection: None,
+        final_activity: None,
         sim_ms: 0,
         panic: Some(message),
     })
@@ -151,6 +151,8 @@ pub(crate) struct World {
     engine_node: NodeHandle,
     caller_node: NodeHandle,
     model_node_id: madsim::task::NodeId,
+    model: Arc<model::MockModel>,
+    executions: tools::Executions,
     /// Scripted actions and faults not yet finished.
     busy: Arc<AtomicUsize>,
     /// `chat()` calls still waiting for their outcome.
@@ -182,13 +184,16 @@ impl World {
         let model_node = handle.create_node().name("model").build();
         let model_node_id = model_node.id();
         let model = model::MockModel::new(&scenario, model_node, rng::SharedRng::derive(seed, "model"), trace.clone());
+        let model = Arc::new(model);
+        let executions = tools::Executions::default();
         let ports = Ports {
             store: store.clone(),
-            model: Arc::new(model),
+            model: model.clone(),
             server_tools: Arc::new(tools::SimServerTools {
                 specs: scenario.scenario.engine.tools.clone(),
                 rng: rng::SharedRng::derive(seed, "server-tools"),
                 trace: trace.clone(),
+                executions: executions.clone(),
             }),
             observer: Arc::new(observer::TraceObserver(trace.clone())),
             surface: Arc::new(observer::TraceSurface(trace.clone())),
@@ -198,7 +203,7 @@ impl World {
                 trace.clone(),
             )),
         };
-        let engine_node = engine_node(&handle, config, ports, switchboard.clone());
+        let engine_node = engine_node(&handle, config, ports, switchboard.clone(), seed);
         let clients = clients(&scenario, seed, &switchboard, &trace);
         let caller_node = handle.create_node().name("caller").build();
         Self {
@@ -210,6 +215,8 @@ impl World {
             engine_node,
             caller_node,
             model_node_id,
+            model,
+            executions,
             busy: Arc::new(AtomicUsize::new(0)),
             engine_down: Default::default(),
             healed_at_us: Default::default(),
@@ -229,14 +236,14 @@ impl World {
         }
         self.start_actions();
         let end = self.wait_until_settled().await;
-        let final_inspection = self.switchboard.engine().map(|engine| engine.inspect());
+        let final_activity = self.switchboard.engine().map(|engine| engine.activity());
         let record = RunRecord {
             seed,
             events: self.trace.take(),
             end,
             final_state: self.store.snapshot(),
             history: History { initial: self.initial.as_ref().clone(), crossings: self.trace.take_crossings() },
-            final_inspection,
+            final_activity,
             sim_ms: sim_now().as_millis() as u64,
             panic: None,
         };
@@ -297,20 +304,54 @@ impl World {
         if self.clients.iter().any(|client| client.outstanding() > 0) {
             return false;
         }
-        self.switchboard.engine().is_some_and(|engine| engine.inspect().is_idle())
+        // Judged from outside: nothing waits for the engine, the engine
+        // waits for nothing (no timer, no model stream, no server tool).
+        let engine_idle = self.switchboard.engine().is_some_and(|engine| engine.activity().is_idle());
+        engine_idle && !self.model.is_streaming() && !self.executions.any_running()
     }
 }
 
-/// The engine process. Its init re-runs on every restart: a fresh session
-/// booted from the durable store.
-fn engine_node(handle: &Handle, config: EngineConfig, ports: Ports, switchboard: Switchboard) -> NodeHandle {
+/// The engine command of this invocation (`--engine-cmd`); unset, the
+/// built-in engine runs in-process.
+static ENGINE_COMMAND: OnceLock<String> = OnceLock::new();
+
+/// Drives every run of this invocation's engine over the process protocol.
+pub fn use_engine_command(command: String) {
+    let _ = ENGINE_COMMAND.set(command);
+}
+
+/// ` --engine-cmd '…'` for a replay line, when this invocation drives a
+/// process engine (shell-quoted, so the line pastes as it is).
+pub fn engine_flag() -> String {
+    ENGINE_COMMAND
+        .get()
+        .map_or_else(String::new, |command| format!(" --engine-cmd '{}'", command.replace('\'', "'\\''")))
+}
+
+/// The engine process. Its init re-runs on every restart: a fresh engine
+/// booted from the durable store (with `--engine-cmd`, a fresh process).
+fn engine_node(handle: &Handle, config: EngineConfig, ports: Ports, switchboard: Switchboard, seed: u64) -> NodeHandle {
+    let launcher = ENGINE_COMMAND.get().map(|command| crate::protocol::proxy::Launcher {
+        command: command.clone(),
+        seed,
+        config: config.clone(),
+        generations: Default::default(),
+    });
     handle
         .create_node()
         .name("engine")
         .init(move || {
             let (config, ports, switchboard) = (config.clone(), ports.clone(), switchboard.clone());
+            let launcher = launcher.clone();
             async move {
-                switchboard.install(SessionHandle::spawn(config, ports));
+                let handle = match launcher {
+                    None => SessionHandle::spawn(config, ports),
+                    Some(launcher) => {
+                        let observer = ports.observer.clone();
+                        SessionHandle::drive(move |sink| launcher.boot(ports, sink), move || observer.idle())
+                    }
+                };
+                switchboard.install(handle);
                 std::future::pending::<()>().await
             }
         })

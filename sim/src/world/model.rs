@@ -3,12 +3,13 @@
 //! rejects a request holding a tool call without a result, and answers a
 //! request that ends in a half-streamed tool call with nothing.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use madsim::runtime::NodeHandle;
-use tokio::sync::mpsc;
-use turnsim_engine::ports::{ModelProvider, ModelRequest, ModelStream};
-use turnsim_engine::{Chunk, FinishReason, Part, Role, StreamError, ToolState, Usage};
+use turnsim_engine::ports::{ModelProvider, ModelRequest};
+use turnsim_engine::{Chunk, FinishReason, Input, InputSink, ModelEvent, Part, Role, StreamError, ToolState, Usage};
 
 use super::rng::SharedRng;
 use crate::history::{Boundary, StreamEnd};
@@ -18,6 +19,7 @@ use crate::trace::{Event, Trace};
 pub struct MockModel {
     calls: Vec<Vec<Op>>,
     next_call: AtomicU32,
+    streams: Streams,
     node: NodeHandle,
     rng: SharedRng,
     trace: Trace,
@@ -25,7 +27,14 @@ pub struct MockModel {
 
 impl MockModel {
     pub fn new(scenario: &ScenarioFile, node: NodeHandle, rng: SharedRng, trace: Trace) -> Self {
-        Self { calls: scenario.calls.clone(), next_call: AtomicU32::new(0), node, rng, trace }
+        Self {
+            calls: scenario.calls.clone(),
+            next_call: AtomicU32::new(0),
+            streams: Streams::default(),
+            node,
+            rng,
+            trace,
+        }
     }
 
     fn script(&self, call: u32, request: &ModelRequest) -> Vec<Op> {
@@ -35,12 +44,58 @@ impl MockModel {
         }
         self.calls.get(call as usize - 1).cloned().unwrap_or_else(crate::scenario::default_reply)
     }
+
+    /// Whether a call is still streaming to an engine that waits for it.
+    pub fn is_streaming(&self) -> bool {
+        self.streams.any_open()
+    }
+}
+
+/// Each call's stream: where it goes, and whether it is over for the engine.
+#[derive(Clone, Default)]
+struct Streams(Arc<Mutex<BTreeMap<u32, Stream>>>);
+
+struct Stream {
+    sink: InputSink,
+    /// Ended, or let go of by the engine.
+    over: bool,
+}
+
+impl Streams {
+    fn open(&self, call: u32, sink: InputSink) {
+        self.0.lock().expect("streams lock").insert(call, Stream { sink, over: false });
+    }
+
+    fn close(&self, call: u32) {
+        if let Some(stream) = self.0.lock().expect("streams lock").get_mut(&call) {
+            stream.over = true;
+        }
+    }
+
+    /// Delivers `event` unless the engine let go of the call or its process
+    /// is gone (as a send on a dropped HTTP stream fails).
+    fn send(&self, call: u32, event: ModelEvent) -> bool {
+        let streams = self.0.lock().expect("streams lock");
+        let Some(stream) = streams.get(&call).filter(|stream| !stream.over) else {
+            return false;
+        };
+        stream.sink.send(Input::Model { call, event })
+    }
+
+    fn is_abandoned(&self, call: u32) -> bool {
+        let streams = self.0.lock().expect("streams lock");
+        streams.get(&call).is_none_or(|stream| stream.over || stream.sink.is_closed())
+    }
+
+    fn any_open(&self) -> bool {
+        self.0.lock().expect("streams lock").values().any(|stream| !stream.over && !stream.sink.is_closed())
+    }
 }
 
 impl ModelProvider for MockModel {
-    fn stream(&self, request: ModelRequest) -> ModelStream {
+    fn start(&self, request: ModelRequest, sink: InputSink) -> u32 {
         let call = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
-        let (sender, stream) = mpsc::unbounded_channel();
+        self.streams.open(call, sink);
         self.trace.record(Event::ModelCall {
             call,
             request_id: request.request_id.clone(),
@@ -55,13 +110,18 @@ impl ModelProvider for MockModel {
             self.trace
                 .cross(Boundary::ModelEnd { call, end: StreamEnd::Http { status: 400, message: message.clone() } });
             let error = StreamError::Http { status: 400, message };
-            let _ = sender.send(Err(error));
-            return stream;
+            self.streams.send(call, ModelEvent::Failed(error));
+            self.streams.close(call);
+            return call;
         }
-        let player = Player { call, sender, rng: self.rng.clone(), trace: self.trace.clone() };
+        let player = Player { call, streams: self.streams.clone(), rng: self.rng.clone(), trace: self.trace.clone() };
         let ops = self.script(call, &request);
         self.node.spawn(player.play(ops));
-        stream
+        call
+    }
+
+    fn cancel(&self, call: u32) {
+        self.streams.close(call);
     }
 }
 
@@ -84,7 +144,7 @@ fn ends_mid_tool_input(request: &ModelRequest) -> bool {
 
 struct Player {
     call: u32,
-    sender: mpsc::UnboundedSender<Result<Chunk, StreamError>>,
+    streams: Streams,
     rng: SharedRng,
     trace: Trace,
 }
@@ -110,7 +170,7 @@ impl Player {
                     }
                     let finish = Chunk::Finish { reason };
                     self.trace.cross(Boundary::ModelChunk { call: self.call, chunk: finish.clone() });
-                    let _ = self.sender.send(Ok(finish));
+                    self.streams.send(self.call, ModelEvent::Chunk(finish));
                 }
                 Op::Sleep(range) => super::pause_ms(self.rng.sample(range)).await,
                 Op::Park => {
@@ -119,25 +179,30 @@ impl Player {
                 }
                 Op::Cut => {
                     self.end("cut", StreamEnd::Cut);
-                    let _ = self.sender.send(Err(StreamError::Cut));
-                    return;
+                    return self.finish(ModelEvent::Failed(StreamError::Cut));
                 }
                 Op::Http { status, message } => {
                     self.end(&format!("http {status}"), StreamEnd::Http { status, message: message.clone() });
-                    let _ = self.sender.send(Err(StreamError::Http { status, message }));
-                    return;
+                    return self.finish(ModelEvent::Failed(StreamError::Http { status, message }));
                 }
             }
         }
+        // The script ran out: the stream closes, as a finished HTTP body does.
+        self.finish(ModelEvent::Closed);
+    }
+
+    fn finish(&self, last: ModelEvent) {
+        self.streams.send(self.call, last);
+        self.streams.close(self.call);
     }
 
     fn send(&self, index: u32, chunk: Chunk) -> bool {
-        if self.sender.is_closed() {
+        if self.streams.is_abandoned(self.call) {
             return false;
         }
         self.trace.record(Event::ModelChunk { call: self.call, index, chunk: chunk.summary() });
         self.trace.cross(Boundary::ModelChunk { call: self.call, chunk: chunk.clone() });
-        self.sender.send(Ok(chunk)).is_ok()
+        self.streams.send(self.call, ModelEvent::Chunk(chunk))
     }
 
     fn end(&self, how: &str, end: StreamEnd) {

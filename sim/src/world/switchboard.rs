@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 use turnsim_engine::ports::{Connection, StreamCallback};
-use turnsim_engine::{Inspection, SessionHandle, ToolResult, TurnOptions};
+use turnsim_engine::{Activity, SessionHandle, ToolResult, TurnOptions};
 
 use crate::history::Boundary;
 use crate::trace::Trace;
@@ -101,7 +101,7 @@ impl EngineLink {
         self.delivered(taken, || Boundary::Approval { call_id: call_id.into(), approved, auto_continue })
     }
 
-    pub fn inspect(&self) -> Inspection {
-        self.handle.inspect()
+    pub fn activity(&self) -> Activity {
+        self.handle.activity()
     }
 }

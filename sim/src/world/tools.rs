@@ -4,11 +4,12 @@
 //! scenario declares as server (or approval) tools run.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use tokio::sync::oneshot;
 use turnsim_engine::ports::{ServerToolCall, ServerTools};
-use turnsim_engine::{ToolKind, ToolOutcome};
+use turnsim_engine::{Input, InputSink, ToolKind, ToolOutcome};
 
 use super::rng::SharedRng;
 use crate::history::Boundary;
@@ -19,18 +20,42 @@ pub struct SimServerTools {
     pub specs: BTreeMap<String, ToolSpec>,
     pub rng: SharedRng,
     pub trace: Trace,
+    /// Executions started, each with whether it finished.
+    pub executions: Executions,
+}
+
+/// Executions started and whether each is still under way for a live engine.
+#[derive(Clone, Default)]
+pub struct Executions(Arc<Mutex<Vec<Execution>>>);
+
+/// Whom an execution reports to, and whether it has.
+type Execution = (InputSink, Arc<AtomicBool>);
+
+impl Executions {
+    fn start(&self, sink: &InputSink) -> Arc<AtomicBool> {
+        let done = Arc::new(AtomicBool::new(false));
+        self.0.lock().expect("executions lock").push((sink.clone(), done.clone()));
+        done
+    }
+
+    /// Whether an execution is running for an engine still alive to take
+    /// its result (one running for a dead process died with it).
+    pub fn any_running(&self) -> bool {
+        let executions = self.0.lock().expect("executions lock");
+        executions.iter().any(|(sink, done)| !done.load(Ordering::SeqCst) && !sink.is_closed())
+    }
 }
 
 impl ServerTools for SimServerTools {
-    fn execute(&self, call: ServerToolCall) -> oneshot::Receiver<ToolOutcome> {
-        let (done, result) = oneshot::channel();
+    fn start(&self, request_id: &str, call: ServerToolCall, sink: InputSink) {
+        let request_id = request_id.to_string();
         self.trace.cross(Boundary::ServerToolCall { call: call.clone() });
         let spec = self.specs.get(&call.tool_name);
         if !spec.is_some_and(|spec| matches!(spec.kind, ToolKind::Server | ToolKind::Approval)) {
-            // Not a server tool: there is nothing here to run. The call is
-            // dropped (the engine sees a lost execution) and the oracle flags
-            // the attempt.
-            return result;
+            // Not a server tool: there is nothing here to run. The engine
+            // sees a lost execution and the oracle flags the attempt.
+            sink.send(Input::ServerToolDone { request_id, call_id: call.call_id, outcome: None });
+            return;
         }
         let duration_ms = spec.map_or(0, |spec| self.rng.sample(spec.duration_ms));
         let outcome = match spec {
@@ -38,13 +63,13 @@ impl ServerTools for SimServerTools {
             Some(ToolSpec { output: Some(output), .. }) => ToolOutcome::Output(output.clone()),
             _ => ToolOutcome::Output(Value::String("ok".into())),
         };
-        let trace = self.trace.clone();
+        let (trace, done) = (self.trace.clone(), self.executions.start(&sink));
         tokio::spawn(async move {
             super::pause_ms(duration_ms).await;
             trace.record(Event::ServerToolRun { call_id: call.call_id.clone(), tool_name: call.tool_name });
-            trace.cross(Boundary::ServerToolDone { call_id: call.call_id, outcome: outcome.clone() });
-            let _ = done.send(outcome);
+            trace.cross(Boundary::ServerToolDone { call_id: call.call_id.clone(), outcome: outcome.clone() });
+            sink.send(Input::ServerToolDone { request_id, call_id: call.call_id, outcome: Some(outcome) });
+            done.store(true, Ordering::SeqCst);
         });
-        result
     }
 }

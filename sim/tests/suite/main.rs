@@ -5,6 +5,7 @@ mod cli;
 mod common;
 mod crash_points;
 mod determinism;
+mod engine_protocol;
 mod expectations;
 mod exploration;
 mod format;

@@ -14,8 +14,8 @@ pub const INVARIANT: Invariant = Invariant {
 
 fn check(input: &CheckInput) -> Vec<Violation> {
     let run = input.run;
-    let state = match run.final_inspection {
-        Some(inspection) => format!("{inspection:?}"),
+    let state = match run.final_activity {
+        Some(activity) => format!("{activity:?}"),
         None => "engine process down".to_string(),
     };
     let message = match run.end {

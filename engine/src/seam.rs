@@ -1,0 +1,134 @@
+//! The seam every turn engine is driven through, ours or not: one input at
+//! a time, handled to the end, then the engine says when it next wants to
+//! be woken. Model chunks and server-tool results come back as inputs like
+//! any other, so an engine's every decision depends only on the order of
+//! its inputs and the times they carry. The same seam, as JSON lines, is
+//! the process protocol (`docs/protocol.md`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use crate::chunk::{Chunk, StreamError};
+use crate::clock::Instant;
+use crate::config::TurnOptions;
+use crate::ports::{Connection, StreamCallback};
+use crate::transcript::{ToolOutcome, ToolResult};
+
+/// One input to an engine.
+pub enum Input {
+    Connect {
+        connection_id: u64,
+        connection: Box<dyn Connection>,
+    },
+    Disconnect {
+        connection_id: u64,
+    },
+    /// A user message over a client connection; the reply is broadcast.
+    UserMessage {
+        text: String,
+        options: TurnOptions,
+    },
+    /// The `chat()` RPC: the reply goes to `callback`.
+    Chat {
+        text: String,
+        options: TurnOptions,
+        callback: Box<dyn StreamCallback>,
+    },
+    /// A messenger delivery, answered once through the messenger surface.
+    Deliver {
+        delivery_id: String,
+        text: String,
+    },
+    ToolResult {
+        result: ToolResult,
+        auto_continue: bool,
+    },
+    Approval {
+        call_id: String,
+        approved: bool,
+        auto_continue: bool,
+    },
+    /// What model call `call` (the number [`crate::ModelProvider::start`]
+    /// returned) produced next.
+    Model {
+        call: u32,
+        event: ModelEvent,
+    },
+    /// A server tool finished; `None` when its execution was lost.
+    ServerToolDone {
+        request_id: String,
+        call_id: String,
+        outcome: Option<ToolOutcome>,
+    },
+    /// The time the engine asked to be woken at has come.
+    Timer,
+}
+
+/// The next thing a model call produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelEvent {
+    Chunk(Chunk),
+    Failed(StreamError),
+    /// The stream ended (after its finish, or cut short without one).
+    Closed,
+}
+
+/// An engine, driven in lockstep. A Rust engine implements this to run in
+/// the simulated world in-process; the built-in engine does, and so does
+/// the proxy that speaks the process protocol to an engine in any language.
+pub trait Engine: Send {
+    /// Handles `input` and everything it sets off inside the engine; its
+    /// effects go out through the ports it was booted with.
+    fn deliver(&mut self, input: Input);
+
+    /// When the engine next wants [`Input::Timer`], if at all.
+    fn next_timer(&self) -> Option<Instant>;
+}
+
+/// Where ports send what comes back to the engine (model chunks, server
+/// tool results). It belongs to one process: once that process is gone,
+/// sends fail, as a dropped connection's would.
+#[derive(Clone)]
+pub struct InputSink {
+    sender: mpsc::UnboundedSender<Input>,
+    /// Sent and not yet handled, so nobody calls the engine idle while
+    /// work waits in its inbox.
+    waiting: Arc<AtomicUsize>,
+}
+
+impl InputSink {
+    pub(crate) fn channel() -> (Self, mpsc::UnboundedReceiver<Input>) {
+        let (sender, inbox) = mpsc::unbounded_channel();
+        (Self { sender, waiting: Default::default() }, inbox)
+    }
+
+    /// Returns false once the process the sink belongs to is gone.
+    pub fn send(&self, input: Input) -> bool {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let sent = self.sender.send(input).is_ok();
+        if !sent {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+        sent
+    }
+
+    pub(crate) fn handled(&self) {
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
+    /// A sink whose inputs go nowhere, for an engine hosted where inputs
+    /// arrive another way (a process serving the protocol).
+    pub fn detached() -> Self {
+        Self::channel().0
+    }
+}

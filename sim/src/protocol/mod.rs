@@ -1,0 +1,211 @@
+//! The engine protocol (`docs/protocol.md`): the engine seam as
+//! newline-delimited JSON, so an engine in any process and any language is
+//! driven in lockstep under the simulated clock. [`proxy`] is the
+//! harness's end, [`serve`] the built-in engine's.
+
+pub mod proxy;
+pub mod serve;
+
+use serde::{Deserialize, Serialize};
+use turnsim_engine::durable::{DurableState, Write};
+use turnsim_engine::ports::{ExhaustedContext, FaultSite, Frame, ModelRequest, ServerToolCall};
+use turnsim_engine::{Chunk, EngineConfig, EngineEvent, ModelEvent, StreamError, ToolOutcome, ToolResult, TurnOptions};
+
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A message to the engine. Every one but `reply` carries the sim time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToEngine {
+    Init {
+        now_ns: u64,
+        protocol: u32,
+        seed: u64,
+        generation: u32,
+        wall_base_ms: u64,
+        config: Box<EngineConfig>,
+        state: Box<DurableState>,
+    },
+    Connect {
+        now_ns: u64,
+        connection: u64,
+    },
+    Disconnect {
+        now_ns: u64,
+        connection: u64,
+    },
+    UserMessage {
+        now_ns: u64,
+        text: String,
+        options: TurnOptions,
+    },
+    Chat {
+        now_ns: u64,
+        chat: u32,
+        text: String,
+        options: TurnOptions,
+    },
+    Deliver {
+        now_ns: u64,
+        delivery: String,
+        text: String,
+    },
+    ToolResult {
+        now_ns: u64,
+        result: ToolResult,
+        auto_continue: bool,
+    },
+    Approval {
+        now_ns: u64,
+        call_id: String,
+        approved: bool,
+        auto_continue: bool,
+    },
+    ModelChunk {
+        now_ns: u64,
+        call: u32,
+        chunk: Chunk,
+    },
+    ModelEnd {
+        now_ns: u64,
+        call: u32,
+        end: WireEnd,
+    },
+    ServerToolDone {
+        now_ns: u64,
+        request_id: String,
+        call_id: String,
+        outcome: Option<ToolOutcome>,
+    },
+    Timer {
+        now_ns: u64,
+    },
+    Reply {
+        value: serde_json::Value,
+    },
+}
+
+impl ToEngine {
+    pub fn now_ns(&self) -> Option<u64> {
+        match self {
+            Self::Init { now_ns, .. }
+            | Self::Connect { now_ns, .. }
+            | Self::Disconnect { now_ns, .. }
+            | Self::UserMessage { now_ns, .. }
+            | Self::Chat { now_ns, .. }
+            | Self::Deliver { now_ns, .. }
+            | Self::ToolResult { now_ns, .. }
+            | Self::Approval { now_ns, .. }
+            | Self::ModelChunk { now_ns, .. }
+            | Self::ModelEnd { now_ns, .. }
+            | Self::ServerToolDone { now_ns, .. }
+            | Self::Timer { now_ns } => Some(*now_ns),
+            Self::Reply { .. } => None,
+        }
+    }
+}
+
+/// How a model call ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WireEnd {
+    /// The stream closed (after its finish, or short of one).
+    Closed,
+    /// The connection dropped mid-stream.
+    Cut,
+    Http {
+        status: u16,
+        message: String,
+    },
+}
+
+impl WireEnd {
+    pub fn from_error(error: &StreamError) -> Self {
+        match error {
+            StreamError::Cut => Self::Cut,
+            StreamError::Http { status, message } => Self::Http { status: *status, message: message.clone() },
+        }
+    }
+
+    pub fn into_event(self) -> ModelEvent {
+        match self {
+            Self::Closed => ModelEvent::Closed,
+            Self::Cut => ModelEvent::Failed(StreamError::Cut),
+            Self::Http { status, message } => ModelEvent::Failed(StreamError::Http { status, message }),
+        }
+    }
+}
+
+/// A message from the engine: requests (`commit`, `send`, `model_request`,
+/// `fault_point`) wait for one `reply`; the rest are effects.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FromEngine {
+    Commit { writes: Vec<Write> },
+    Send { connection: u64, frame: Frame },
+    ModelRequest { request: ModelRequest },
+    FaultPoint { site: FaultSite },
+    ModelCancel { call: u32 },
+    ServerTool { request_id: String, call: ServerToolCall },
+    Callback { chat: u32, call: WireCallback },
+    Post { delivery: String, text: String },
+    Exhausted { context: ExhaustedContext },
+    Observe { event: EngineEvent },
+    Idle { next_timer_ns: Option<u64> },
+}
+
+/// One call on a `chat()` callback, or the RPC returning.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum WireCallback {
+    OnStart {
+        request_id: String,
+    },
+    OnEvent {
+        chunk: Chunk,
+    },
+    OnReset {
+        text: String,
+    },
+    OnDone,
+    OnError {
+        message: String,
+    },
+    OnInterrupted,
+    /// `chat()` returned: the engine let go of the callback.
+    Returned,
+}
+
+/// Replies to the four requests.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommitReply {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendReply {
+    pub open: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelReply {
+    pub call: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultReply {
+    pub fire: bool,
+}
+
+/// One message as one line.
+pub fn line<T: Serialize>(message: &T) -> String {
+    let mut line = serde_json::to_string(message).expect("protocol messages serialise");
+    line.push('\n');
+    line
+}

@@ -1,0 +1,320 @@
+//! The harness's end of the protocol: an [`Engine`] that is a child
+//! process. Each input becomes one line to the child; the child's requests
+//! are answered from the world's ports as they come, its effects go to the
+//! same ports an in-process engine's would, and its `idle` ends the input.
+//! The world cannot tell the difference, so neither can the timeline.
+//!
+//! One proxy is one process, one generation: dropping it (the engine's
+//! node killed) kills the child, so nothing it does later can reach the
+//! world.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write as _};
+use std::os::fd::AsRawFd;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use turnsim_engine::ports::{Connection, Ports, StreamCallback};
+use turnsim_engine::{Engine, EngineConfig, Input, InputSink, ModelEvent};
+
+use super::{
+    line, CommitReply, FaultReply, FromEngine, ModelReply, SendReply, ToEngine, WireCallback, WireEnd, PROTOCOL_VERSION,
+};
+use crate::trace::sim_now;
+
+/// Messages one input may set off before the engine counts as busy-looping.
+const MAX_MESSAGES_PER_INPUT: usize = 100_000;
+/// Real time the engine may stay silent while it handles an input before
+/// it counts as hung; `TURNSIM_ENGINE_TIMEOUT_MS` overrides it. (Measured
+/// by poll(2): the process's clocks are the simulation's.)
+const MAX_WALL_PER_INPUT: Duration = Duration::from_secs(30);
+
+fn wall_limit() -> Duration {
+    let configured = std::env::var("TURNSIM_ENGINE_TIMEOUT_MS").ok().and_then(|ms| ms.parse().ok());
+    configured.map_or(MAX_WALL_PER_INPUT, Duration::from_millis)
+}
+/// Bytes of the engine's stderr kept to show with a failure.
+const STDERR_TAIL: usize = 4_000;
+
+/// What starts engine processes for one run.
+#[derive(Clone)]
+pub struct Launcher {
+    pub command: String,
+    pub seed: u64,
+    pub config: EngineConfig,
+    /// Generations started so far in this run.
+    pub generations: Arc<Mutex<u32>>,
+}
+
+impl Launcher {
+    pub fn boot(&self, ports: Ports, sink: InputSink) -> Box<dyn Engine> {
+        let generation = {
+            let mut generations = self.generations.lock().expect("generations lock");
+            *generations += 1;
+            *generations
+        };
+        Box::new(ProcessEngine::start(self, generation, ports, sink))
+    }
+}
+
+pub struct ProcessEngine {
+    child: Child,
+    writer: ChildStdin,
+    reader: BufReader<ChildStdout>,
+    stderr: std::path::PathBuf,
+    command: String,
+    generation: u32,
+    ports: Ports,
+    sink: InputSink,
+    connections: BTreeMap<u64, Box<dyn Connection>>,
+    chats: BTreeMap<u32, Box<dyn StreamCallback>>,
+    next_chat: u32,
+    next_timer: Option<Instant>,
+    /// The instant of sim time zero, to turn the engine's nanoseconds
+    /// into instants.
+    origin: Instant,
+}
+
+impl ProcessEngine {
+    fn start(launcher: &Launcher, generation: u32, ports: Ports, sink: InputSink) -> Self {
+        let stderr = stderr_file(launcher.seed, generation);
+        let log = std::fs::File::create(&stderr)
+            .unwrap_or_else(|error| panic!("engine-crashed: no file for its stderr at {}: {error}", stderr.display()));
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&launcher.command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|error| panic!("engine-crashed: could not start `{}`: {error}", launcher.command));
+        let writer = child.stdin.take().expect("piped stdin");
+        let reader = BufReader::new(child.stdout.take().expect("piped stdout"));
+        #[allow(clippy::disallowed_methods)] // the simulated clock
+        let origin = Instant::now() - sim_now();
+        let mut engine = Self {
+            child,
+            writer,
+            reader,
+            stderr,
+            command: launcher.command.clone(),
+            generation,
+            ports,
+            sink,
+            connections: BTreeMap::new(),
+            chats: BTreeMap::new(),
+            next_chat: 0,
+            next_timer: None,
+            origin,
+        };
+        let state = engine.ports.store.load();
+        #[allow(clippy::disallowed_methods)] // the simulated wall clock
+        let wall_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let wall_base_ms = (wall_now.saturating_sub(sim_now())).as_millis() as u64;
+        engine.exchange(ToEngine::Init {
+            now_ns: now_ns(),
+            protocol: PROTOCOL_VERSION,
+            seed: launcher.seed,
+            generation,
+            wall_base_ms,
+            config: Box::new(launcher.config.clone()),
+            state: Box::new(state),
+        });
+        engine
+    }
+
+    /// Sends one input and serves the engine until it is idle.
+    fn exchange(&mut self, message: ToEngine) {
+        self.write(&message);
+        for _ in 0..MAX_MESSAGES_PER_INPUT {
+            let message = self.read();
+            if let Some(next_timer_ns) = self.serve(message) {
+                self.next_timer = next_timer_ns.map(|ns| self.origin + Duration::from_nanos(ns));
+                return;
+            }
+        }
+        self.fail("engine-busy", &format!("{MAX_MESSAGES_PER_INPUT} messages for one input without going idle"));
+    }
+
+    /// Handles one message from the engine; `Some` once it is idle.
+    fn serve(&mut self, message: FromEngine) -> Option<Option<u64>> {
+        match message {
+            FromEngine::Idle { next_timer_ns } => return Some(next_timer_ns),
+            FromEngine::Commit { writes } => {
+                let reply = match self.ports.store.commit(&writes) {
+                    Ok(()) => CommitReply { ok: true, error: None },
+                    Err(error) => CommitReply { ok: false, error: Some(error.0) },
+                };
+                self.reply(reply);
+            }
+            FromEngine::Send { connection, frame } => {
+                let open = self.connections.get(&connection).is_some_and(|end| end.send(frame));
+                if !open {
+                    self.connections.remove(&connection);
+                }
+                self.reply(SendReply { open });
+            }
+            FromEngine::ModelRequest { request } => {
+                let call = self.ports.model.start(request, self.sink.clone());
+                self.reply(ModelReply { call });
+            }
+            FromEngine::FaultPoint { site } => {
+                let fire = self.ports.faults.fire(site);
+                self.reply(FaultReply { fire });
+            }
+            FromEngine::ModelCancel { call } => self.ports.model.cancel(call),
+            FromEngine::ServerTool { request_id, call } => {
+                self.ports.server_tools.start(&request_id, call, self.sink.clone())
+            }
+            FromEngine::Callback { chat, call } => self.callback(chat, call),
+            FromEngine::Post { delivery, text } => self.ports.surface.post(&delivery, &text),
+            FromEngine::Exhausted { context } => self.ports.observer.on_exhausted(&context),
+            FromEngine::Observe { event } => self.ports.observer.observe(event),
+        }
+        None
+    }
+
+    fn callback(&mut self, chat: u32, call: WireCallback) {
+        if call == WireCallback::Returned {
+            // Dropped here, as an in-process engine drops the callback.
+            self.chats.remove(&chat);
+            return;
+        }
+        let Some(callback) = self.chats.get_mut(&chat) else {
+            self.fail("engine-protocol", &format!("a callback for chat {chat}, which is not open"));
+        };
+        match call {
+            WireCallback::OnStart { request_id } => callback.on_start(&request_id),
+            WireCallback::OnEvent { chunk } => callback.on_event(&chunk),
+            WireCallback::OnReset { text } => callback.on_reset(&text),
+            WireCallback::OnDone => callback.on_done(),
+            WireCallback::OnError { message } => callback.on_error(&message),
+            WireCallback::OnInterrupted => callback.on_interrupted(),
+            WireCallback::Returned => {}
+        }
+    }
+
+    fn reply(&mut self, value: impl serde::Serialize) {
+        let value = serde_json::to_value(value).expect("replies serialise");
+        self.write(&ToEngine::Reply { value });
+    }
+
+    fn write(&mut self, message: &ToEngine) {
+        let sent = self.writer.write_all(line(message).as_bytes()).and_then(|()| self.writer.flush());
+        if let Err(error) = sent {
+            self.fail("engine-crashed", &format!("its stdin closed: {error}"));
+        }
+    }
+
+    fn read(&mut self) -> FromEngine {
+        let mut text = String::new();
+        loop {
+            if self.reader.buffer().is_empty() && !readable_within(&self.reader, wall_limit()) {
+                let limit = wall_limit().as_millis();
+                let message = format!("nothing for {limit} ms of real time while an input was handled (a hang?)");
+                self.fail("engine-busy", &message);
+            }
+            match self.reader.read_line(&mut text) {
+                Ok(0) => self.fail("engine-crashed", "it exited (stdout closed) before going idle"),
+                Ok(_) if text.ends_with('\n') => break,
+                Ok(_) => continue,
+                Err(error) => self.fail("engine-crashed", &format!("reading its stdout failed: {error}")),
+            }
+        }
+        serde_json::from_str(&text).unwrap_or_else(|error| {
+            let shown: String = text.trim_end().chars().take(200).collect();
+            self.fail("engine-protocol", &format!("not a protocol message ({error}): {shown}"))
+        })
+    }
+
+    /// A failed engine process fails the run, with the seed's replay line
+    /// and what the engine said on stderr.
+    fn fail(&mut self, kind: &str, what: &str) -> ! {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let stderr = tail(&self.stderr);
+        let stderr = if stderr.trim().is_empty() { String::new() } else { format!("\nits stderr:\n{stderr}") };
+        panic!("{kind}: engine process `{}` (generation {}): {what}{stderr}", self.command, self.generation)
+    }
+}
+
+impl Engine for ProcessEngine {
+    fn deliver(&mut self, input: Input) {
+        let now_ns = now_ns();
+        let message = match input {
+            Input::Connect { connection_id, connection } => {
+                self.connections.insert(connection_id, connection);
+                ToEngine::Connect { now_ns, connection: connection_id }
+            }
+            Input::Disconnect { connection_id } => {
+                self.connections.remove(&connection_id);
+                ToEngine::Disconnect { now_ns, connection: connection_id }
+            }
+            Input::UserMessage { text, options } => ToEngine::UserMessage { now_ns, text, options },
+            Input::Chat { text, options, callback } => {
+                self.next_chat += 1;
+                self.chats.insert(self.next_chat, callback);
+                ToEngine::Chat { now_ns, chat: self.next_chat, text, options }
+            }
+            Input::Deliver { delivery_id, text } => ToEngine::Deliver { now_ns, delivery: delivery_id, text },
+            Input::ToolResult { result, auto_continue } => ToEngine::ToolResult { now_ns, result, auto_continue },
+            Input::Approval { call_id, approved, auto_continue } => {
+                ToEngine::Approval { now_ns, call_id, approved, auto_continue }
+            }
+            Input::Model { call, event: ModelEvent::Chunk(chunk) } => ToEngine::ModelChunk { now_ns, call, chunk },
+            Input::Model { call, event: ModelEvent::Failed(error) } => {
+                ToEngine::ModelEnd { now_ns, call, end: WireEnd::from_error(&error) }
+            }
+            Input::Model { call, event: ModelEvent::Closed } => {
+                ToEngine::ModelEnd { now_ns, call, end: WireEnd::Closed }
+            }
+            Input::ServerToolDone { request_id, call_id, outcome } => {
+                ToEngine::ServerToolDone { now_ns, request_id, call_id, outcome }
+            }
+            Input::Timer => ToEngine::Timer { now_ns },
+        };
+        self.exchange(message);
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        self.next_timer
+    }
+}
+
+impl Drop for ProcessEngine {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.stderr);
+    }
+}
+
+fn now_ns() -> u64 {
+    sim_now().as_nanos() as u64
+}
+
+/// Waits (in real time) until the engine has written something.
+fn readable_within(reader: &BufReader<ChildStdout>, within: Duration) -> bool {
+    let mut poll = libc::pollfd { fd: reader.get_ref().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let millis = i32::try_from(within.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd for a file descriptor the reader owns.
+    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+    ready > 0
+}
+
+/// A file of its own for one process's stderr (no thread may drain a pipe
+/// inside the simulation), read back when the process fails.
+fn stderr_file(seed: u64, generation: u32) -> std::path::PathBuf {
+    static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let file = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("turnsim-engine-{}-{file}-s{seed}-g{generation}.stderr", std::process::id()))
+}
+
+/// The last bytes of what the process wrote to stderr.
+fn tail(path: &std::path::Path) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    let from = text.len().saturating_sub(STDERR_TAIL);
+    String::from_utf8_lossy(&text[from..]).into_owned()
+}

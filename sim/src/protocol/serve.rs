@@ -1,0 +1,276 @@
+//! `turnsim engine`: the built-in engine served over the protocol on
+//! stdin/stdout, for the equivalence test (the same scenario and seed give
+//! the same timeline in-process and across the process boundary) and as a
+//! reference for authors of engines in other languages.
+//!
+//! The engine runs on a simulated clock of its own that only ever moves to
+//! the `now_ns` each input carries; its ports turn every effect into a line
+//! on stdout and every request into a line and a wait for the reply.
+
+use std::io::{BufRead, Write as _};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::runtime::Runtime;
+use turnsim_engine::durable::{DurableState, Write};
+use turnsim_engine::messenger::MessengerSurface;
+use turnsim_engine::ports::{
+    Connection, DurableStore, ExhaustedContext, FaultPoints, FaultSite, Frame, ModelProvider, ModelRequest, Observer,
+    Ports, ServerToolCall, ServerTools, StoreError, StreamCallback,
+};
+use turnsim_engine::{Chunk, EngineEvent, Input, InputSink};
+
+use super::{line, CommitReply, FaultReply, FromEngine, ModelReply, SendReply, ToEngine, WireCallback};
+
+/// Serves one engine process until stdin closes. Returns an error line for
+/// the harness's log when the conversation breaks.
+pub fn serve() -> Result<(), String> {
+    let wire = Wire::new();
+    let ToEngine::Init { now_ns, seed, config, state, protocol, .. } = wire.read()? else {
+        return Err("the first message must be init".into());
+    };
+    if protocol != super::PROTOCOL_VERSION {
+        return Err(format!("protocol {protocol} is not spoken here (version {})", super::PROTOCOL_VERSION));
+    }
+    // Seeded as the harness's world is, so the simulated wall clock (the
+    // engine's durable timestamps) reads the same on both sides.
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    runtime.block_on(async move {
+        #[allow(clippy::disallowed_methods)] // the simulated clock
+        let origin = tokio::time::Instant::now();
+        advance(origin, now_ns);
+        let ports = wire.ports(*state);
+        let mut engine = turnsim_engine::session::boot(*config, ports, InputSink::detached());
+        wire.idle(origin, engine.next_timer());
+        loop {
+            let message = match wire.read() {
+                Ok(message) => message,
+                Err(closed) if closed.is_empty() => return Ok(()),
+                Err(error) => return Err(error),
+            };
+            if let Some(now_ns) = message.now_ns() {
+                advance(origin, now_ns);
+            }
+            let input = wire.input(message)?;
+            engine.deliver(input);
+            wire.idle(origin, engine.next_timer());
+        }
+    })
+}
+
+/// Moves the engine's clock to the input's time, exactly (a sleep would
+/// overshoot: madsim sleeps at least a millisecond).
+fn advance(origin: tokio::time::Instant, now_ns: u64) {
+    let target = origin + Duration::from_nanos(now_ns);
+    #[allow(clippy::disallowed_methods)] // the simulated clock
+    let now = tokio::time::Instant::now();
+    if target > now {
+        madsim::time::advance(target - now);
+    }
+}
+
+/// Both pipes, shared by the loop and every port.
+#[derive(Clone)]
+struct Wire(Arc<Mutex<()>>);
+
+impl Wire {
+    fn new() -> Self {
+        Self(Arc::default())
+    }
+
+    /// The next message; `Err("")` when stdin closed.
+    fn read(&self) -> Result<ToEngine, String> {
+        let mut text = String::new();
+        match std::io::stdin().lock().read_line(&mut text) {
+            Ok(0) => Err(String::new()),
+            Ok(_) => serde_json::from_str(&text).map_err(|error| format!("not a protocol message ({error}): {text}")),
+            Err(error) => Err(format!("reading stdin failed: {error}")),
+        }
+    }
+
+    fn write(&self, message: &FromEngine) {
+        let _held = self.0.lock().expect("wire lock");
+        let mut stdout = std::io::stdout().lock();
+        // A harness that stopped reading has killed us or is about to.
+        let _ = stdout.write_all(line(message).as_bytes()).and_then(|()| stdout.flush());
+    }
+
+    /// A request: the message, then the reply's value.
+    fn request<T: serde::de::DeserializeOwned>(&self, message: &FromEngine) -> T {
+        self.write(message);
+        match self.read() {
+            Ok(ToEngine::Reply { value }) => serde_json::from_value(value)
+                .unwrap_or_else(|error| exit_with(&format!("a reply that does not answer {message:?}: {error}"))),
+            Ok(other) => exit_with(&format!("expected a reply, got {other:?}")),
+            Err(error) => exit_with(&error),
+        }
+    }
+
+    fn idle(&self, origin: tokio::time::Instant, next_timer: Option<tokio::time::Instant>) {
+        let next_timer_ns = next_timer.map(|at| at.saturating_duration_since(origin).as_nanos() as u64);
+        self.write(&FromEngine::Idle { next_timer_ns });
+    }
+
+    fn input(&self, message: ToEngine) -> Result<Input, String> {
+        Ok(match message {
+            ToEngine::Connect { connection, .. } => {
+                let end = Box::new(WireConnection { connection, wire: self.clone() });
+                Input::Connect { connection_id: connection, connection: end }
+            }
+            ToEngine::Disconnect { connection, .. } => Input::Disconnect { connection_id: connection },
+            ToEngine::UserMessage { text, options, .. } => Input::UserMessage { text, options },
+            ToEngine::Chat { chat, text, options, .. } => {
+                Input::Chat { text, options, callback: Box::new(WireChat { chat, wire: self.clone() }) }
+            }
+            ToEngine::Deliver { delivery, text, .. } => Input::Deliver { delivery_id: delivery, text },
+            ToEngine::ToolResult { result, auto_continue, .. } => Input::ToolResult { result, auto_continue },
+            ToEngine::Approval { call_id, approved, auto_continue, .. } => {
+                Input::Approval { call_id, approved, auto_continue }
+            }
+            ToEngine::ModelChunk { call, chunk, .. } => {
+                Input::Model { call, event: turnsim_engine::ModelEvent::Chunk(chunk) }
+            }
+            ToEngine::ModelEnd { call, end, .. } => Input::Model { call, event: end.into_event() },
+            ToEngine::ServerToolDone { request_id, call_id, outcome, .. } => {
+                Input::ServerToolDone { request_id, call_id, outcome }
+            }
+            ToEngine::Timer { .. } => Input::Timer,
+            ToEngine::Init { .. } => return Err("init sent twice".into()),
+            ToEngine::Reply { .. } => return Err("a reply with no request waiting".into()),
+        })
+    }
+
+    fn ports(&self, state: DurableState) -> Ports {
+        let port = Arc::new(WirePorts { wire: self.clone(), state: Mutex::new(Some(state)) });
+        Ports {
+            store: port.clone(),
+            model: port.clone(),
+            server_tools: port.clone(),
+            observer: port.clone(),
+            surface: port.clone(),
+            faults: port,
+        }
+    }
+}
+
+/// The conversation broke mid-request: nothing sensible is left to do.
+fn exit_with(error: &str) -> ! {
+    eprintln!("turnsim engine: {error}");
+    std::process::exit(2)
+}
+
+struct WirePorts {
+    wire: Wire,
+    /// What `init` gave, loaded once at boot.
+    state: Mutex<Option<DurableState>>,
+}
+
+impl DurableStore for WirePorts {
+    fn load(&self) -> DurableState {
+        self.state.lock().expect("state lock").take().unwrap_or_default()
+    }
+
+    fn commit(&self, writes: &[Write]) -> Result<(), StoreError> {
+        let reply: CommitReply = self.wire.request(&FromEngine::Commit { writes: writes.to_vec() });
+        if reply.ok {
+            return Ok(());
+        }
+        Err(StoreError(reply.error.unwrap_or_default()))
+    }
+}
+
+impl ModelProvider for WirePorts {
+    fn start(&self, request: ModelRequest, _sink: InputSink) -> u32 {
+        let reply: ModelReply = self.wire.request(&FromEngine::ModelRequest { request });
+        reply.call
+    }
+
+    fn cancel(&self, call: u32) {
+        self.wire.write(&FromEngine::ModelCancel { call });
+    }
+}
+
+impl ServerTools for WirePorts {
+    fn start(&self, request_id: &str, call: ServerToolCall, _sink: InputSink) {
+        self.wire.write(&FromEngine::ServerTool { request_id: request_id.to_string(), call });
+    }
+}
+
+impl Observer for WirePorts {
+    fn observe(&self, event: EngineEvent) {
+        self.wire.write(&FromEngine::Observe { event });
+    }
+
+    fn on_exhausted(&self, context: &ExhaustedContext) {
+        self.wire.write(&FromEngine::Exhausted { context: context.clone() });
+    }
+}
+
+impl MessengerSurface for WirePorts {
+    fn post(&self, delivery_id: &str, text: &str) {
+        self.wire.write(&FromEngine::Post { delivery: delivery_id.to_string(), text: text.to_string() });
+    }
+}
+
+impl FaultPoints for WirePorts {
+    fn fire(&self, site: FaultSite) -> bool {
+        let reply: FaultReply = self.wire.request(&FromEngine::FaultPoint { site });
+        reply.fire
+    }
+}
+
+struct WireConnection {
+    connection: u64,
+    wire: Wire,
+}
+
+impl Connection for WireConnection {
+    fn send(&self, frame: Frame) -> bool {
+        let reply: SendReply = self.wire.request(&FromEngine::Send { connection: self.connection, frame });
+        reply.open
+    }
+}
+
+struct WireChat {
+    chat: u32,
+    wire: Wire,
+}
+
+impl WireChat {
+    fn call(&self, call: WireCallback) {
+        self.wire.write(&FromEngine::Callback { chat: self.chat, call });
+    }
+}
+
+impl StreamCallback for WireChat {
+    fn on_start(&mut self, request_id: &str) {
+        self.call(WireCallback::OnStart { request_id: request_id.to_string() });
+    }
+
+    fn on_event(&mut self, chunk: &Chunk) {
+        self.call(WireCallback::OnEvent { chunk: chunk.clone() });
+    }
+
+    fn on_reset(&mut self, text: &str) {
+        self.call(WireCallback::OnReset { text: text.to_string() });
+    }
+
+    fn on_done(&mut self) {
+        self.call(WireCallback::OnDone);
+    }
+
+    fn on_error(&mut self, message: &str) {
+        self.call(WireCallback::OnError { message: message.to_string() });
+    }
+
+    fn on_interrupted(&mut self) {
+        self.call(WireCallback::OnInterrupted);
+    }
+}
+
+/// The engine let go of the callback: `chat()` returned.
+impl Drop for WireChat {
+    fn drop(&mut self) {
+        self.call(WireCallback::Returned);
+    }
+}

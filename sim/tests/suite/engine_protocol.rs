@@ -1,0 +1,108 @@
+//! The engine protocol: the built-in engine across a process boundary
+//! behaves exactly as in-process, and a process engine that crashes,
+//! speaks garbage, floods or hangs fails its run with the seed, never
+//! hangs the harness.
+
+use std::process::{Command, Output};
+
+use crate::common::workspace_root;
+
+fn turnsim(args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_turnsim"));
+    command.args(args).current_dir(workspace_root()).env_remove("MADSIM_TEST_SEED").env_remove("MADSIM_TEST_NUM");
+    command.env("TURNSIM_ENGINE_TIMEOUT_MS", "2000");
+    command.output().expect("run turnsim")
+}
+
+fn served() -> String {
+    format!("{} engine", env!("CARGO_BIN_EXE_turnsim"))
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+#[test]
+fn every_scenario_replays_byte_identically_over_the_protocol() {
+    let mut scenarios: Vec<_> = std::fs::read_dir(workspace_root().join("scenarios"))
+        .expect("scenarios/")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    scenarios.sort();
+    assert!(scenarios.len() > 50, "found only {} scenarios", scenarios.len());
+    let served = served();
+    let mut compared = 0;
+    for path in &scenarios {
+        let file = path.to_str().expect("utf-8 path");
+        for seed in ["0", "1"] {
+            let local = turnsim(&["replay", file, "--seed", seed]);
+            let remote = turnsim(&["replay", file, "--seed", seed, "--engine-cmd", &served]);
+            assert_eq!(
+                text(&local),
+                text(&remote),
+                "{file} seed {seed}: the timeline differs across the process boundary"
+            );
+            assert_eq!(local.status.code(), remote.status.code(), "{file} seed {seed}: verdicts differ");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, scenarios.len() * 2);
+}
+
+#[test]
+fn the_suite_passes_against_the_served_engine_and_a_regression_is_caught_across_it() {
+    let served = served();
+    let scenario = "scenarios/barrier-late-sibling.yaml";
+    let green = turnsim(&["run", scenario, "--seeds", "8", "--engine-cmd", &served]);
+    assert_eq!(green.status.code(), Some(0), "{}", text(&green));
+    let red =
+        turnsim(&["run", scenario, "--seeds", "8", "--regression", "no-stream-active-gate", "--engine-cmd", &served]);
+    assert_eq!(red.status.code(), Some(1), "{}", text(&red));
+    assert!(text(&red).contains("single-continuation"), "{}", text(&red));
+}
+
+/// Each broken engine fails the run (exit 1) with its kind and a replay
+/// line, in bounded time.
+fn fails_with(engine: &str, kind: &str) {
+    let output = turnsim(&["replay", "scenarios/barrier-late-sibling.yaml", "--seed", "3", "--engine-cmd", engine]);
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{engine}: {said}");
+    assert!(said.contains(kind), "{engine}: expected {kind} in:\n{said}");
+    assert!(said.contains("converges"), "{engine}: the run must fail `converges`:\n{said}");
+}
+
+#[test]
+fn an_engine_that_exits_fails_its_run() {
+    fails_with("echo 'dying' >&2; exit 3", "engine-crashed");
+}
+
+#[test]
+fn an_engine_that_exits_shows_its_stderr() {
+    let output = turnsim(&[
+        "replay",
+        "scenarios/barrier-late-sibling.yaml",
+        "--seed",
+        "0",
+        "--engine-cmd",
+        "echo 'cannot open the model config' >&2; exit 3",
+    ]);
+    assert!(text(&output).contains("cannot open the model config"), "{}", text(&output));
+}
+
+#[test]
+fn an_engine_that_writes_garbage_fails_its_run() {
+    fails_with("read line; echo 'this is not json'; sleep 5", "engine-protocol");
+}
+
+#[test]
+fn an_engine_that_never_goes_idle_fails_its_run() {
+    let flood = r#"read line; while true; do echo '{"type":"model_cancel","call":999}'; done"#;
+    fails_with(flood, "engine-busy");
+}
+
+#[test]
+fn an_engine_that_hangs_fails_its_run_at_the_real_time_limit() {
+    // The limit is 2 s here; the engine would sleep for 30.
+    fails_with("read line; sleep 30", "engine-busy");
+}
