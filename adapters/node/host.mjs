@@ -1,0 +1,263 @@
+// The protocol loop: reads one input, hands it to the engine, lets the
+// engine's work settle, and answers `idle` with its earliest timer.
+//
+// Settling means: turn the real event loop (with the original
+// `setImmediate`, so every microtask queued so far runs first) until the
+// engine has no immediate of its own queued and no virtual timer is due
+// now. Requests (`commit`, `send`, `model_request`, `fault_point`) write
+// their line and read the reply at once with a blocking read: the harness
+// sends nothing else in between, and nothing else is written in between.
+
+import { clock, random, macrotaskTurn, pendingImmediates } from "./sandbox.mjs";
+import { Wire } from "./wire.mjs";
+import { Store } from "./store.mjs";
+import { ModelProxy } from "./model.mjs";
+
+export const PROTOCOL_VERSION = 1;
+
+/**
+ * @typedef {object} Engine What an engine module gives `runEngine`: every
+ *   handler is optional and may return a promise.
+ * @property {() => unknown} [boot] the process started: recover what a dead predecessor left
+ * @property {(connection: Connection) => unknown} [connect]
+ * @property {(connectionId: number) => unknown} [disconnect]
+ * @property {(text: string, options: object) => unknown} [userMessage]
+ * @property {(chat: Chat, text: string, options: object) => unknown} [chat]
+ * @property {(delivery: string, text: string) => unknown} [deliver]
+ * @property {(result: {call_id: string, outcome: object}, autoContinue: boolean) => unknown} [toolResult]
+ * @property {(callId: string, approved: boolean, autoContinue: boolean) => unknown} [approval]
+ */
+
+/** A client connection: frames to it are `send` requests. */
+export class Connection {
+  constructor(host, id) {
+    this.host = host;
+    this.id = id;
+    this.open = true;
+  }
+  /** Sends one frame (`Frame` JSON); resolves to whether the connection is still open. */
+  async send(frame) {
+    if (!this.open) return false;
+    const { open } = this.host.request({ type: "send", connection: this.id, frame });
+    if (!open) this.host.connections.delete(this.id);
+    this.open = open;
+    return open;
+  }
+}
+
+/** The callback of one `chat()` call. */
+export class Chat {
+  constructor(host, id) {
+    this.host = host;
+    this.id = id;
+  }
+  _call(call) {
+    this.host.effect({ type: "callback", chat: this.id, call });
+  }
+  onStart(requestId) {
+    this._call({ on_start: { request_id: requestId } });
+  }
+  onEvent(chunk) {
+    this._call({ on_event: { chunk } });
+  }
+  onReset(text) {
+    this._call({ on_reset: { text } });
+  }
+  onDone() {
+    this._call("on_done");
+  }
+  onError(message) {
+    this._call({ on_error: { message } });
+  }
+  onInterrupted() {
+    this._call("on_interrupted");
+  }
+  /** The `chat()` call returned: nothing more comes for it. */
+  returned() {
+    this._call("returned");
+  }
+}
+
+/** Everything on the harness's side of the pipe, as an engine sees it. */
+export class Host {
+  constructor(wire, init) {
+    this.wire = wire;
+    this.seed = init.seed;
+    this.generation = init.generation;
+    this.config = init.config;
+    this.store = new Store(this, init.state);
+    this.model = new ModelProxy(this);
+    /** @type {Map<number, Connection>} open connections by id */
+    this.connections = new Map();
+    this._serverTools = new Map();
+  }
+
+  /** Simulated milliseconds since the run began. */
+  nowMs() {
+    return clock.monotonicMs();
+  }
+
+  /** Writes a request and returns the reply's value. */
+  request(message) {
+    this.wire.write(message);
+    const reply = readMessage(this.wire);
+    if (reply === null) exitWith("stdin closed while a request waited for its reply");
+    if (reply.type !== "reply") exitWith(`expected the reply to ${message.type}, got ${reply.type}`);
+    return reply.value;
+  }
+
+  /** Writes an effect. */
+  effect(message) {
+    this.wire.write(message);
+  }
+
+  /** Sends a frame to every open connection, in connection order. */
+  async broadcast(frame) {
+    for (const connection of [...this.connections.values()]) await connection.send(frame);
+  }
+
+  /** Runs a server tool on the harness; resolves to its outcome (`ToolOutcome` JSON, or null if it died). */
+  runServerTool(requestId, call) {
+    return new Promise((resolve) => {
+      this._serverTools.set(`${requestId}\u0000${call.call_id}`, resolve);
+      this.effect({ type: "server_tool", request_id: requestId, call });
+    });
+  }
+
+  /** Whether to take the unlucky path at a fault site. */
+  async faultPoint(site) {
+    return this.request({ type: "fault_point", site }).fire;
+  }
+
+  post(delivery, text) {
+    this.effect({ type: "post", delivery, text });
+  }
+
+  exhausted(context) {
+    this.effect({ type: "exhausted", context });
+  }
+
+  /** An annotation for the timeline (an `EngineEvent`). */
+  observe(event) {
+    this.effect({ type: "observe", event });
+  }
+
+  log(...args) {
+    console.error(...args);
+  }
+
+  _serverToolDone(message) {
+    const key = `${message.request_id}\u0000${message.call_id}`;
+    const resolve = this._serverTools.get(key);
+    if (!resolve) return;
+    this._serverTools.delete(key);
+    resolve(message.outcome ?? null);
+  }
+}
+
+/**
+ * Runs an engine on stdin/stdout until stdin closes. `makeEngine(host)` is
+ * called once, at `init`, and returns the engine's handlers.
+ * @param {(host: Host) => Engine | Promise<Engine>} makeEngine
+ */
+export async function runEngine(makeEngine) {
+  const wire = new Wire();
+  const init = readMessage(wire);
+  if (init === null) return;
+  if (init.type !== "init") exitWith(`the first message must be init, got ${init.type}`);
+  if (init.protocol !== PROTOCOL_VERSION) exitWith(`protocol ${init.protocol} is not spoken here (version ${PROTOCOL_VERSION})`);
+  random.reseed(init.seed);
+  clock.wallBaseMs = init.wall_base_ms;
+  clock.advanceTo(init.now_ns);
+  const host = new Host(wire, init);
+  const engine = await makeEngine(host);
+  await settle(host, () => engine.boot?.());
+  for (;;) {
+    const message = readMessage(wire);
+    if (message === null) return;
+    clock.advanceTo(message.now_ns);
+    await settle(host, () => dispatch(host, engine, message));
+  }
+}
+
+function dispatch(host, engine, message) {
+  switch (message.type) {
+    case "connect": {
+      const connection = new Connection(host, message.connection);
+      host.connections.set(connection.id, connection);
+      return engine.connect?.(connection);
+    }
+    case "disconnect": {
+      const connection = host.connections.get(message.connection);
+      if (connection) connection.open = false;
+      host.connections.delete(message.connection);
+      return engine.disconnect?.(message.connection);
+    }
+    case "user_message":
+      return engine.userMessage?.(message.text, message.options);
+    case "chat":
+      return engine.chat?.(new Chat(host, message.chat), message.text, message.options);
+    case "deliver":
+      return engine.deliver?.(message.delivery, message.text);
+    case "tool_result":
+      return engine.toolResult?.(message.result, message.auto_continue);
+    case "approval":
+      return engine.approval?.(message.call_id, message.approved, message.auto_continue);
+    case "model_chunk":
+      return host.model.chunk(message.call, message.chunk);
+    case "model_end":
+      return host.model.end(message.call, message.end);
+    case "server_tool_done":
+      return host._serverToolDone(message);
+    case "timer":
+      return undefined; // the settle loop runs whatever is due
+    case "reply":
+      return exitWith("a reply with no request waiting");
+    default:
+      return exitWith(`a message the protocol does not have: ${message.type}`);
+  }
+}
+
+/** Handles one input and everything it sets off, then reports idle. */
+async function settle(host, handle) {
+  const handled = handle();
+  // A handler's own promise is the engine's business; a rejection is a crash.
+  Promise.resolve(handled).catch(crash);
+  for (;;) {
+    await macrotaskTurn();
+    if (pendingImmediates() > 0) continue;
+    if (clock.runNextDue()) continue;
+    break;
+  }
+  host.effect({ type: "idle", next_timer_ns: clock.nextDueNs() });
+}
+
+/** The next message from the harness, or null once stdin closed. */
+function readMessage(wire) {
+  const line = wire.readLine();
+  if (line === null) return null;
+  let message;
+  try {
+    message = JSON.parse(line);
+  } catch (error) {
+    exitWith(`not JSON: ${line.slice(0, 200)} (${error.message})`);
+  }
+  if (message.type === "init") message.seed = exactSeed(line, message.seed);
+  return message;
+}
+
+/** The seed as a BigInt read from the raw text: a u64 does not fit a double. */
+function exactSeed(line, parsed) {
+  const match = /"seed"\s*:\s*(\d+)/.exec(line);
+  return match ? BigInt(match[1]) : BigInt(parsed ?? 0);
+}
+
+function crash(error) {
+  console.error("engine failed:", error);
+  process.exit(1);
+}
+
+function exitWith(message) {
+  console.error(`protocol: ${message}`);
+  process.exit(2);
+}
