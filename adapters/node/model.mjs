@@ -12,7 +12,8 @@
 // aborted call (the engine's abort signal) sends `model_cancel`.
 //
 // Per-call metadata the protocol's request carries comes from the call's
-// provider options: `providerOptions: {turnsim: {requestId, step, continuation}}`.
+// provider options: `providerOptions: {turnsim: {requestId, step, continuation}}`;
+// without `step`, a request's calls are numbered 1, 2, ... in order.
 
 import { APICallError } from "ai";
 import { toProviderParts } from "./chunks.mjs";
@@ -86,6 +87,8 @@ export class ModelProxy {
     this.modelId = "scripted";
     this.supportedUrls = {};
     this._requests = 0;
+    /** Model calls made so far for each request id: the protocol's `step`. */
+    this._steps = new Map();
   }
 
   async doGenerate() {
@@ -117,9 +120,12 @@ export class ModelProxy {
   _start(options) {
     const meta = options.providerOptions?.turnsim ?? {};
     this._requests += 1;
+    const requestId = meta.requestId ?? `request-${this._requests}`;
+    const step = meta.step ?? (this._steps.get(requestId) ?? 0) + 1;
+    this._steps.set(requestId, step);
     const request = {
-      request_id: meta.requestId ?? `request-${this._requests}`,
-      step: meta.step ?? 1,
+      request_id: requestId,
+      step,
       continuation: meta.continuation ?? false,
       messages: fromPrompt(options.prompt),
     };

@@ -1,0 +1,12 @@
+// A turn engine for turnsim built from Cloudflare's published `agents`
+// package (see README.md for which decisions are Cloudflare's code and
+// which are ours). Run it under the harness:
+//
+//   turnsim run scenarios/ --engine-cmd "node adapters/cloudflare-agents/engine.mjs"
+
+// The SDK first: it installs virtual time and seeded randomness before
+// `agents` and `ai` load.
+import { runEngine } from "../node/index.mjs";
+import { Session } from "./session.mjs";
+
+runEngine((host) => new Session(host));

@@ -1,0 +1,103 @@
+// Messenger deliveries, after Think's `delivery.ts` (not published in
+// `agents`, so this is ours): a delivery drives a chat turn with a
+// text-collecting callback and posts the reply once; its checkpoint moves
+// `accepted` → `streaming` (first text) → `completed`, the post going out
+// before the `completed` checkpoint as in Think. After a restart, an
+// `accepted` delivery is answered again and a `streaming` one gets the
+// interrupted apology.
+
+import { Write } from "../node/index.mjs";
+
+const EMPTY = "I couldn't produce a text response. Please try again.";
+const ERROR = "Sorry, I couldn't answer that right now. Please try again.";
+const INTERRUPTED = "Sorry, my reply was interrupted. Please send your message again if you'd like me to retry.";
+const SOFT_LIMIT_CHARS = 2_000;
+
+class Collector {
+  constructor(onFirstText) {
+    this.text = "";
+    this.outcome = null;
+    this.onFirstText = onFirstText;
+  }
+  onEvent(chunk) {
+    if (chunk.type !== "text-delta") return;
+    if (this.text === "" && chunk.delta) this.onFirstText();
+    this.text += chunk.delta;
+  }
+  onReset(text) {
+    this.text = text;
+  }
+  onDone() {
+    this.outcome ??= "done";
+  }
+  onError() {
+    this.outcome ??= "error";
+  }
+  onInterrupted() {
+    this.outcome ??= "interrupted";
+  }
+}
+
+export class Messenger {
+  constructor(session) {
+    this.session = session;
+    this.host = session.host;
+  }
+
+  async deliver(delivery, text) {
+    if (this.host.store.state.deliveries[delivery]?.stage === "completed") return;
+    await this.answer({ id: delivery, user_text: text, stage: "accepted" });
+  }
+
+  async answer(checkpoint) {
+    await this.checkpoint(checkpoint, "accepted");
+    let streaming = null;
+    const collector = new Collector(() => {
+      streaming = this.checkpoint(checkpoint, "streaming");
+    });
+    const requestId = this.session.newId("r");
+    this.host.observe({ event: "delivery-accepted", delivery_id: checkpoint.id, request_id: requestId });
+    await this.session.enqueueTurn({ requestId, kind: "chat", userText: checkpoint.user_text, chat: collector });
+    await streaming;
+    await this.postOnce(checkpoint, replyFor(collector));
+  }
+
+  /** Deliveries a dead predecessor left unfinished. */
+  async restore() {
+    const open = Object.values(this.host.store.state.deliveries).filter((delivery) => delivery.stage !== "completed");
+    for (const checkpoint of open) {
+      if (checkpoint.stage === "accepted") await this.answer(checkpoint);
+      else await this.postOnce(checkpoint, [INTERRUPTED]);
+    }
+  }
+
+  async postOnce(checkpoint, posts) {
+    for (const text of posts) this.host.post(checkpoint.id, text);
+    await this.checkpoint(checkpoint, "completed");
+  }
+
+  checkpoint(checkpoint, stage) {
+    return this.session.commit([Write.putDelivery({ id: checkpoint.id, user_text: checkpoint.user_text, stage })]);
+  }
+}
+
+/** Think's `messengerReplyFailureMode` and the done path. */
+function replyFor(collector) {
+  if (collector.outcome === "interrupted") return [INTERRUPTED];
+  if (collector.outcome === "error" || collector.outcome === null) return [collector.text ? INTERRUPTED : ERROR];
+  if (!collector.text) return [EMPTY];
+  return split(collector.text);
+}
+
+function split(text) {
+  const posts = [];
+  let rest = text;
+  while (rest.length > SOFT_LIMIT_CHARS) {
+    const cut = rest.lastIndexOf(" ", SOFT_LIMIT_CHARS);
+    const at = cut > 0 ? cut + 1 : SOFT_LIMIT_CHARS;
+    posts.push(rest.slice(0, at));
+    rest = rest.slice(at);
+  }
+  posts.push(rest);
+  return posts;
+}

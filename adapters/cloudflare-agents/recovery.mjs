@@ -1,0 +1,177 @@
+// Bounded recovery: Cloudflare's `ChatRecoveryEngine` over an adapter of
+// ours. The engine decides (the incident budget, debounce, no-progress
+// window, give-up and its `onExhausted` ordering); the adapter is its I/O:
+// incidents are opaque store entries, "schedule a recovery" is a durable
+// alarm entry plus a virtual timer, progress is a durable counter bumped
+// when streamed output is flushed, and the terminal message is an `Error`
+// frame to every client.
+
+import { ChatRecoveryEngine, runChatRecoveryExhaustion } from "agents/chat";
+import { Write } from "../node/index.mjs";
+
+const INCIDENT_PREFIX = "cf:chat-recovery:incident:";
+const ALARM_PREFIX = "cf:alarm:";
+const PROGRESS_KEY = "cf:chat-recovery:progress";
+
+const EVENT_NAMES = {
+  "chat:recovery:scheduled": "recovery-scheduled",
+  "chat:recovery:completed": "recovery-completed",
+  "chat:recovery:skipped": "recovery-skipped",
+};
+
+export class Recovery {
+  constructor(session) {
+    this.session = session;
+    this.host = session.host;
+    this.settings = session.config.recovery;
+    this.engine = new ChatRecoveryEngine(this.adapter());
+    this.activeRootRequestId = undefined;
+  }
+
+  store() {
+    return this.host.store;
+  }
+
+  adapter() {
+    const store = () => this.store();
+    return {
+      resolveConfig: () => ({
+        maxAttempts: this.settings.max_attempts,
+        stableTimeoutMs: this.settings.stable_timeout_ms,
+        terminalMessage: this.settings.terminal_message,
+        noProgressTimeoutMs: this.settings.no_progress_window_ms,
+        maxRecoveryWork: 10_000,
+        maxInterruptedAttempts: 5,
+      }),
+      now: () => Date.now(),
+      sweepStaleIncidents: async () => {},
+      getIncident: async (key) => store().get(key) ?? null,
+      putIncident: (key, incident) => this.session.commit([Write.put(key, incident)]),
+      deleteIncident: (key) => this.session.commit([Write.remove(key)]),
+      syncStorage: async () => {},
+      readProgress: async () => store().get(PROGRESS_KEY) ?? 0,
+      isAwaitingClientInteraction: () => this.session.awaitsClientInteraction(),
+      emitRecoveryEvent: (event) => this.emit(event),
+      scheduleRecovery: (callback, data, _reason, delaySeconds) => this.schedule(callback, data, delaySeconds),
+      setRecovering: async (active) => this.host.broadcast({ Recovering: active }),
+      exhaustChatRecovery: (incident, config, partial, streamId, createdAt) =>
+        this.exhaust(incident, config, partial, streamId, createdAt),
+      resolveRecoveryStream: (requestId) => ({ streamId: requestId, streamStillActive: false }),
+      getPartialStreamText: () => this.session.partial(),
+      activeChatRecoveryRootRequestId: () => this.activeRootRequestId,
+      onGiveUpBookkeepingError: (phase, error) => this.host.log(`recovery ${phase}:`, error),
+    };
+  }
+
+  emit(event) {
+    const name = EVENT_NAMES[event.type];
+    if (!name) return;
+    const fields = { incident_id: event.incidentId };
+    if (name === "recovery-scheduled") Object.assign(fields, { attempt: event.attempt, strategy: event.recoveryKind });
+    if (name === "recovery-skipped") fields.reason = event.reason ?? "";
+    this.host.observe({ event: name, ...fields });
+  }
+
+  /** Bumps the durable progress marker (streamed output reached the store). */
+  progressWrite() {
+    return Write.put(PROGRESS_KEY, (this.store().get(PROGRESS_KEY) ?? 0) + 1);
+  }
+
+  /**
+   * A stall of `turn` routed into bounded recovery (the `stalled` trigger).
+   * Returns "scheduled" or "exhausted".
+   */
+  async routeStall(turn) {
+    const root = turn.rootRequestId ?? turn.requestId;
+    const { incident, config, exhausted } = await this.engine.beginIncident({
+      requestId: turn.requestId,
+      recoveryRootRequestId: root,
+      recoveryKind: "continue",
+      trigger: "stalled",
+    });
+    if (exhausted) {
+      await this.exhaust(incident, config, this.session.partial(), root, incident.firstSeenAt);
+      return "exhausted";
+    }
+    await this.engine.scheduleRecovery({
+      incident,
+      recoveryKind: "continue",
+      callback: "_chatRecoveryContinue",
+      data: { incidentId: incident.incidentId, originalRequestId: root },
+      delaySeconds: 0,
+    });
+    return "scheduled";
+  }
+
+  /** A turn that died with the previous process (the `interrupted` trigger). */
+  async recoverInterrupted(turn) {
+    const root = turn.rootRequestId ?? turn.requestId;
+    const recoveryKind = turn.streamed ? "continue" : "retry";
+    const { incident, config, exhausted } = await this.engine.beginIncident({
+      requestId: turn.requestId,
+      recoveryRootRequestId: root,
+      recoveryKind,
+      trigger: "interrupted",
+    });
+    if (exhausted) return this.exhaust(incident, config, this.session.partial(), root, incident.firstSeenAt);
+    const callback = recoveryKind === "continue" ? "_chatRecoveryContinue" : "_chatRecoveryRetry";
+    const data = { incidentId: incident.incidentId, originalRequestId: root };
+    return this.engine.scheduleRecovery({ incident, recoveryKind, callback, data, delaySeconds: 0 });
+  }
+
+  /** A recovery callback scheduled: a durable alarm and a timer for it. */
+  async schedule(callback, data, delaySeconds) {
+    const alarm = { id: `${ALARM_PREFIX}${this.session.newId("a")}`, dueMs: Date.now() + delaySeconds * 1000, callback, data };
+    await this.session.commit([Write.put(alarm.id, alarm)]);
+    this.arm(alarm);
+  }
+
+  /** Arms the timers of the alarms a dead predecessor left. */
+  restoreAlarms() {
+    const entries = Object.entries(this.store().state.extra).filter(([key]) => key.startsWith(ALARM_PREFIX));
+    for (const [, alarm] of entries) this.arm(alarm);
+  }
+
+  arm(alarm) {
+    setTimeout(() => this.ring(alarm), Math.max(0, alarm.dueMs - Date.now()));
+  }
+
+  async ring(alarm) {
+    if (!this.store().get(alarm.id)) return;
+    await this.session.commit([Write.remove(alarm.id)]);
+    const root = alarm.data?.originalRequestId;
+    await this.engine.runRecoveryAttempt({
+      callback: alarm.callback,
+      data: alarm.data,
+      run: () => this.session.runRecoveryTurn(alarm, root),
+    });
+  }
+
+  /** The recovery turn for `incidentId` ended: "completed" or another status. */
+  finished(incidentId, status, reason) {
+    return this.engine.updateIncident(incidentId, status, reason);
+  }
+
+  async exhaust(incident, config, partial, streamId, createdAt) {
+    const root = incident.recoveryRootRequestId ?? incident.requestId;
+    await runChatRecoveryExhaustion(
+      { incident, config, partialText: partial.text, partialParts: partial.parts, streamId, createdAt },
+      {
+        emit: (context) =>
+          this.host.observe({ event: "recovery-exhausted", incident_id: context.incidentId, attempt: context.attempt, reason: context.reason }),
+        onExhausted: (context) =>
+          this.host.exhausted({
+            incident_id: context.incidentId,
+            root_request_id: context.recoveryRootRequestId ?? root,
+            attempt: context.attempt,
+            max_attempts: context.maxAttempts,
+            reason: context.reason,
+            terminal_message: context.terminalMessage,
+            partial_text: context.partialText ?? "",
+          }),
+        onError: (error) => this.host.log("onExhausted failed:", error),
+        terminalize: (context) => this.session.terminalize(root, context.terminalMessage),
+      },
+    );
+  }
+}

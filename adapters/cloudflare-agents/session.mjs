@@ -1,0 +1,418 @@
+// One chat session (think: one Durable Object running @cloudflare/think),
+// built from the components `agents/chat` publishes. Cloudflare's code
+// decides: `AutoContinuationController` (every continuation: coalesce,
+// stream-active gate, batch barrier, deferred follow-ups), `TurnQueue`
+// (turns one at a time), `StreamAccumulator` (the in-flight assistant
+// message from UI stream chunks), `toolResultUpdate` / `toolApprovalUpdate`
+// / `applyToolUpdate` (which parts a result or approval moves),
+// `hasIncompleteToolBatch`, `drainInteractionApplies`,
+// `repairInterruptedToolParts` (before every inference),
+// `iterateWithStallWatchdog` (the stall), and `ChatRecoveryEngine`
+// (recovery.mjs). The AI SDK runs the steps, the server tools and the
+// approvals (`streamText`). What is ours is the wiring, in the order Think
+// wires it, and the translation to the protocol's frames and store.
+
+import {
+  AutoContinuationController,
+  ChatStreamStalledError,
+  ContinuationState,
+  StreamAccumulator,
+  TurnQueue,
+  applyToolUpdate,
+  drainInteractionApplies,
+  hasIncompleteToolBatch,
+  iterateWithStallWatchdog,
+  partAwaitsClientInteraction,
+  repairInterruptedToolParts,
+  toolApprovalUpdate,
+  toolResultUpdate,
+} from "agents/chat";
+import { convertToModelMessages, stepCountIs, streamText } from "ai";
+import { chunks, messages as stored, Write } from "../node/index.mjs";
+import { buildTools, isClientTool } from "./tools.mjs";
+import { Recovery } from "./recovery.mjs";
+import { Messenger } from "./messenger.mjs";
+
+export const REPAIR_TEXT = "The tool call was interrupted before a result was recorded.";
+const TURN_KEY = "cf:turn";
+/** Think flushes a streaming partial every ten chunks after the first flush. */
+const FLUSH_EVERY_CHUNKS = 10;
+/** Where a continuation is asked from: the protocol does not say which connection sent a result. */
+const CLIENT = { id: "client", send() {} };
+
+export class Session {
+  constructor(host) {
+    this.host = host;
+    this.config = host.config;
+    this.messages = host.store.state.messages.map(stored.toUIMessage);
+    this.nextId = host.store.state.next_id ?? 0;
+    /** The turn streaming now: {requestId, messageId, accumulator}, or null. */
+    this.streaming = null;
+    this.continuation = new ContinuationState();
+    AutoContinuationController.COALESCE_MS = this.config.coalesce_ms;
+    this.barrier = new AutoContinuationController(this.continuationHost());
+    this.turns = new TurnQueue();
+    this.applyTail = Promise.resolve();
+    this.pendingApply = null;
+    this.tools = buildTools(this);
+    this.recovery = new Recovery(this);
+    this.messenger = new Messenger(this);
+  }
+
+  // ---- protocol handlers -------------------------------------------------
+
+  async boot() {
+    const dead = this.host.store.get(TURN_KEY);
+    this.recovery.restoreAlarms();
+    if (dead) {
+      await this.commit([Write.remove(TURN_KEY)]);
+      await this.recovery.recoverInterrupted(dead);
+    }
+    await this.messenger.restore();
+  }
+
+  connect(connection) {
+    return connection.send({ Messages: this.liveMessages() });
+  }
+
+  userMessage(text, options) {
+    const requestId = this.newId("r");
+    return this.enqueueTurn({ requestId, kind: "user", userText: text, options });
+  }
+
+  /** `chat()`: on_start first (before the turn is queued, as Think does), `returned` when it resolves. */
+  async chat(chat, text, options) {
+    const requestId = this.newId("r");
+    chat.onStart(requestId);
+    await this.enqueueTurn({ requestId, kind: "chat", userText: text, options, chat });
+    chat.returned();
+  }
+
+  deliver(delivery, text) {
+    return this.messenger.deliver(delivery, text);
+  }
+
+  toolResult(result, autoContinue) {
+    const outcome = result.outcome;
+    const update =
+      "Error" in outcome
+        ? toolResultUpdate(result.call_id, undefined, "output-error", outcome.Error ?? undefined)
+        : toolResultUpdate(result.call_id, outcome.Output);
+    this.interaction(update, autoContinue);
+  }
+
+  approval(callId, approved, autoContinue) {
+    this.interaction(toolApprovalUpdate(callId, approved), autoContinue);
+  }
+
+  // ---- tool results, approvals and the continuation barrier --------------
+
+  /** As Think's handlers: enqueue the apply, then schedule or re-arm the barrier. */
+  interaction(update, autoContinue) {
+    this.enqueueApply(() => this.applyInteraction(update, autoContinue));
+    if (autoContinue) {
+      this.host.observe({ event: "continuation-pending", message_id: this.leafAssistant()?.id ?? "" });
+      this.barrier.schedule({ connection: CLIENT, clientTools: undefined, body: undefined, errorPrefix: "continuation failed:" });
+    } else {
+      this.barrier.rearmForBatch();
+    }
+  }
+
+  /** Applies serialise on one tail, so a rejected apply does not poison the next. */
+  enqueueApply(run) {
+    const link = this.applyTail.then(run, run).catch((error) => this.host.log("apply failed:", error));
+    this.applyTail = link;
+    this.pendingApply = link;
+    link.finally(() => {
+      if (this.pendingApply === link) this.pendingApply = null;
+    });
+  }
+
+  /** Into the streaming accumulator if the part is there, else the first stored message that has it. */
+  async applyInteraction(update, autoContinue) {
+    const applied = (part, into) => {
+      this.host.observe({ event: "tool-applied", call_id: update.toolCallId, state: part.state, into, auto_continue: autoContinue });
+      return this.host.broadcast(toolFrame(part));
+    };
+    const accumulator = this.streaming?.accumulator;
+    const live = accumulator && applyToolUpdate(accumulator.parts, update);
+    if (live) {
+      accumulator.parts[live.index] = live.parts[live.index];
+      return applied(live.parts[live.index], "accumulator");
+    }
+    for (const message of this.messages) {
+      const found = applyToolUpdate(message.parts, update);
+      if (!found) continue;
+      message.parts = found.parts;
+      await this.persist(message);
+      return applied(found.parts[found.index], "store");
+    }
+    this.host.observe({ event: "tool-ignored", call_id: update.toolCallId });
+  }
+
+  continuationHost() {
+    return {
+      continuation: this.continuation,
+      generateRequestId: () => this.newId("r"),
+      isStreamActive: () => this.streaming !== null,
+      hasPendingInteraction: () => this.pendingApply !== null,
+      hasIncompleteToolBatch: () => hasIncompleteToolBatch(this.messages),
+      drainInteractionApplies: () =>
+        drainInteractionApplies(
+          () => this.continuation.pending !== null,
+          () => this.applyTail,
+        ),
+      keepAliveWhile: (fn) => fn(),
+      fire: () => this.fireContinuation(),
+    };
+  }
+
+  /** The controller decided: run the continuation turn for `continuation.pending`. */
+  fireContinuation() {
+    const pending = this.continuation.pending;
+    if (!pending) return;
+    pending.pastCoalesce = true;
+    this.host.observe({ event: "continuation-fired", request_id: pending.requestId });
+    this.enqueueTurn({ requestId: pending.requestId, kind: "continuation", continuation: true }).then(() => {
+      this.continuation.activeRequestId = null;
+      this.barrier.activateDeferredAndReschedule();
+    });
+  }
+
+  // ---- turns -------------------------------------------------------------
+
+  enqueueTurn(turn) {
+    this.host.observe({ event: "turn-queued", request_id: turn.requestId, kind: turn.kind });
+    return this.turns.enqueue(turn.requestId, () => this.runTurn(turn)).catch((error) => this.host.log("turn failed:", error));
+  }
+
+  /** The recovery continuation an alarm runs (Think's `_chatRecoveryContinue`). */
+  async runRecoveryTurn(alarm, rootRequestId) {
+    const requestId = this.newId("r");
+    const retry = alarm.callback === "_chatRecoveryRetry";
+    this.recovery.activeRootRequestId = rootRequestId;
+    const status = await this.turns.enqueue(requestId, () =>
+      this.runTurn({ requestId, kind: "recovery", continuation: !retry, rootRequestId, retry }),
+    );
+    this.recovery.activeRootRequestId = undefined;
+    const outcome = status.status === "completed" ? status.value : "error";
+    if (outcome === "completed") await this.recovery.finished(alarm.data?.incidentId, "completed");
+    else if (outcome === "error") await this.recovery.finished(alarm.data?.incidentId, "failed", "recovery_error");
+  }
+
+  /** One turn: store the user message, repair, stream every step, finalise. Resolves to its status. */
+  async runTurn(turn) {
+    if (turn.userText !== undefined) await this.storeUserMessage(turn.userText);
+    await this.repair();
+    if (turn.kind === "continuation") this.continuation.activatePending();
+    const leaf = this.messages.at(-1);
+    const continues = turn.continuation && leaf?.role === "assistant";
+    const messageId = continues ? leaf.id : this.newId("m");
+    this.host.observe({ event: "turn-started", request_id: turn.requestId, kind: turn.kind, message_id: messageId });
+    await this.commit([Write.put(TURN_KEY, { requestId: turn.requestId, kind: turn.kind, rootRequestId: turn.rootRequestId, streamed: false })]);
+    const accumulator = new StreamAccumulator({ messageId, continuation: continues, existingParts: continues ? structuredClone(leaf.parts) : undefined });
+    this.streaming = { requestId: turn.requestId, messageId, accumulator, flushed: 0 };
+    const end = await this.stream(turn, accumulator);
+    return this.finishTurn(turn, end);
+  }
+
+  async storeUserMessage(text) {
+    const message = { id: this.newId("m"), role: "user", parts: [{ type: "text", text }] };
+    this.messages.push(message);
+    await this.persist(message);
+    this.host.observe({ event: "user-message-stored", message_id: message.id });
+    await this.host.broadcast({ Messages: this.liveMessages() });
+  }
+
+  /** Think repairs every unsettled tool call before each inference. */
+  async repair() {
+    const repairPart = (part) => ({ ...part, state: "output-error", errorText: REPAIR_TEXT });
+    const result = repairInterruptedToolParts(this.messages, { repairPart });
+    if (result.toolCallIds.length === 0) return;
+    const changed = result.messages.filter((message, at) => message !== this.messages[at]);
+    this.messages = result.messages;
+    for (const message of changed) await this.persist(message);
+    this.host.observe({ event: "repaired", call_ids: result.toolCallIds });
+    await this.host.broadcast({ Messages: this.liveMessages() });
+  }
+
+  /** Streams the turn's steps; resolves to how the stream ended. */
+  async stream(turn, accumulator) {
+    const abort = new AbortController();
+    const stallMs = turn.options?.stall_timeout_ms ?? this.config.stall_timeout_ms;
+    const ended = { error: null, stalled: false };
+    try {
+      const result = streamText({
+        model: this.host.model,
+        messages: await convertToModelMessages(this.messages, { tools: this.tools, ignoreIncompleteToolCalls: true }),
+        tools: this.tools,
+        stopWhen: stepCountIs(this.config.max_steps),
+        abortSignal: abort.signal,
+        providerOptions: { turnsim: { requestId: turn.requestId, continuation: !!turn.continuation } },
+      });
+      const ui = result.toUIMessageStream({ sendReasoning: true, onError: chunks.errorText });
+      const onStall = () => abort.abort(new ChatStreamStalledError(`Chat stream stalled: no activity for ${stallMs}ms`));
+      for await (const chunk of iterateWithStallWatchdog(ui, stallMs, onStall)) {
+        await this.onChunk(turn, accumulator, chunk, ended);
+      }
+    } catch (error) {
+      if (error?.isChatStreamStall) ended.stalled = true;
+      else ended.error ??= chunks.errorText(error);
+    }
+    return ended;
+  }
+
+  async onChunk(turn, accumulator, chunk, ended) {
+    const result = accumulator.applyChunk(chunk);
+    if (chunk.type === "error") ended.error = chunk.errorText ?? "error";
+    if (result.action?.type === "cross-message-tool-update") await this.crossMessageUpdate(result.action);
+    const wireChunk = chunks.fromUIChunk(chunk);
+    if (wireChunk && wireChunk.type !== "error") {
+      await this.host.broadcast({ Chunk: { request_id: turn.requestId, message_id: accumulator.messageId, chunk: wireChunk } });
+      turn.chat?.onEvent(wireChunk);
+    }
+    const part = chunk.toolCallId ? accumulator.parts.find((p) => p.toolCallId === chunk.toolCallId) : null;
+    if (chunk.type === "tool-input-available" || chunk.type === "tool-approval-request") {
+      this.host.observe({ event: "tool-ready", call_id: part.toolCallId, tool_name: stored.uiToolName(part), state: part.state });
+    }
+    if (part && /^tool-(input-available|approval-request|output-)/.test(chunk.type)) await this.host.broadcast(toolFrame(part));
+    if (wireChunk || part) await this.maybeFlush(turn, accumulator, part !== null);
+  }
+
+  /** An approved server tool ran in a later turn: its part lives in an earlier message. */
+  async crossMessageUpdate(action) {
+    for (const message of this.messages) {
+      const at = message.parts.findIndex((part) => part.toolCallId === action.toolCallId);
+      if (at < 0) continue;
+      const part = { ...message.parts[at], state: action.updateType };
+      if (action.updateType === "output-available") part.output = action.output;
+      else part.errorText = action.errorText;
+      message.parts = message.parts.with(at, part);
+      await this.persist(message);
+      return this.host.broadcast(toolFrame(part));
+    }
+  }
+
+  /** Persists the partial every ten chunks and at every tool event, bumping recovery progress. */
+  async maybeFlush(turn, accumulator, force) {
+    this.streaming.flushed += 1;
+    if (!force && this.streaming.flushed % FLUSH_EVERY_CHUNKS !== 0) return;
+    const message = accumulator.toMessage();
+    if (message.parts.length === 0) return;
+    this.messages = accumulator.mergeInto(this.messages);
+    await this.commit([
+      Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)),
+      this.recovery.progressWrite(),
+      Write.put(TURN_KEY, { requestId: turn.requestId, kind: turn.kind, rootRequestId: turn.rootRequestId, streamed: true }),
+    ]);
+  }
+
+  /** The stream is over: persist, tell clients and the caller, then re-check the barrier. */
+  async finishTurn(turn, end) {
+    const accumulator = this.streaming.accumulator;
+    this.streaming = null;
+    const message = settleText(accumulator.toMessage());
+    if (message.parts.length > 0) {
+      this.messages = accumulator.mergeInto(this.messages).map((m) => (m.id === message.id ? message : m));
+      await this.persist(message);
+    }
+    let status = "completed";
+    if (end.stalled) status = await this.onStall(turn);
+    else if (end.error) {
+      status = "error";
+      await this.host.broadcast({ Error: { request_id: turn.requestId, message: end.error } });
+      turn.chat?.onError(end.error);
+    } else {
+      await this.host.broadcast({ Done: { request_id: turn.requestId, continuation: !!turn.continuation } });
+      turn.chat?.onDone();
+    }
+    await this.commit([Write.remove(TURN_KEY)]);
+    this.host.observe({ event: "turn-finished", request_id: turn.requestId, kind: turn.kind, status: status === "interrupted" ? "interrupted" : status });
+    // Think's `_onStreamingTurnFinalized`: re-arm a pending continuation, except after a stall routed to recovery.
+    const pending = this.continuation.pending;
+    if (status !== "interrupted" && pending && !pending.pastCoalesce) this.barrier.armTimer();
+    return status;
+  }
+
+  /** A watchdog stall: bounded recovery if enabled (on_interrupted), else a plain error. */
+  async onStall(turn) {
+    const stallMs = turn.options?.stall_timeout_ms ?? this.config.stall_timeout_ms;
+    this.host.observe({ event: "stream-stalled", request_id: turn.requestId, timeout_ms: stallMs });
+    if (!this.config.recovery.enabled) {
+      const message = `Chat stream stalled: no activity for ${stallMs}ms; the turn was aborted by the stall watchdog.`;
+      await this.host.broadcast({ Error: { request_id: turn.requestId, message } });
+      turn.chat?.onError(message);
+      return "error";
+    }
+    const routed = await this.recovery.routeStall(turn);
+    if (routed === "scheduled") await this.host.broadcast({ Done: { request_id: turn.requestId, continuation: !!turn.continuation } });
+    turn.chat?.onInterrupted();
+    return "interrupted";
+  }
+
+  /** Recovery gave up: the terminal message to every client. */
+  async terminalize(requestId, message) {
+    await this.host.broadcast({ Error: { request_id: requestId, message } });
+  }
+
+  // ---- helpers -----------------------------------------------------------
+
+  currentRequestId() {
+    return this.streaming?.requestId ?? this.turns.activeRequestId ?? "";
+  }
+
+  newId(prefix) {
+    this.nextId += 1;
+    return `${prefix}${this.nextId}`;
+  }
+
+  /** Commits writes with the id counter; a refused commit throws (the turn fails). */
+  async commit(writes) {
+    const reply = await this.host.store.commit([...writes, { NextId: this.nextId }]);
+    if (!reply.ok) throw new Error(`store refused the commit: ${reply.error ?? ""}`);
+  }
+
+  persist(message) {
+    return this.commit([Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT))]);
+  }
+
+  leafAssistant() {
+    return this.messages.findLast((message) => message.role === "assistant");
+  }
+
+  /** The stored transcript with the streaming message as it stands. */
+  liveMessages() {
+    const live = this.streaming ? this.streaming.accumulator.mergeInto(this.messages) : this.messages;
+    return live.map((message) => stored.fromUIMessage(message, REPAIR_TEXT));
+  }
+
+  /** Think's `hasPendingInteraction`: an approval request, or a client tool waiting for its result. */
+  awaitsClientInteraction() {
+    const clientTools = new Set(Object.keys(this.config.tools ?? {}).filter((name) => isClientTool(this.config, name)));
+    const parts = this.messages.filter((m) => m.role === "assistant").flatMap((m) => m.parts);
+    return parts.some((part) => {
+      const name = stored.uiToolName(part);
+      if (name !== null && !(name in (this.config.tools ?? {}))) clientTools.add(name);
+      return partAwaitsClientInteraction(part, clientTools);
+    });
+  }
+
+  /** The partial the last assistant message holds, for recovery. */
+  partial() {
+    const leaf = this.leafAssistant();
+    const parts = leaf?.parts ?? [];
+    const text = parts.filter((part) => part.type === "text").map((part) => part.text).join("");
+    return { text, parts, hasSettledToolResults: false };
+  }
+}
+
+/** The `Tool` frame for a tool part's state. */
+function toolFrame(part) {
+  return { Tool: { call_id: part.toolCallId, tool_name: stored.uiToolName(part), state: part.state } };
+}
+
+/** A finished turn's text and reasoning parts are done. */
+function settleText(message) {
+  const parts = message.parts.map((part) => (part.type === "text" || part.type === "reasoning" ? { ...part, state: "done" } : part));
+  return { ...message, parts };
+}

@@ -1,0 +1,51 @@
+// The AI SDK tool set for a scenario's `EngineConfig.tools`: a server tool
+// runs on the harness (`server_tool` / `server_tool_done`), an approval tool
+// is a server tool with `needsApproval`, and a client or human tool has no
+// `execute`, so the AI SDK leaves its call for the client. A tool the model
+// calls that the config does not list is a client tool, as in the built-in
+// engine: the set answers for any name.
+
+import { jsonSchema, tool } from "ai";
+
+const ANY_OBJECT = jsonSchema({ type: "object", additionalProperties: true });
+
+/** The `ToolOutcome` JSON as what `execute` returns or throws. */
+function settle(outcome) {
+  if (outcome && "Output" in outcome) return outcome.Output;
+  const text = outcome && "Error" in outcome ? outcome.Error : null;
+  throw new Error(text ?? "the server tool died with its process");
+}
+
+export function buildTools(session) {
+  const make = (name, kind) => {
+    if (kind === "client" || kind === "human") return tool({ description: name, inputSchema: ANY_OBJECT });
+    const execute = async (input, { toolCallId }) => {
+      session.host.observe({ event: "server-tool-started", call_id: toolCallId });
+      const call = { call_id: toolCallId, tool_name: name, input: input ?? {} };
+      return settle(await session.host.runServerTool(session.currentRequestId(), call));
+    };
+    return tool({ description: name, inputSchema: ANY_OBJECT, execute, needsApproval: kind === "approval" });
+  };
+  const declared = Object.fromEntries(Object.entries(session.config.tools ?? {}).map(([name, kind]) => [name, make(name, kind)]));
+  const undeclared = new Map();
+  const lookup = (name) => {
+    if (typeof name !== "string") return undefined;
+    if (name in declared) return declared[name];
+    if (!undeclared.has(name)) undeclared.set(name, make(name, "client"));
+    return undeclared.get(name);
+  };
+  return new Proxy(declared, {
+    get: (target, name) => (typeof name === "string" ? lookup(name) : Reflect.get(target, name)),
+    has: (target, name) => typeof name === "string" || Reflect.has(target, name),
+    getOwnPropertyDescriptor: (target, name) => {
+      if (name in target || typeof name !== "string") return Reflect.getOwnPropertyDescriptor(target, name);
+      return { value: lookup(name), writable: true, enumerable: false, configurable: true };
+    },
+  });
+}
+
+/** Whether the config names `toolName` a tool the client answers. */
+export function isClientTool(config, toolName) {
+  const kind = config.tools?.[toolName] ?? "client";
+  return kind === "client" || kind === "human";
+}
