@@ -49,15 +49,24 @@ export class Messenger {
     await this.answer({ id: delivery, user_text: text, stage: "accepted" });
   }
 
-  async answer(checkpoint) {
-    await this.checkpoint(checkpoint, "accepted");
+  async answer(checkpoint, reanswer = false) {
+    try {
+      await this.checkpoint(checkpoint, "accepted");
+    } catch (error) {
+      // The store refused the delivery: it is answered with the error reply, once.
+      this.host.post(checkpoint.id, ERROR);
+      return this.checkpoint(checkpoint, "completed").catch((refused) => this.host.log(refused.message));
+    }
     let streaming = null;
     const collector = new Collector(() => {
       streaming = this.checkpoint(checkpoint, "streaming");
     });
     const requestId = this.session.newId("r");
     this.host.observe({ event: "delivery-accepted", delivery_id: checkpoint.id, request_id: requestId });
-    await this.session.enqueueTurn({ requestId, kind: "chat", userText: checkpoint.user_text, chat: collector });
+    // A re-answer after a restart answers the stored message rather than storing it twice.
+    const last = this.session.messages.at(-1);
+    const userStored = reanswer && last?.role === "user" && last.parts[0]?.text === checkpoint.user_text;
+    await this.session.enqueueTurn({ requestId, kind: "chat", userText: checkpoint.user_text, userStored, chat: collector, delivery: checkpoint.id });
     await streaming;
     await this.postOnce(checkpoint, replyFor(collector));
   }
@@ -66,7 +75,7 @@ export class Messenger {
   async restore() {
     const open = Object.values(this.host.store.state.deliveries).filter((delivery) => delivery.stage !== "completed");
     for (const checkpoint of open) {
-      if (checkpoint.stage === "accepted") await this.answer(checkpoint);
+      if (checkpoint.stage === "accepted") await this.answer(checkpoint, true);
       else await this.postOnce(checkpoint, [INTERRUPTED]);
     }
   }
@@ -81,10 +90,11 @@ export class Messenger {
   }
 }
 
-/** Think's `messengerReplyFailureMode` and the done path. */
+/** The post for how the turn ended: the apology, the error reply, or the text (split at the soft limit). */
 function replyFor(collector) {
   if (collector.outcome === "interrupted") return [INTERRUPTED];
-  if (collector.outcome === "error" || collector.outcome === null) return [collector.text ? INTERRUPTED : ERROR];
+  if (collector.outcome === "error") return [ERROR];
+  if (collector.outcome === null) return [collector.text ? INTERRUPTED : ERROR];
   if (!collector.text) return [EMPTY];
   return split(collector.text);
 }

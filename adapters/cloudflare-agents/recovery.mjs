@@ -6,12 +6,21 @@
 // when streamed output is flushed, and the terminal message is an `Error`
 // frame to every client.
 
-import { ChatRecoveryEngine, runChatRecoveryExhaustion } from "agents/chat";
+import {
+  AutoContinuationController,
+  ChatRecoveryEngine,
+  TIMED_OUT,
+  awaitWithDeadline,
+  resolveChatRecoveryConfig,
+  runChatRecoveryExhaustion,
+} from "agents/chat";
 import { Write } from "../node/index.mjs";
 
 const INCIDENT_PREFIX = "cf:chat-recovery:incident:";
 const ALARM_PREFIX = "cf:alarm:";
 const PROGRESS_KEY = "cf:chat-recovery:progress";
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const EVENT_NAMES = {
   "chat:recovery:scheduled": "recovery-scheduled",
@@ -35,14 +44,13 @@ export class Recovery {
   adapter() {
     const store = () => this.store();
     return {
-      resolveConfig: () => ({
-        maxAttempts: this.settings.max_attempts,
-        stableTimeoutMs: this.settings.stable_timeout_ms,
-        terminalMessage: this.settings.terminal_message,
-        noProgressTimeoutMs: this.settings.no_progress_window_ms,
-        maxRecoveryWork: 10_000,
-        maxInterruptedAttempts: 5,
-      }),
+      resolveConfig: () =>
+        resolveChatRecoveryConfig({
+          maxAttempts: this.settings.max_attempts,
+          stableTimeoutMs: this.settings.stable_timeout_ms,
+          terminalMessage: this.settings.terminal_message,
+          noProgressTimeoutMs: this.settings.no_progress_window_ms,
+        }),
       now: () => Date.now(),
       sweepStaleIncidents: async () => {},
       getIncident: async (key) => store().get(key) ?? null,
@@ -139,12 +147,44 @@ export class Recovery {
   async ring(alarm) {
     if (!this.store().get(alarm.id)) return;
     await this.session.commit([Write.remove(alarm.id)]);
-    const root = alarm.data?.originalRequestId;
-    await this.engine.runRecoveryAttempt({
-      callback: alarm.callback,
-      data: alarm.data,
-      run: () => this.session.runRecoveryTurn(alarm, root),
+    await this.engine.runRecoveryAttempt({ callback: alarm.callback, data: alarm.data, run: () => this.attempt(alarm) });
+  }
+
+  /**
+   * Think's `_chatRecoveryContinue` / `_chatRecoveryRetry`: wait for the
+   * session to be stable; if it never is, park a turn that waits on the
+   * client, else reschedule (the engine's budget) or give up.
+   */
+  async attempt(alarm) {
+    const { callback, data } = alarm;
+    const config = this.engine.adapter.resolveConfig();
+    if (await this.waitUntilStable(config.stableTimeoutMs)) return this.session.runRecoveryTurn(alarm, data?.originalRequestId);
+    if (this.session.awaitsClientInteraction()) {
+      this.host.observe({ event: "recovery-parked", incident_id: data?.incidentId ?? "" });
+      return this.finished(data?.incidentId, "skipped", "awaiting_client_interaction");
+    }
+    const rescheduled = await this.engine.rescheduleAfterStableTimeout({
+      incidentId: data?.incidentId,
+      callback,
+      data,
+      fallbackMaxAttempts: config.maxAttempts,
     });
+    if (!rescheduled) await this.engine.exhaustRecoveryGiveUp({ callback, data, reason: "stable_timeout" });
+  }
+
+  /** Think's `waitUntilStable`: no turn running or queued, no client interaction pending, no armed continuation. */
+  async waitUntilStable(timeoutMs) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if ((await awaitWithDeadline(this.session.turns.waitForIdle(), deadline)) === TIMED_OUT) return false;
+      if (this.session.awaitsClientInteraction()) {
+        // Nothing but the client can end the wait: poll until the deadline.
+        if ((await awaitWithDeadline(sleep(100), deadline)) === TIMED_OUT) return false;
+        continue;
+      }
+      if (!this.session.barrier.isArmed() && !this.session.pendingApply) return true;
+      if ((await awaitWithDeadline(sleep(AutoContinuationController.COALESCE_MS), deadline)) === TIMED_OUT) return false;
+    }
   }
 
   /** The recovery turn for `incidentId` ended: "completed" or another status. */

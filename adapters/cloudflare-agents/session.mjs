@@ -66,7 +66,9 @@ export class Session {
     this.recovery.restoreAlarms();
     if (dead) {
       await this.commit([Write.remove(TURN_KEY)]);
-      await this.recovery.recoverInterrupted(dead);
+      // A delivery that had not streamed yet is answered again by the messenger instead.
+      const delivery = dead.delivery && this.host.store.state.deliveries[dead.delivery];
+      if (delivery?.stage !== "accepted") await this.recovery.recoverInterrupted(dead);
     }
     await this.messenger.restore();
   }
@@ -167,14 +169,18 @@ export class Session {
     };
   }
 
-  /** The controller decided: run the continuation turn for `continuation.pending`. */
+  /**
+   * The controller decided: run the continuation turn for
+   * `continuation.pending` (Think's `_fireAutoContinuation`: the turn marks
+   * the pending continuation past coalesce when it starts, and clears it and
+   * activates a deferred follow-up when it ends).
+   */
   fireContinuation() {
     const pending = this.continuation.pending;
     if (!pending) return;
-    pending.pastCoalesce = true;
     this.host.observe({ event: "continuation-fired", request_id: pending.requestId });
-    this.enqueueTurn({ requestId: pending.requestId, kind: "continuation", continuation: true }).then(() => {
-      this.continuation.activeRequestId = null;
+    this.enqueueTurn({ requestId: pending.requestId, kind: "continuation", continuation: true }).finally(() => {
+      this.continuation.clearPending();
       this.barrier.activateDeferredAndReschedule();
     });
   }
@@ -200,16 +206,27 @@ export class Session {
     else if (outcome === "error") await this.recovery.finished(alarm.data?.incidentId, "failed", "recovery_error");
   }
 
-  /** One turn: store the user message, repair, stream every step, finalise. Resolves to its status. */
+  /** One turn; a commit the store refuses fails it (the caller and clients are told). */
   async runTurn(turn) {
-    if (turn.userText !== undefined) await this.storeUserMessage(turn.userText);
+    try {
+      return await this.runTurnSteps(turn);
+    } catch (error) {
+      if (!(error instanceof StoreRefused)) throw error;
+      return this.failTurn(turn, error.message);
+    }
+  }
+
+  /** Store the user message, repair, stream every step, finalise. Resolves to the turn's status. */
+  async runTurnSteps(turn) {
+    if (turn.userText !== undefined && !turn.userStored) await this.storeUserMessage(turn.userText);
     await this.repair();
-    if (turn.kind === "continuation") this.continuation.activatePending();
+    if (turn.kind === "continuation" && this.continuation.pending) this.continuation.pending.pastCoalesce = true;
     const leaf = this.messages.at(-1);
     const continues = turn.continuation && leaf?.role === "assistant";
     const messageId = continues ? leaf.id : this.newId("m");
+    turn.messageId = messageId;
     this.host.observe({ event: "turn-started", request_id: turn.requestId, kind: turn.kind, message_id: messageId });
-    await this.commit([Write.put(TURN_KEY, { requestId: turn.requestId, kind: turn.kind, rootRequestId: turn.rootRequestId, streamed: false })]);
+    await this.commit([Write.put(TURN_KEY, this.turnRecord(turn, false))]);
     const accumulator = new StreamAccumulator({ messageId, continuation: continues, existingParts: continues ? structuredClone(leaf.parts) : undefined });
     this.streaming = { requestId: turn.requestId, messageId, accumulator, flushed: 0 };
     const end = await this.stream(turn, accumulator);
@@ -247,6 +264,8 @@ export class Session {
         messages: await convertToModelMessages(this.messages, { tools: this.tools, ignoreIncompleteToolCalls: true }),
         tools: this.tools,
         stopWhen: stepCountIs(this.config.max_steps),
+        // The scenario's budget of model calls per step for 429/5xx, as the AI SDK's retry count.
+        maxRetries: Math.max(0, (this.config.max_model_calls_http_retry ?? 3) - 1),
         abortSignal: abort.signal,
         providerOptions: { turnsim: { requestId: turn.requestId, continuation: !!turn.continuation } },
       });
@@ -256,10 +275,34 @@ export class Session {
         await this.onChunk(turn, accumulator, chunk, ended);
       }
     } catch (error) {
+      if (error instanceof StoreRefused) {
+        abort.abort(error);
+        throw error;
+      }
       if (error?.isChatStreamStall) ended.stalled = true;
       else ended.error ??= chunks.errorText(error);
     }
     return ended;
+  }
+
+  /**
+   * The store refused a write of this turn: clients are shown the stored
+   * message again (what they saw streamed is not kept), and the caller and
+   * clients get the error.
+   */
+  async failTurn(turn, message) {
+    this.streaming = null;
+    this.messages = this.host.store.state.messages.map(stored.toUIMessage);
+    this.host.observe({ event: "store-refused" });
+    if (turn.messageId) {
+      const kept = this.host.store.state.messages.find((m) => m.id === turn.messageId);
+      const shown = kept ?? { id: turn.messageId, role: "assistant", parts: [] };
+      await this.host.broadcast({ Reset: { request_id: turn.requestId, message: shown } });
+    }
+    await this.host.broadcast({ Error: { request_id: turn.requestId, message } });
+    turn.chat?.onError(message);
+    if (turn.messageId) this.host.observe({ event: "turn-finished", request_id: turn.requestId, kind: turn.kind, status: "error" });
+    return "error";
   }
 
   async onChunk(turn, accumulator, chunk, ended) {
@@ -303,7 +346,7 @@ export class Session {
     await this.commit([
       Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)),
       this.recovery.progressWrite(),
-      Write.put(TURN_KEY, { requestId: turn.requestId, kind: turn.kind, rootRequestId: turn.rootRequestId, streamed: true }),
+      Write.put(TURN_KEY, this.turnRecord(turn, true)),
     ]);
   }
 
@@ -328,9 +371,8 @@ export class Session {
     }
     await this.commit([Write.remove(TURN_KEY)]);
     this.host.observe({ event: "turn-finished", request_id: turn.requestId, kind: turn.kind, status: status === "interrupted" ? "interrupted" : status });
-    // Think's `_onStreamingTurnFinalized`: re-arm a pending continuation, except after a stall routed to recovery.
-    const pending = this.continuation.pending;
-    if (status !== "interrupted" && pending && !pending.pastCoalesce) this.barrier.armTimer();
+    // Think's `_onStreamingTurnFinalized`, except after a stall routed to recovery (#1671).
+    if (status !== "interrupted") this.barrier.rearmForBatch();
     return status;
   }
 
@@ -357,6 +399,11 @@ export class Session {
 
   // ---- helpers -----------------------------------------------------------
 
+  /** What a restarted process needs to know about the turn that was running. */
+  turnRecord(turn, streamed) {
+    return { requestId: turn.requestId, kind: turn.kind, rootRequestId: turn.rootRequestId, delivery: turn.delivery, streamed };
+  }
+
   currentRequestId() {
     return this.streaming?.requestId ?? this.turns.activeRequestId ?? "";
   }
@@ -366,10 +413,10 @@ export class Session {
     return `${prefix}${this.nextId}`;
   }
 
-  /** Commits writes with the id counter; a refused commit throws (the turn fails). */
+  /** Commits writes with the id counter; a refused commit throws `StoreRefused` (the turn fails). */
   async commit(writes) {
     const reply = await this.host.store.commit([...writes, { NextId: this.nextId }]);
-    if (!reply.ok) throw new Error(`store refused the commit: ${reply.error ?? ""}`);
+    if (!reply.ok) throw new StoreRefused(`The conversation could not be saved: ${reply.error ?? "the store refused the write"}`);
   }
 
   persist(message) {
@@ -405,6 +452,8 @@ export class Session {
     return { text, parts, hasSettledToolResults: false };
   }
 }
+
+export class StoreRefused extends Error {}
 
 /** The `Tool` frame for a tool part's state. */
 function toolFrame(part) {
