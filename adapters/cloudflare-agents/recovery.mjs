@@ -60,7 +60,11 @@ export class Recovery {
       readProgress: async () => store().get(PROGRESS_KEY) ?? 0,
       isAwaitingClientInteraction: () => this.session.awaitsClientInteraction(),
       emitRecoveryEvent: (event) => this.emit(event),
-      scheduleRecovery: (callback, data, _reason, delaySeconds) => this.schedule(callback, data, delaySeconds),
+      scheduleRecovery: (callback, data, reason, delaySeconds) => {
+        // The engine reports an initial schedule itself; a reschedule from inside an attempt it does not.
+        if (reason !== "initial") this.emitRescheduled(data);
+        return this.schedule(callback, data, delaySeconds);
+      },
       setRecovering: async (active) => this.host.broadcast({ Recovering: active }),
       exhaustChatRecovery: (incident, config, partial, streamId, createdAt) =>
         this.exhaust(incident, config, partial, streamId, createdAt),
@@ -78,6 +82,13 @@ export class Recovery {
     if (name === "recovery-scheduled") Object.assign(fields, { attempt: event.attempt, strategy: event.recoveryKind });
     if (name === "recovery-skipped") fields.reason = event.reason ?? "";
     this.host.observe({ event: name, ...fields });
+  }
+
+  emitRescheduled(data) {
+    const incident = this.store().get(`${INCIDENT_PREFIX}${encodeURIComponent(data?.incidentId ?? "")}`);
+    const attempt = incident?.attempt ?? 0;
+    const strategy = incident?.recoveryKind ?? "continue";
+    this.host.observe({ event: "recovery-scheduled", incident_id: data?.incidentId ?? "", attempt, strategy });
   }
 
   /** Bumps the durable progress marker (streamed output reached the store). */
@@ -101,11 +112,14 @@ export class Recovery {
       await this.exhaust(incident, config, this.session.partial(), root, incident.firstSeenAt);
       return "exhausted";
     }
+    // Think's payload names the assistant message to continue, so a recovery
+    // that finds the conversation moved on stands down.
+    const targetAssistantId = this.session.leafAssistant()?.id;
     await this.engine.scheduleRecovery({
       incident,
       recoveryKind: "continue",
       callback: "_chatRecoveryContinue",
-      data: { incidentId: incident.incidentId, originalRequestId: root },
+      data: { incidentId: incident.incidentId, originalRequestId: root, targetAssistantId },
       delaySeconds: 0,
     });
     return "scheduled";
@@ -127,9 +141,14 @@ export class Recovery {
     return this.engine.scheduleRecovery({ incident, recoveryKind, callback, data, delaySeconds: 0 });
   }
 
-  /** A recovery callback scheduled: a durable alarm and a timer for it. */
+  /**
+   * A recovery callback scheduled: a durable alarm and a timer for it. The
+   * alarm wakes the session `alarm_delay_ms` after the delay Cloudflare's
+   * code asks for (the platform's alarm latency is the host's, not Think's).
+   */
   async schedule(callback, data, delaySeconds) {
-    const alarm = { id: `${ALARM_PREFIX}${this.session.newId("a")}`, dueMs: Date.now() + delaySeconds * 1000, callback, data };
+    const dueMs = Date.now() + delaySeconds * 1000 + (this.settings.alarm_delay_ms ?? 0);
+    const alarm = { id: `${ALARM_PREFIX}${this.session.newId("a")}`, dueMs, callback, data };
     await this.session.commit([Write.put(alarm.id, alarm)]);
     this.arm(alarm);
   }
@@ -158,7 +177,13 @@ export class Recovery {
   async attempt(alarm) {
     const { callback, data } = alarm;
     const config = this.engine.adapter.resolveConfig();
-    if (await this.waitUntilStable(config.stableTimeoutMs)) return this.session.runRecoveryTurn(alarm, data?.originalRequestId);
+    if (await this.waitUntilStable(config.stableTimeoutMs)) {
+      const leaf = this.session.messages.at(-1);
+      if (data?.targetAssistantId && leaf?.id !== data.targetAssistantId) {
+        return this.finished(data.incidentId, "skipped", "conversation_changed");
+      }
+      return this.session.runRecoveryTurn(alarm, data?.originalRequestId);
+    }
     if (this.session.awaitsClientInteraction()) {
       this.host.observe({ event: "recovery-parked", incident_id: data?.incidentId ?? "" });
       return this.finished(data?.incidentId, "skipped", "awaiting_client_interaction");
