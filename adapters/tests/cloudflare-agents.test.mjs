@@ -1,0 +1,70 @@
+// The Cloudflare engine under the fake harness: the #1649 race driven by
+// hand. Cloudflare's AutoContinuationController holds the continuation
+// while the stream is open, on virtual time, and fires it once, on a
+// `timer`, after the stream ends.
+
+import { afterEach, test } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { FakeHarness, DEFAULT_CONFIG, killAll } from "./fake-harness.mjs";
+
+const ENGINE = ["node", fileURLToPath(new URL("../cloudflare-agents/engine.mjs", import.meta.url))];
+const CONFIG = { ...DEFAULT_CONFIG, tools: { fast_tool: "client", slow_tool: "client" } };
+
+afterEach(killAll);
+
+const requests = (messages) => messages.filter((message) => message.type === "model_request").map((message) => message.request);
+const observed = (messages, name) => messages.filter((message) => message.type === "observe" && message.event.event === name);
+const idleTimer = (messages) => messages.at(-1).next_timer_ns;
+
+async function chunk(harness, atMs, body) {
+  harness.nowNs = atMs * 1e6;
+  return harness.input({ type: "model_chunk", call: 1, chunk: body });
+}
+
+async function result(harness, atMs, callId) {
+  harness.nowNs = atMs * 1e6;
+  return harness.input({ type: "tool_result", result: { call_id: callId, outcome: { Output: "ok" } }, auto_continue: true });
+}
+
+test("the continuation waits for the open stream and fires once, on a timer", { timeout: 30_000 }, async () => {
+  const harness = new FakeHarness(ENGINE);
+  await harness.init({ config: CONFIG });
+  await harness.input({ type: "connect", connection: 1 });
+  const started = await harness.input({ type: "user_message", text: "do both", options: { stall_timeout_ms: null } });
+  assert.deepEqual(requests(started).map((request) => request.continuation), [false], "the user turn calls the model once");
+
+  // The fast tool is called and answered while the stream goes on.
+  await chunk(harness, 0, { type: "tool-call", id: "tc-fast", name: "fast_tool", input: {} });
+  await chunk(harness, 0, { type: "text-start", id: "t1" });
+  const answered = await result(harness, 20, "tc-fast");
+  assert.equal(idleTimer(answered), 70e6, "the coalesce timer is armed for 50 ms after the result");
+  const held = await harness.timer(70e6);
+  assert.deepEqual(requests(held), [], "no continuation while the stream is open");
+  assert.equal(idleTimer(held), null, "the barrier holds without a timer");
+
+  // The slow sibling arrives, is answered, and the stream ends.
+  await chunk(harness, 400, { type: "tool-call", id: "tc-slow", name: "slow_tool", input: {} });
+  await result(harness, 500, "tc-slow");
+  assert.deepEqual(requests(await harness.timer(550e6)), [], "still open: still held");
+  await chunk(harness, 600, { type: "text-end", id: "t1" });
+  await chunk(harness, 600, { type: "finish-step", reason: "tool-calls", usage: { input_tokens: 1, output_tokens: 3 } });
+  const ended = await chunk(harness, 600, { type: "finish", reason: "tool-calls" });
+  assert.deepEqual(requests(ended), [], "the stream's end re-arms the barrier, it does not fire at once");
+  assert.equal(idleTimer(ended), 650e6);
+
+  const fired = await harness.timer(650e6);
+  assert.equal(observed(fired, "continuation-fired").length, 1);
+  const [continuation] = requests(fired);
+  assert.equal(continuation.continuation, true);
+  const tools = continuation.messages.flatMap((message) => message.parts).filter((part) => part.type === "tool");
+  assert.deepEqual(
+    tools.map((tool) => [tool.call_id, tool.state]),
+    [
+      ["tc-fast", "output-available"],
+      ["tc-slow", "output-available"],
+    ],
+    "the continuation's request carries both results",
+  );
+  await harness.close();
+});
