@@ -11,6 +11,13 @@ runEngine((host) => {
   let nextId = host.store.state.next_id;
   const newId = (prefix) => `${prefix}${++nextId}`;
   let turns = Promise.resolve(); // one turn at a time, in arrival order
+  let live = null; // the assistant message being streamed, for clients that connect mid-turn
+  const assistantMessage = (id, text) => ({
+    id,
+    role: "assistant",
+    parts: [{ type: "step-start" }, ...(text ? [{ type: "text", id: "text-1", text, state: "done" }] : [])],
+  });
+  const transcript = () => [...host.store.state.messages, ...(live ? [assistantMessage(live.id, live.text)] : [])];
 
   async function turn(text, chat) {
     const requestId = newId("r");
@@ -28,23 +35,22 @@ runEngine((host) => {
       messages: history.map((m) => ({ role: m.role, content: m.parts.map((p) => p.text ?? "").join("") })),
       providerOptions: { turnsim: { requestId, step: 1 } },
     });
-    let reply = "";
+    live = { id: assistantId, text: "" };
     let failure = null;
     try {
       for await (const part of result.fullStream) {
         const chunk = chunks.fromStreamPart(part);
         if (chunk?.type === "error") failure = chunk.message;
         if (!chunk || chunk.type.startsWith("finish") || chunk.type === "error") continue;
-        if (chunk.type === "text-delta") reply += chunk.delta;
+        if (chunk.type === "text-delta") live.text += chunk.delta;
         await host.broadcast({ Chunk: { request_id: requestId, message_id: assistantId, chunk } });
         chat?.onEvent(chunk);
       }
     } catch (error) {
       failure = chunks.errorText(error);
     }
-    const assistant = { id: assistantId, role: "assistant", parts: [{ type: "step-start" }] };
-    if (reply) assistant.parts.push({ type: "text", id: "text-1", text: reply, state: "done" });
-    await host.store.commit([Write.putMessage(assistant)]);
+    await host.store.commit([Write.putMessage(assistantMessage(assistantId, live.text))]);
+    live = null;
     if (failure) {
       await host.broadcast({ Error: { request_id: requestId, message: failure } });
       chat?.onError(failure);
@@ -58,7 +64,7 @@ runEngine((host) => {
 
   const enqueue = (text, chat) => (turns = turns.then(() => turn(text, chat)));
   return {
-    connect: (connection) => connection.send({ Messages: host.store.state.messages }),
+    connect: (connection) => connection.send({ Messages: transcript() }),
     userMessage: (text) => enqueue(text),
     chat: (chat, text) => enqueue(text, chat),
   };
