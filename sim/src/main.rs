@@ -198,8 +198,8 @@ fn main() -> ExitCode {
         }
         runner::interrupt();
     });
-    if let Some(command) = cli.engine_cmd {
-        turnsim::world::use_engine_command(command);
+    if !matches!(cli.command, Command::Bench { .. }) {
+        turnsim::world::use_engine_command(cli.engine_cmd.clone());
     }
     let result = match cli.command {
         Command::Engine => {
@@ -223,7 +223,7 @@ fn main() -> ExitCode {
             explore_command(cases, seed, jobs, regressions, &out, max_shrink_iters)
         }
         Command::CrashPoints { paths, seed, store_errors } => crash_points(&paths, seed, store_errors),
-        Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios).map(|report| {
+        Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios, cli.engine_cmd).map(|report| {
             match format {
                 ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
                 _ => output::emit(&turnsim::bench::text(&report)),
@@ -235,6 +235,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
     };
+    turnsim::protocol::proxy::stop_waiting_processes();
     let code = result.unwrap_or_else(exit_with);
     output::finish();
     code
