@@ -71,6 +71,35 @@ impl Launcher {
     }
 }
 
+thread_local! {
+    /// Real time to wait before each delivery, for the time-escape canary.
+    static WALL_JITTER: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `run` with real, unseeded wall-clock jitter (up to a millisecond)
+/// before every delivery to an engine process: an engine that reads a
+/// real clock instead of the `now_ns` it is given shows it as a history
+/// that differs from an undisturbed run's.
+pub fn with_wall_jitter<T>(run: impl FnOnce() -> T) -> T {
+    // Unseeded on purpose: the address of a local differs from run to run.
+    let state = 0u8;
+    WALL_JITTER.with(|jitter| jitter.set(Some((&state as *const u8 as u64) | 1)));
+    let result = run();
+    WALL_JITTER.with(|jitter| jitter.set(None));
+    result
+}
+
+fn jitter_before_delivery() {
+    let Some(mut state) = WALL_JITTER.with(std::cell::Cell::get) else {
+        return;
+    };
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    WALL_JITTER.with(|jitter| jitter.set(Some(state)));
+    std::thread::sleep(Duration::from_micros(state % 1_000));
+}
+
 /// One engine process and its pipes.
 struct Process {
     child: Child,
@@ -218,6 +247,7 @@ impl ProcessEngine {
     /// Sends one input and serves the engine until it is idle; returns
     /// whether that `idle` offered `reinit`.
     fn exchange(&mut self, message: ToEngine) -> bool {
+        jitter_before_delivery();
         self.write(&message);
         for _ in 0..MAX_MESSAGES_PER_INPUT {
             let message = self.read();
