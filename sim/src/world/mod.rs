@@ -358,6 +358,8 @@ fn engine_node(
             let (config, ports, switchboard) = (config.clone(), ports.clone(), switchboard.clone());
             let launcher = launcher.clone();
             async move {
+                // A new process: whatever killed the last one is behind it.
+                switchboard.revive();
                 let handle = match launcher {
                     None => SessionHandle::spawn(config, ports),
                     Some(launcher) => {

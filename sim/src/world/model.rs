@@ -94,6 +94,9 @@ impl Streams {
 
 impl ModelProvider for MockModel {
     fn start(&self, request: ModelRequest, sink: InputSink) -> u32 {
+        if self.trace.engine_dead() {
+            return 0;
+        }
         let call = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
         self.streams.open(call, sink);
         self.trace.record(Event::ModelCall {

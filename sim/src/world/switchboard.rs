@@ -28,12 +28,20 @@ impl Switchboard {
         self.installed.notify_waiters();
     }
 
+    /// A new engine process is starting: the last one's death is behind it.
+    pub fn revive(&self) {
+        self.trace.engine_revived();
+    }
+
     pub fn clear(&self) {
         *self.engine.lock().expect("switchboard lock") = None;
     }
 
     /// The live engine, if the process is up.
     pub fn engine(&self) -> Option<EngineLink> {
+        if self.trace.engine_dead() {
+            return None;
+        }
         let handle = self.engine.lock().expect("switchboard lock").clone().filter(SessionHandle::is_alive)?;
         Some(EngineLink { handle, trace: self.trace.clone() })
     }

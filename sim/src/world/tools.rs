@@ -48,6 +48,9 @@ impl Executions {
 
 impl ServerTools for SimServerTools {
     fn start(&self, request_id: &str, call: ServerToolCall, sink: InputSink) {
+        if self.trace.engine_dead() {
+            return;
+        }
         let request_id = request_id.to_string();
         self.trace.cross(Boundary::ServerToolCall { call: call.clone() });
         let spec = self.specs.get(&call.tool_name);
