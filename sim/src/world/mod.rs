@@ -15,6 +15,7 @@ mod random_faults;
 pub mod rng;
 mod store;
 mod switchboard;
+mod taken;
 mod tools;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -360,13 +361,12 @@ fn engine_node(
             async move {
                 // A new process: whatever killed the last one is behind it.
                 switchboard.revive();
-                let handle = match launcher {
-                    None => SessionHandle::spawn(config, ports),
-                    Some(launcher) => {
-                        let observer = ports.observer.clone();
-                        SessionHandle::drive(move |sink| launcher.boot(ports, sink), move || observer.idle())
-                    }
+                let (observer, trace) = (ports.observer.clone(), switchboard.trace());
+                let boot = move |sink| match launcher {
+                    None => taken::Taken::wrap(turnsim_engine::session::boot(config, ports, sink), trace),
+                    Some(launcher) => taken::Taken::wrap(launcher.boot(ports, sink), trace),
                 };
+                let handle = SessionHandle::drive(boot, move || observer.idle());
                 switchboard.install(handle);
                 std::future::pending::<()>().await
             }
