@@ -125,6 +125,9 @@ pub struct TerminalStatus {
 pub enum Write {
     /// Insert or replace a message by id (a new id is appended).
     PutMessage(Message),
+    /// A message taken out of the transcript (a dead turn's partial that a
+    /// new turn answers in its place).
+    RemoveMessage(String),
     NextId(u64),
     Intent(Option<ContinuationIntent>),
     InFlight(Option<InFlightTurn>),
@@ -150,6 +153,7 @@ impl Write {
             Self::PutMessage(message) => {
                 format!("message {} ({} parts)", message.id, message.parts.len())
             }
+            Self::RemoveMessage(id) => format!("message {id} removed"),
             Self::NextId(next) => format!("next-id {next}"),
             Self::Intent(Some(intent)) => format!("intent {}", intent.message_id),
             Self::Intent(None) => "intent cleared".into(),
@@ -182,6 +186,7 @@ impl DurableState {
     pub fn apply(&mut self, write: &Write) {
         match write {
             Write::PutMessage(message) => self.put_message(message),
+            Write::RemoveMessage(id) => self.messages.retain(|message| &message.id != id),
             Write::NextId(next) => self.next_id = *next,
             Write::Intent(intent) => self.continuation_intent = intent.clone(),
             Write::InFlight(turn) => self.in_flight = turn.clone(),

@@ -25,6 +25,16 @@ pub struct CrashOutcome {
 
 /// The scenario with an eviction right after its `write`-th store commit.
 pub fn with_crash_after(file: &ScenarioFile, write: usize) -> ScenarioFile {
+    with_crash_at(file, write, false)
+}
+
+/// The scenario with the process dying as its `write`-th commit returns:
+/// nothing it would have done after that commit in the same step happens.
+pub fn with_crash_at_commit(file: &ScenarioFile, write: usize) -> ScenarioFile {
+    with_crash_at(file, write, true)
+}
+
+fn with_crash_at(file: &ScenarioFile, write: usize, at_once: bool) -> ScenarioFile {
     let mut crashed = file.clone();
     let trigger = Trigger {
         tool: None,
@@ -33,7 +43,8 @@ pub fn with_crash_after(file: &ScenarioFile, write: usize) -> ScenarioFile {
         nth: write as u32,
         delay_ms: RangeMs::ZERO,
     };
-    let evict = EvictFault { when: When::Trigger(trigger), restart_after_ms: RangeMs::exact(RESTART_AFTER_MS) };
+    let restart_after_ms = RangeMs::exact(RESTART_AFTER_MS);
+    let evict = EvictFault { when: When::Trigger(trigger), restart_after_ms, at_once };
     crashed.scenario.faults.push(Fault::Evict(evict));
     crashed
 }
@@ -50,6 +61,16 @@ pub fn sweep(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> Vec
         record.events.iter().filter(|traced| matches!(traced.event, Event::StoreCommit { .. })).count()
     };
     sweep_writes(file, seed, regressions, traced, with_crash_after)
+}
+
+/// As [`sweep`], with the process dying as each commit returns rather than
+/// at its next await: every commit boundary is a crash point, even one in
+/// the middle of a synchronous step.
+pub fn sweep_at_commit(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> Vec<CrashOutcome> {
+    let traced = |record: &world::RunRecord| {
+        record.events.iter().filter(|traced| matches!(traced.event, Event::StoreCommit { .. })).count()
+    };
+    sweep_writes(file, seed, regressions, traced, with_crash_at_commit)
 }
 
 /// The scenario with its `commit`-th store commit refused (once).

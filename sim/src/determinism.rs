@@ -1,6 +1,8 @@
 //! Invariant 11: the same seed gives the same trace, byte for byte. Runs a
 //! seed twice (the second time on a fresh thread) and names the first event
-//! where the timelines differ.
+//! where the timelines differ. With an engine process, the second run has
+//! real wall-clock jitter before every delivery (the time-escape canary):
+//! an engine that reads a real clock diverges.
 
 use turnsim_engine::RegressionSet;
 
@@ -13,7 +15,9 @@ pub fn first_divergence(file: &ScenarioFile, seed: u64) -> Option<String> {
     let regressions = RegressionSet::default();
     let first = render_timeline(&world::run(file, seed, &regressions).events);
     let second = std::thread::scope(|scope| {
-        scope.spawn(|| render_timeline(&world::run(file, seed, &regressions).events)).join().expect("replay thread")
+        let again = || render_timeline(&world::run(file, seed, &regressions).events);
+        let jittered = move || crate::protocol::proxy::with_wall_jitter(again);
+        scope.spawn(jittered).join().expect("replay thread")
     });
     if first == second {
         return None;

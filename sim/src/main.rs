@@ -126,6 +126,10 @@ enum Command {
         /// commit in turn (a failed write the engine must survive and report).
         #[arg(long)]
         store_errors: bool,
+        /// The process dies as each commit returns, not at its next await:
+        /// every commit boundary is a crash point, even mid-step.
+        #[arg(long, conflicts_with = "store_errors")]
+        at_commit: bool,
     },
     /// Measure seeded runs per second, time compression and exploration speed.
     Bench {
@@ -198,8 +202,8 @@ fn main() -> ExitCode {
         }
         runner::interrupt();
     });
-    if let Some(command) = cli.engine_cmd {
-        turnsim::world::use_engine_command(command);
+    if !matches!(cli.command, Command::Bench { .. }) {
+        turnsim::world::use_engine_command(cli.engine_cmd.clone());
     }
     let result = match cli.command {
         Command::Engine => {
@@ -222,8 +226,10 @@ fn main() -> ExitCode {
         Command::Explore { cases, seed, jobs, regressions, out, max_shrink_iters } => {
             explore_command(cases, seed, jobs, regressions, &out, max_shrink_iters)
         }
-        Command::CrashPoints { paths, seed, store_errors } => crash_points(&paths, seed, store_errors),
-        Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios).map(|report| {
+        Command::CrashPoints { paths, seed, store_errors, at_commit } => {
+            crash_points(&paths, seed, store_errors, at_commit)
+        }
+        Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios, cli.engine_cmd).map(|report| {
             match format {
                 ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
                 _ => output::emit(&turnsim::bench::text(&report)),
@@ -235,6 +241,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
     };
+    turnsim::protocol::proxy::stop_waiting_processes();
     let code = result.unwrap_or_else(exit_with);
     output::finish();
     code
@@ -373,12 +380,13 @@ fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) ->
     Ok(ExitCode::FAILURE)
 }
 
-fn crash_points(paths: &[PathBuf], seed: u64, store_errors: bool) -> Result<ExitCode, ScenarioError> {
+fn crash_points(paths: &[PathBuf], seed: u64, store_errors: bool, at_commit: bool) -> Result<ExitCode, ScenarioError> {
     let files = load_some(paths)?;
     type Sweep = fn(&ScenarioFile, u64, &RegressionSet) -> Vec<turnsim::crash_points::CrashOutcome>;
-    let (sweep, what): (Sweep, &str) = match store_errors {
-        true => (turnsim::crash_points::refusal_sweep, "the store refused commit"),
-        false => (turnsim::crash_points::sweep, "evicted after write"),
+    let (sweep, what): (Sweep, &str) = match (store_errors, at_commit) {
+        (true, _) => (turnsim::crash_points::refusal_sweep, "the store refused commit"),
+        (false, true) => (turnsim::crash_points::sweep_at_commit, "died as it returned from commit"),
+        (false, false) => (turnsim::crash_points::sweep, "evicted after write"),
     };
     let mut failed = 0;
     let mut runs = 0;

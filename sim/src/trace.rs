@@ -5,6 +5,7 @@
 //! it, so the same seed gives the same bytes.
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -373,6 +374,8 @@ struct Watcher {
     matches: Box<dyn Fn(&Event) -> bool + Send>,
     remaining: u32,
     fire: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Set when it fires: the engine process dies at that very event.
+    fence: Option<Arc<AtomicBool>>,
 }
 
 #[derive(Default)]
@@ -386,16 +389,23 @@ struct Inner {
 }
 
 impl Inner {
-    fn notify_watchers(&mut self, event: &Event) {
+    /// Returns whether a watcher that fences fired: the engine process
+    /// died at `event`.
+    fn notify_watchers(&mut self, event: &Event) -> bool {
+        let mut fenced = false;
         for watcher in &mut self.watchers {
             if watcher.fire.is_some() && (watcher.matches)(event) {
                 watcher.remaining -= 1;
                 if watcher.remaining == 0 {
+                    if let Some(fence) = &watcher.fence {
+                        fenced |= !fence.swap(true, Ordering::SeqCst);
+                    }
                     let _ = watcher.fire.take().expect("checked").send(());
                 }
             }
         }
         self.watchers.retain(|watcher| watcher.fire.is_some());
+        fenced
     }
 }
 
@@ -405,13 +415,27 @@ pub struct Trace {
     inner: Arc<Mutex<Inner>>,
     activity: Arc<Notify>,
     budget: usize,
+    /// The engine process is dead though its eviction has not run yet:
+    /// whatever it still does has no effect on the world.
+    engine_dead: Arc<AtomicBool>,
 }
 
 impl Trace {
     /// `budget` bounds the events one run may record: a run past it is a
     /// livelock, reported as a liveness failure.
     pub fn new(budget: usize) -> Self {
-        Self { inner: Default::default(), activity: Arc::new(Notify::new()), budget }
+        Self { inner: Default::default(), activity: Arc::new(Notify::new()), budget, engine_dead: Arc::default() }
+    }
+
+    /// Whether the engine process died at an event (an eviction's trigger)
+    /// and its kill is still on the way: the ports it calls do nothing.
+    pub fn engine_dead(&self) -> bool {
+        self.engine_dead.load(Ordering::SeqCst)
+    }
+
+    /// A new engine process booted.
+    pub fn engine_revived(&self) {
+        self.engine_dead.store(false, Ordering::SeqCst);
     }
 
     pub fn record(&self, event: Event) {
@@ -419,13 +443,18 @@ impl Trace {
         let lane = event.lane();
         {
             let mut inner = self.inner.lock().expect("trace lock");
-            if !inner.watchers.is_empty() {
-                inner.notify_watchers(&event);
-            }
+            let fenced = !inner.watchers.is_empty() && inner.notify_watchers(&event);
             if inner.events.len() >= self.budget {
                 inner.overflowed = true;
             } else {
                 inner.events.push(TraceEvent { at_us, lane, event });
+            }
+            if fenced {
+                // The process died right here; its eviction (the kill and
+                // the restart) runs next, and does not say so again.
+                let at_event = inner.events.len();
+                inner.crossings.push(Crossing { at_us, at_event, what: Boundary::Killed });
+                inner.events.push(TraceEvent { at_us, lane: Event::Evicted.lane(), event: Event::Evicted });
             }
         }
         self.activity.notify_one();
@@ -462,8 +491,28 @@ impl Trace {
         nth: u32,
         matches: impl Fn(&Event) -> bool + Send + 'static,
     ) -> tokio::sync::oneshot::Receiver<()> {
+        self.add_watcher(nth, Box::new(matches), None)
+    }
+
+    /// As [`Self::watch`], and the engine process dies at that event: from
+    /// then on nothing it does reaches the world (a crash exactly there,
+    /// not at the engine's next await).
+    pub fn watch_and_fence(
+        &self,
+        nth: u32,
+        matches: impl Fn(&Event) -> bool + Send + 'static,
+    ) -> tokio::sync::oneshot::Receiver<()> {
+        self.add_watcher(nth, Box::new(matches), Some(self.engine_dead.clone()))
+    }
+
+    fn add_watcher(
+        &self,
+        nth: u32,
+        matches: Box<dyn Fn(&Event) -> bool + Send>,
+        fence: Option<Arc<AtomicBool>>,
+    ) -> tokio::sync::oneshot::Receiver<()> {
         let (fire, fired) = tokio::sync::oneshot::channel();
-        let watcher = Watcher { matches: Box::new(matches), remaining: nth.max(1), fire: Some(fire) };
+        let watcher = Watcher { matches, remaining: nth.max(1), fire: Some(fire), fence };
         self.inner.lock().expect("trace lock").watchers.push(watcher);
         fired
     }

@@ -81,8 +81,21 @@ impl Session {
 
     /// The process died mid-turn: retry before the stream started, continue after.
     fn recover_evicted_turn(&mut self, turn: InFlightTurn) {
-        self.commit(vec![Write::InFlight(None)]);
-        if self.delivery_will_answer(turn.delivery_id.as_deref()) && turn.delivery_id.is_some() {
+        let answered_again = turn.delivery_id.is_some() && self.delivery_will_answer(turn.delivery_id.as_deref());
+        let mut writes = vec![Write::InFlight(None)];
+        // A delivery that never showed text is answered again from its user
+        // message: the dead turn's partial goes, so the transcript holds one
+        // answer (the one the messenger posts), not a fragment beside it.
+        // Not one holding tool calls: a client may have answered one, and an
+        // answer is never dropped.
+        let own_message = matches!(turn.kind, TurnKind::Chat | TurnKind::User);
+        let partial = self.durable.message(&turn.message_id);
+        let text_only = partial.is_some_and(|message| !message.parts.iter().any(|part| matches!(part, Part::Tool(_))));
+        if answered_again && own_message && text_only {
+            writes.push(Write::RemoveMessage(turn.message_id.clone()));
+        }
+        self.commit(writes);
+        if answered_again {
             return;
         }
         if let Some(message) = self.durable.message(&turn.message_id).cloned() {

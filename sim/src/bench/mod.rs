@@ -47,12 +47,19 @@ pub struct BenchReport {
     /// Wall time per traced event with 400 client tools in one batch over
     /// that with 10.
     pub batch_growth: f64,
+    /// The standard scenario with the built-in engine served over the
+    /// process protocol (`turnsim engine`), runs per second on one thread.
+    pub protocol_runs_per_sec: f64,
+    /// The standard scenario against `--engine-cmd`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_cmd_runs_per_sec: Option<f64>,
     pub suite_runs: usize,
     pub rounds: usize,
 }
 
-/// Runs every measurement against the scenarios in `scenarios_dir`.
-pub fn run(scenarios_dir: &Path) -> Result<BenchReport, ScenarioError> {
+/// Runs every measurement against the scenarios in `scenarios_dir`; with
+/// `engine_cmd`, the standard scenario against that engine too.
+pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchReport, ScenarioError> {
     let standard = load_scenario(&scenarios_dir.join(STANDARD_SCENARIO))?;
     let long = load_scenario(&scenarios_dir.join(LONG_RECOVERY_SCENARIO))?;
     let suite = load_paths(&[scenarios_dir.to_path_buf()])?;
@@ -65,6 +72,17 @@ pub fn run(scenarios_dir: &Path) -> Result<BenchReport, ScenarioError> {
         regressions: RegressionSet::default(),
     }
     .runs() as usize;
+    let served = std::env::current_exe().map(|exe| format!("'{}' engine", exe.display())).ok();
+    let over_protocol = |command: Option<String>| {
+        let command = command?;
+        crate::world::use_engine_command(Some(command));
+        let rate = median(ROUNDS, || seeded_rate(&standard).0);
+        crate::world::use_engine_command(None);
+        crate::protocol::proxy::stop_waiting_processes();
+        Some(rate)
+    };
+    let protocol_runs_per_sec = over_protocol(served).unwrap_or(0.0);
+    let engine_cmd_runs_per_sec = over_protocol(engine_cmd);
     let one_thread = median(ROUNDS, || suite_rate(&suite, 1));
     let two_threads = median(ROUNDS, || suite_rate(&suite, 2));
     Ok(BenchReport {
@@ -81,6 +99,8 @@ pub fn run(scenarios_dir: &Path) -> Result<BenchReport, ScenarioError> {
         batch_growth: median(ROUNDS, || {
             growth::growth(&growth::wide_batch(BATCH_NARROW), &growth::wide_batch(BATCH_WIDE))
         }),
+        protocol_runs_per_sec,
+        engine_cmd_runs_per_sec,
         suite_runs,
         rounds: ROUNDS,
     })
@@ -138,16 +158,22 @@ pub fn wall_now() -> Instant {
 }
 
 pub fn text(report: &BenchReport) -> String {
-    format!(
+    let mut text = format!(
         "standard scenario        {:>12.0} runs/s (one thread)\n\
-         whole suite              {:>12.0} runs/s (one thread, {} runs)\n\
+         over the protocol        {:>12.0} runs/s (standard scenario, `turnsim engine`)\n",
+        report.runs_per_sec, report.protocol_runs_per_sec
+    );
+    if let Some(rate) = report.engine_cmd_runs_per_sec {
+        text.push_str(&format!("--engine-cmd             {rate:>12.0} runs/s (standard scenario)\n"));
+    }
+    text.push_str(&format!(
+        "whole suite              {:>12.0} runs/s (one thread, {} runs)\n\
          --jobs 2 speedup         {:>12.2}x\n\
          long recovery story      {:>12.0} sim-s per wall-s\n\
          exploration              {:>12.0} cases/s (one thread)\n\
          step growth              {:>12.2}x cost per event, {} vs {} tool steps\n\
          batch growth             {:>12.2}x cost per event, {} vs {} tools in one batch\n\
          (median of {} rounds)\n",
-        report.runs_per_sec,
         report.suite_runs_per_sec,
         report.suite_runs,
         report.jobs2_speedup,
@@ -160,5 +186,6 @@ pub fn text(report: &BenchReport) -> String {
         BATCH_WIDE,
         BATCH_NARROW,
         report.rounds
-    )
+    ));
+    text
 }

@@ -226,9 +226,11 @@ impl Case {
             FaultCase::Truncate { percent } => Fault::Truncate(self.chunk_point(*percent, call)),
             FaultCase::Cut { percent } => Fault::Cut(self.chunk_point(*percent, call)),
             FaultCase::Http { status } => Fault::HttpError(HttpFault { call, after_chunk: 0, status: *status }),
-            FaultCase::Evict { when, restart_after_ms } => {
-                Fault::Evict(EvictFault { when: evict_when(when), restart_after_ms: RangeMs::exact(*restart_after_ms) })
-            }
+            FaultCase::Evict { when, restart_after_ms } => Fault::Evict(EvictFault {
+                when: evict_when(when),
+                restart_after_ms: RangeMs::exact(*restart_after_ms),
+                at_once: false,
+            }),
             FaultCase::Disconnect { .. } => unreachable!("disconnects are actions"),
         }
     }

@@ -136,22 +136,52 @@ impl WireEnd {
     }
 }
 
-/// A message from the engine: requests (`commit`, `send`, `model_request`,
+/// A message from the engine: requests (`commit`, `model_request`,
 /// `fault_point`) wait for one `reply`; the rest are effects.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FromEngine {
-    Commit { writes: Vec<Write> },
-    Send { connection: u64, frame: Frame },
-    ModelRequest { request: ModelRequest },
-    FaultPoint { site: FaultSite },
-    ModelCancel { call: u32 },
-    ServerTool { request_id: String, call: ServerToolCall },
-    Callback { chat: u32, call: WireCallback },
-    Post { delivery: String, text: String },
-    Exhausted { context: ExhaustedContext },
-    Observe { event: EngineEvent },
-    Idle { next_timer_ns: Option<u64> },
+    Commit {
+        writes: Vec<Write>,
+    },
+    Send {
+        connection: u64,
+        frame: Frame,
+    },
+    ModelRequest {
+        request: ModelRequest,
+    },
+    FaultPoint {
+        site: FaultSite,
+    },
+    ModelCancel {
+        call: u32,
+    },
+    ServerTool {
+        request_id: String,
+        call: ServerToolCall,
+    },
+    Callback {
+        chat: u32,
+        call: WireCallback,
+    },
+    Post {
+        delivery: String,
+        text: String,
+    },
+    Exhausted {
+        context: ExhaustedContext,
+    },
+    Observe {
+        event: EngineEvent,
+    },
+    Idle {
+        next_timer_ns: Option<u64>,
+        /// On the `idle` that answers `init`: this process takes another
+        /// `init` once its run is over (and forgets everything before it).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reinit: bool,
+    },
 }
 
 /// One call on a `chat()` callback, or the RPC returning.
@@ -176,19 +206,13 @@ pub enum WireCallback {
     Returned,
 }
 
-/// Replies to the four requests.
+/// Replies to the three requests.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommitReply {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SendReply {
-    pub open: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -208,4 +232,33 @@ pub fn line<T: Serialize>(message: &T) -> String {
     let mut line = serde_json::to_string(message).expect("protocol messages serialise");
     line.push('\n');
     line
+}
+
+/// Polls a few times for the other side's answer, giving the core away in
+/// between, before a caller sleeps in the kernel: the answer usually comes
+/// within microseconds, and a wake-up from a blocking wait costs more than
+/// the engine's work on one input.
+pub(crate) fn spin_until_readable(fd: i32) -> bool {
+    const SPINS: usize = 200;
+    for _ in 0..SPINS {
+        if poll_readable(fd, 0) {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    false
+}
+
+/// Blocks until `fd` has something to read (or its writer is gone).
+pub(crate) fn wait_readable(fd: i32) {
+    if !spin_until_readable(fd) {
+        poll_readable(fd, -1);
+    }
+}
+
+pub(crate) fn poll_readable(fd: i32, millis: i32) -> bool {
+    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd for a file descriptor the caller owns.
+    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+    ready > 0
 }

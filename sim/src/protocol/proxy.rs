@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write as _};
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,9 +21,7 @@ use tokio::time::Instant;
 use turnsim_engine::ports::{Connection, Ports, StreamCallback};
 use turnsim_engine::{Engine, EngineConfig, Input, InputSink, ModelEvent};
 
-use super::{
-    line, CommitReply, FaultReply, FromEngine, ModelReply, SendReply, ToEngine, WireCallback, WireEnd, PROTOCOL_VERSION,
-};
+use super::{line, CommitReply, FaultReply, FromEngine, ModelReply, ToEngine, WireCallback, WireEnd, PROTOCOL_VERSION};
 use crate::trace::sim_now;
 
 /// Messages one input may set off before the engine counts as busy-looping.
@@ -41,14 +41,20 @@ const STDERR_TAIL: usize = 4_000;
 /// What starts engine processes for one run.
 #[derive(Clone)]
 pub struct Launcher {
-    pub command: String,
-    pub seed: u64,
-    pub config: EngineConfig,
+    command: String,
+    seed: u64,
+    config: EngineConfig,
     /// Generations started so far in this run.
-    pub generations: Arc<Mutex<u32>>,
+    generations: Arc<Mutex<u32>>,
+    /// The run is over: what stops now was not evicted.
+    finished: Arc<AtomicBool>,
 }
 
 impl Launcher {
+    pub fn new(command: String, seed: u64, config: EngineConfig) -> Self {
+        Self { command, seed, config, generations: Arc::default(), finished: Arc::default() }
+    }
+
     pub fn boot(&self, ports: Ports, sink: InputSink) -> Box<dyn Engine> {
         let generation = {
             let mut generations = self.generations.lock().expect("generations lock");
@@ -57,50 +63,158 @@ impl Launcher {
         };
         Box::new(ProcessEngine::start(self, generation, ports, sink))
     }
+
+    /// From now on a process that stops was not evicted: one that can
+    /// start over (`reinit`) is kept for the next run.
+    pub fn finish(&self) {
+        self.finished.store(true, Ordering::SeqCst);
+    }
 }
 
-pub struct ProcessEngine {
+thread_local! {
+    /// Real time to wait before each delivery, for the time-escape canary.
+    static WALL_JITTER: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `run` with real, unseeded wall-clock jitter (up to a millisecond)
+/// before every delivery to an engine process: an engine that reads a
+/// real clock instead of the `now_ns` it is given shows it as a history
+/// that differs from an undisturbed run's.
+pub fn with_wall_jitter<T>(run: impl FnOnce() -> T) -> T {
+    // Unseeded on purpose: the address of a local differs from run to run.
+    let state = 0u8;
+    WALL_JITTER.with(|jitter| jitter.set(Some((&state as *const u8 as u64) | 1)));
+    let result = run();
+    WALL_JITTER.with(|jitter| jitter.set(None));
+    result
+}
+
+fn jitter_before_delivery() {
+    let Some(mut state) = WALL_JITTER.with(std::cell::Cell::get) else {
+        return;
+    };
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    WALL_JITTER.with(|jitter| jitter.set(Some(state)));
+    std::thread::sleep(Duration::from_micros(state % 1_000));
+}
+
+/// One engine process and its pipes.
+struct Process {
     child: Child,
     writer: ChildStdin,
     reader: BufReader<ChildStdout>,
-    stderr: std::path::PathBuf,
+    /// Where its stderr goes.
+    stderr: PathBuf,
+    /// It said it takes another `init` once a run is over.
+    reinit: bool,
+}
+
+impl Process {
+    fn spawn(command: &str) -> Self {
+        let stderr = stderr_file();
+        let log =
+            std::fs::OpenOptions::new().create(true).append(true).open(&stderr).unwrap_or_else(|error| {
+                panic!("engine-crashed: no file for its stderr at {}: {error}", stderr.display())
+            });
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|error| panic!("engine-crashed: could not start `{command}`: {error}"));
+        let writer = child.stdin.take().expect("piped stdin");
+        let reader = BufReader::new(child.stdout.take().expect("piped stdout"));
+        Self { child, writer, reader, stderr, reinit: false }
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.stderr);
+    }
+}
+
+/// Processes waiting for an `init`, by command: one started ahead of need
+/// (its start-up overlaps the run that needs the next), or one a finished
+/// run left that can start over. Starting one is most of what a short run
+/// over the protocol costs.
+static IDLE_PROCESSES: Mutex<Vec<(String, Process)>> = Mutex::new(Vec::new());
+/// Kept at most (about one per parallel job).
+const MAX_IDLE_PROCESSES: usize = 16;
+
+/// A process for a new generation: one waiting if there is, a new one
+/// otherwise; and a spare started for whoever comes next.
+fn next_process(command: &str) -> Process {
+    let waiting = {
+        let mut idle = IDLE_PROCESSES.lock().expect("process pool lock");
+        let at = idle.iter().position(|(kept, _)| kept == command);
+        at.map(|at| idle.swap_remove(at).1)
+    };
+    let process = waiting.unwrap_or_else(|| Process::spawn(command));
+    // Its stderr from here on is this generation's.
+    let _ = std::fs::File::create(&process.stderr);
+    let spare_waits = IDLE_PROCESSES.lock().expect("process pool lock").iter().any(|(kept, _)| kept == command);
+    if !spare_waits {
+        keep(command.to_string(), Process::spawn(command));
+    }
+    process
+}
+
+/// Stops every waiting process (and removes its stderr file): call once
+/// the invocation's runs are done.
+pub fn stop_waiting_processes() {
+    let waiting = std::mem::take(&mut *IDLE_PROCESSES.lock().expect("process pool lock"));
+    for (_, process) in waiting {
+        process.stop();
+    }
+}
+
+fn keep(command: String, process: Process) {
+    let mut idle = IDLE_PROCESSES.lock().expect("process pool lock");
+    if idle.len() < MAX_IDLE_PROCESSES {
+        idle.push((command, process));
+    } else {
+        drop(idle);
+        process.stop();
+    }
+}
+
+pub struct ProcessEngine {
+    /// `None` once stopped.
+    process: Option<Process>,
     command: String,
     generation: u32,
+    finished: Arc<AtomicBool>,
+    /// It broke the protocol or died: never kept.
+    failed: bool,
     ports: Ports,
     sink: InputSink,
     connections: BTreeMap<u64, Box<dyn Connection>>,
     chats: BTreeMap<u32, Box<dyn StreamCallback>>,
     next_chat: u32,
     next_timer: Option<Instant>,
-    /// The instant of sim time zero, to turn the engine's nanoseconds
-    /// into instants.
+    /// The instant of sim time zero, to turn the engine's nanoseconds into
+    /// instants.
     origin: Instant,
 }
 
 impl ProcessEngine {
     fn start(launcher: &Launcher, generation: u32, ports: Ports, sink: InputSink) -> Self {
-        let stderr = stderr_file(launcher.seed, generation);
-        let log = std::fs::File::create(&stderr)
-            .unwrap_or_else(|error| panic!("engine-crashed: no file for its stderr at {}: {error}", stderr.display()));
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(&launcher.command)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|error| panic!("engine-crashed: could not start `{}`: {error}", launcher.command));
-        let writer = child.stdin.take().expect("piped stdin");
-        let reader = BufReader::new(child.stdout.take().expect("piped stdout"));
+        // Never the process of an earlier generation of this run: that one
+        // was killed with its eviction.
+        let process = next_process(&launcher.command);
         #[allow(clippy::disallowed_methods)] // the simulated clock
         let origin = Instant::now() - sim_now();
         let mut engine = Self {
-            child,
-            writer,
-            reader,
-            stderr,
+            process: Some(process),
             command: launcher.command.clone(),
             generation,
+            finished: launcher.finished.clone(),
+            failed: false,
             ports,
             sink,
             connections: BTreeMap::new(),
@@ -113,7 +227,7 @@ impl ProcessEngine {
         #[allow(clippy::disallowed_methods)] // the simulated wall clock
         let wall_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let wall_base_ms = (wall_now.saturating_sub(sim_now())).as_millis() as u64;
-        engine.exchange(ToEngine::Init {
+        let reinit = engine.exchange(ToEngine::Init {
             now_ns: now_ns(),
             protocol: PROTOCOL_VERSION,
             seed: launcher.seed,
@@ -122,26 +236,34 @@ impl ProcessEngine {
             config: Box::new(launcher.config.clone()),
             state: Box::new(state),
         });
+        engine.process_mut().reinit = reinit;
         engine
     }
 
-    /// Sends one input and serves the engine until it is idle.
-    fn exchange(&mut self, message: ToEngine) {
+    fn process_mut(&mut self) -> &mut Process {
+        self.process.as_mut().expect("a live engine process")
+    }
+
+    /// Sends one input and serves the engine until it is idle; returns
+    /// whether that `idle` offered `reinit`.
+    fn exchange(&mut self, message: ToEngine) -> bool {
+        jitter_before_delivery();
         self.write(&message);
         for _ in 0..MAX_MESSAGES_PER_INPUT {
             let message = self.read();
-            if let Some(next_timer_ns) = self.serve(message) {
+            if let FromEngine::Idle { next_timer_ns, reinit } = message {
                 self.next_timer = next_timer_ns.map(|ns| self.origin + Duration::from_nanos(ns));
-                return;
+                return reinit;
             }
+            self.serve(message);
         }
         self.fail("engine-busy", &format!("{MAX_MESSAGES_PER_INPUT} messages for one input without going idle"));
     }
 
-    /// Handles one message from the engine; `Some` once it is idle.
-    fn serve(&mut self, message: FromEngine) -> Option<Option<u64>> {
+    /// Handles one message from the engine short of its `idle`.
+    fn serve(&mut self, message: FromEngine) {
         match message {
-            FromEngine::Idle { next_timer_ns } => return Some(next_timer_ns),
+            FromEngine::Idle { .. } => {}
             FromEngine::Commit { writes } => {
                 let reply = match self.ports.store.commit(&writes) {
                     Ok(()) => CommitReply { ok: true, error: None },
@@ -150,11 +272,12 @@ impl ProcessEngine {
                 self.reply(reply);
             }
             FromEngine::Send { connection, frame } => {
+                // A connection that refused a frame is closed: later frames
+                // to it go nowhere, as an in-process engine drops it.
                 let open = self.connections.get(&connection).is_some_and(|end| end.send(frame));
                 if !open {
                     self.connections.remove(&connection);
                 }
-                self.reply(SendReply { open });
             }
             FromEngine::ModelRequest { request } => {
                 let call = self.ports.model.start(request, self.sink.clone());
@@ -173,7 +296,6 @@ impl ProcessEngine {
             FromEngine::Exhausted { context } => self.ports.observer.on_exhausted(&context),
             FromEngine::Observe { event } => self.ports.observer.observe(event),
         }
-        None
     }
 
     fn callback(&mut self, chat: u32, call: WireCallback) {
@@ -202,7 +324,8 @@ impl ProcessEngine {
     }
 
     fn write(&mut self, message: &ToEngine) {
-        let sent = self.writer.write_all(line(message).as_bytes()).and_then(|()| self.writer.flush());
+        let writer = &mut self.process_mut().writer;
+        let sent = writer.write_all(line(message).as_bytes()).and_then(|()| writer.flush());
         if let Err(error) = sent {
             self.fail("engine-crashed", &format!("its stdin closed: {error}"));
         }
@@ -211,12 +334,13 @@ impl ProcessEngine {
     fn read(&mut self) -> FromEngine {
         let mut text = String::new();
         loop {
-            if self.reader.buffer().is_empty() && !readable_within(&self.reader, wall_limit()) {
+            let reader = &self.process_mut().reader;
+            if reader.buffer().is_empty() && !readable_within(reader, wall_limit()) {
                 let limit = wall_limit().as_millis();
                 let message = format!("nothing for {limit} ms of real time while an input was handled (a hang?)");
                 self.fail("engine-busy", &message);
             }
-            match self.reader.read_line(&mut text) {
+            match self.process_mut().reader.read_line(&mut text) {
                 Ok(0) => self.fail("engine-crashed", "it exited (stdout closed) before going idle"),
                 Ok(_) if text.ends_with('\n') => break,
                 Ok(_) => continue,
@@ -232,9 +356,11 @@ impl ProcessEngine {
     /// A failed engine process fails the run, with the seed's replay line
     /// and what the engine said on stderr.
     fn fail(&mut self, kind: &str, what: &str) -> ! {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let stderr = tail(&self.stderr);
+        self.failed = true;
+        let process = self.process_mut();
+        let _ = process.child.kill();
+        let _ = process.child.wait();
+        let stderr = tail(&process.stderr);
         let stderr = if stderr.trim().is_empty() { String::new() } else { format!("\nits stderr:\n{stderr}") };
         panic!("{kind}: engine process `{}` (generation {}): {what}{stderr}", self.command, self.generation)
     }
@@ -285,9 +411,16 @@ impl Engine for ProcessEngine {
 
 impl Drop for ProcessEngine {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.stderr);
+        let Some(process) = self.process.take() else {
+            return;
+        };
+        if self.finished.load(Ordering::SeqCst) && process.reinit && !self.failed {
+            keep(self.command.clone(), process);
+        } else {
+            // An eviction: the process dies, and nothing it does later can
+            // reach the world.
+            process.stop();
+        }
     }
 }
 
@@ -297,19 +430,16 @@ fn now_ns() -> u64 {
 
 /// Waits (in real time) until the engine has written something.
 fn readable_within(reader: &BufReader<ChildStdout>, within: Duration) -> bool {
-    let mut poll = libc::pollfd { fd: reader.get_ref().as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    let millis = i32::try_from(within.as_millis()).unwrap_or(i32::MAX);
-    // SAFETY: one valid pollfd for a file descriptor the reader owns.
-    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
-    ready > 0
+    let fd = reader.get_ref().as_raw_fd();
+    super::spin_until_readable(fd) || super::poll_readable(fd, i32::try_from(within.as_millis()).unwrap_or(i32::MAX))
 }
 
 /// A file of its own for one process's stderr (no thread may drain a pipe
 /// inside the simulation), read back when the process fails.
-fn stderr_file(seed: u64, generation: u32) -> std::path::PathBuf {
+fn stderr_file() -> PathBuf {
     static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let file = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("turnsim-engine-{}-{file}-s{seed}-g{generation}.stderr", std::process::id()))
+    std::env::temp_dir().join(format!("turnsim-engine-{}-{file}.stderr", std::process::id()))
 }
 
 /// The last bytes of what the process wrote to stderr.

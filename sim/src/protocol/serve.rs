@@ -18,44 +18,66 @@ use turnsim_engine::ports::{
     Connection, DurableStore, ExhaustedContext, FaultPoints, FaultSite, Frame, ModelProvider, ModelRequest, Observer,
     Ports, ServerToolCall, ServerTools, StoreError, StreamCallback,
 };
-use turnsim_engine::{Chunk, EngineEvent, Input, InputSink};
+use turnsim_engine::{Chunk, EngineConfig, EngineEvent, Input, InputSink};
 
-use super::{line, CommitReply, FaultReply, FromEngine, ModelReply, SendReply, ToEngine, WireCallback};
+use super::{line, CommitReply, FaultReply, FromEngine, ModelReply, ToEngine, WireCallback};
 
-/// Serves one engine process until stdin closes. Returns an error line for
-/// the harness's log when the conversation breaks.
+/// Serves runs until stdin closes: each `init` starts one afresh, on a
+/// simulated runtime of its own. Returns an error line for the harness's
+/// log when the conversation breaks.
 pub fn serve() -> Result<(), String> {
     let wire = Wire::new();
-    let ToEngine::Init { now_ns, seed, config, state, protocol, .. } = wire.read()? else {
-        return Err("the first message must be init".into());
-    };
-    if protocol != super::PROTOCOL_VERSION {
-        return Err(format!("protocol {protocol} is not spoken here (version {})", super::PROTOCOL_VERSION));
-    }
-    // Seeded as the harness's world is, so the simulated wall clock (the
-    // engine's durable timestamps) reads the same on both sides.
-    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
-    runtime.block_on(async move {
-        #[allow(clippy::disallowed_methods)] // the simulated clock
-        let origin = tokio::time::Instant::now();
-        advance(origin, now_ns);
-        let ports = wire.ports(*state);
-        let mut engine = turnsim_engine::session::boot(*config, ports, InputSink::detached());
-        wire.idle(origin, engine.next_timer());
-        loop {
-            let message = match wire.read() {
-                Ok(message) => message,
-                Err(closed) if closed.is_empty() => return Ok(()),
-                Err(error) => return Err(error),
-            };
-            if let Some(now_ns) = message.now_ns() {
-                advance(origin, now_ns);
-            }
-            let input = wire.input(message)?;
-            engine.deliver(input);
-            wire.idle(origin, engine.next_timer());
+    let mut next = wire.read();
+    loop {
+        let message = match next {
+            Ok(message) => message,
+            Err(closed) if closed.is_empty() => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        let ToEngine::Init { now_ns, seed, config, state, protocol, .. } = message else {
+            return Err(format!("expected init, got {message:?}"));
+        };
+        if protocol != super::PROTOCOL_VERSION {
+            return Err(format!("protocol {protocol} is not spoken here (version {})", super::PROTOCOL_VERSION));
         }
-    })
+        // Seeded as the harness's world is, so the simulated wall clock (the
+        // engine's durable timestamps) reads the same on both sides.
+        let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+        next = runtime.block_on(one_run(wire.clone(), now_ns, *config, *state));
+    }
+}
+
+/// One run: boot, then inputs until the next `init` (returned) or the end.
+async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableState) -> Result<ToEngine, String> {
+    wire.unmute();
+    #[allow(clippy::disallowed_methods)] // the simulated clock
+    let origin = tokio::time::Instant::now();
+    advance(origin, now_ns);
+    let ports = wire.ports(state);
+    let mut engine = turnsim_engine::session::boot(config, ports, InputSink::detached());
+    wire.write(&FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: true });
+    wire.flush();
+    loop {
+        let message = wire.read()?;
+        if matches!(message, ToEngine::Init { .. }) {
+            // The run is over: what the old engine lets go of now (its
+            // callbacks) is not news to anyone.
+            wire.mute();
+            drop(engine);
+            return Ok(message);
+        }
+        if let Some(now_ns) = message.now_ns() {
+            advance(origin, now_ns);
+        }
+        let input = wire.input(message)?;
+        engine.deliver(input);
+        wire.write(&FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: false });
+        wire.flush();
+    }
+}
+
+fn wire_time(origin: tokio::time::Instant, at: Option<tokio::time::Instant>) -> Option<u64> {
+    at.map(|at| at.saturating_duration_since(origin).as_nanos() as u64)
 }
 
 /// Moves the engine's clock to the input's time, exactly (a sleep would
@@ -69,19 +91,51 @@ fn advance(origin: tokio::time::Instant, now_ns: u64) {
     }
 }
 
-/// Both pipes, shared by the loop and every port.
+/// Both pipes, shared by the loop and every port. Muted, it writes
+/// nothing (between runs).
 #[derive(Clone)]
-struct Wire(Arc<Mutex<()>>);
+struct Wire(Arc<Mutex<Out>>, Arc<Mutex<std::io::BufReader<std::io::Stdin>>>);
+
+/// Effects wait in the buffer until the engine needs an answer or goes
+/// idle: one write for many lines.
+struct Out {
+    muted: bool,
+    buffer: Vec<u8>,
+}
 
 impl Wire {
     fn new() -> Self {
-        Self(Arc::default())
+        let input = std::io::BufReader::new(std::io::stdin());
+        Self(Arc::new(Mutex::new(Out { muted: false, buffer: Vec::new() })), Arc::new(Mutex::new(input)))
+    }
+
+    fn mute(&self) {
+        let mut out = self.0.lock().expect("wire lock");
+        out.muted = true;
+        out.buffer.clear();
+    }
+
+    fn unmute(&self) {
+        self.0.lock().expect("wire lock").muted = false;
+    }
+
+    /// Writes what is buffered: before waiting for a reply or the next input.
+    fn flush(&self) {
+        let mut out = self.0.lock().expect("wire lock");
+        let mut stdout = std::io::stdout().lock();
+        // A harness that stopped reading has killed us or is about to.
+        let _ = stdout.write_all(&out.buffer).and_then(|()| stdout.flush());
+        out.buffer.clear();
     }
 
     /// The next message; `Err("")` when stdin closed.
     fn read(&self) -> Result<ToEngine, String> {
         let mut text = String::new();
-        match std::io::stdin().lock().read_line(&mut text) {
+        let mut input = self.1.lock().expect("stdin lock");
+        if input.buffer().is_empty() {
+            super::wait_readable(0);
+        }
+        match input.read_line(&mut text) {
             Ok(0) => Err(String::new()),
             Ok(_) => serde_json::from_str(&text).map_err(|error| format!("not a protocol message ({error}): {text}")),
             Err(error) => Err(format!("reading stdin failed: {error}")),
@@ -89,26 +143,22 @@ impl Wire {
     }
 
     fn write(&self, message: &FromEngine) {
-        let _held = self.0.lock().expect("wire lock");
-        let mut stdout = std::io::stdout().lock();
-        // A harness that stopped reading has killed us or is about to.
-        let _ = stdout.write_all(line(message).as_bytes()).and_then(|()| stdout.flush());
+        let mut out = self.0.lock().expect("wire lock");
+        if !out.muted {
+            out.buffer.extend_from_slice(line(message).as_bytes());
+        }
     }
 
     /// A request: the message, then the reply's value.
     fn request<T: serde::de::DeserializeOwned>(&self, message: &FromEngine) -> T {
         self.write(message);
+        self.flush();
         match self.read() {
             Ok(ToEngine::Reply { value }) => serde_json::from_value(value)
                 .unwrap_or_else(|error| exit_with(&format!("a reply that does not answer {message:?}: {error}"))),
             Ok(other) => exit_with(&format!("expected a reply, got {other:?}")),
             Err(error) => exit_with(&error),
         }
-    }
-
-    fn idle(&self, origin: tokio::time::Instant, next_timer: Option<tokio::time::Instant>) {
-        let next_timer_ns = next_timer.map(|at| at.saturating_duration_since(origin).as_nanos() as u64);
-        self.write(&FromEngine::Idle { next_timer_ns });
     }
 
     fn input(&self, message: ToEngine) -> Result<Input, String> {
@@ -225,9 +275,11 @@ struct WireConnection {
 }
 
 impl Connection for WireConnection {
+    /// Open until the harness says `disconnect`: frames to a connection that
+    /// closed in between are dropped on the harness's side.
     fn send(&self, frame: Frame) -> bool {
-        let reply: SendReply = self.wire.request(&FromEngine::Send { connection: self.connection, frame });
-        reply.open
+        self.wire.write(&FromEngine::Send { connection: self.connection, frame });
+        true
     }
 }
 

@@ -715,6 +715,9 @@ fn call_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32,
 pub struct EvictFault {
     pub when: When,
     pub restart_after_ms: RangeMs,
+    /// The process dies at the trigger's event itself (with no delay), not
+    /// at its next await: nothing it does after that event happens.
+    pub at_once: bool,
 }
 
 #[derive(Clone, Serialize, Deserialize, JsonSchema)]
@@ -726,12 +729,18 @@ struct RawEvictFault {
     when: Option<Trigger>,
     #[serde(default)]
     restart_after_ms: RangeMs,
+    /// With `when` and no delay: the process dies at the triggering event
+    /// itself (for `store.commit`, as the commit returns), so nothing it
+    /// would have done after it in the same step happens. Otherwise it dies
+    /// at its next await, after the step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    at_once: bool,
 }
 
 impl From<EvictFault> for RawEvictFault {
     fn from(fault: EvictFault) -> Self {
         let (at_ms, when) = when_fields(fault.when);
-        Self { at_ms, when, restart_after_ms: fault.restart_after_ms }
+        Self { at_ms, when, restart_after_ms: fault.restart_after_ms, at_once: fault.at_once }
     }
 }
 
@@ -744,7 +753,10 @@ impl TryFrom<RawEvictFault> for EvictFault {
             (None, Some(trigger)) => When::Trigger(validate_trigger(trigger)?),
             _ => return Err("an evict fault needs exactly one of `at_ms` or `when`".into()),
         };
-        Ok(Self { when, restart_after_ms: raw.restart_after_ms })
+        if raw.at_once && !matches!(&when, When::Trigger(trigger) if trigger.delay_ms == RangeMs::ZERO) {
+            return Err("`at_once` needs a `when` trigger with no `delay_ms`".into());
+        }
+        Ok(Self { when, restart_after_ms: raw.restart_after_ms, at_once: raw.at_once })
     }
 }
 

@@ -19,21 +19,30 @@ impl World {
             if matches!(action.kind, ActionKind::UserMessage(ref message) if message.via == Via::Chat) {
                 chat_id += 1;
             }
-            self.spawn_when(&action.when, &rng, self.clone().perform(action.kind.clone(), chat_id, rng.clone()));
+            let act = self.clone().perform(action.kind.clone(), chat_id, rng.clone());
+            self.spawn_when(&action.when, &rng, false, act);
         }
         for fault in &self.scenario.scenario.faults {
             if let Fault::Evict(evict) = fault {
                 let evict_action = Evict { restart_after_ms: evict.restart_after_ms };
                 let (world, fault_rng) = (self.clone(), rng.clone());
-                self.spawn_when(&evict.when, &rng, async move { world.evict(&evict_action, &fault_rng).await });
+                let act = async move { world.evict(&evict_action, &fault_rng).await };
+                self.spawn_when(&evict.when, &rng, evict.at_once, act);
             }
         }
     }
 
     /// Runs `act` at its time (counted as busy from the start) or when its
     /// trigger matches (busy from then on; a trigger that never matches
-    /// leaves nothing outstanding).
-    fn spawn_when(&self, when: &When, rng: &SharedRng, act: impl std::future::Future<Output = ()> + Send + 'static) {
+    /// leaves nothing outstanding). An eviction `at_once` kills the process
+    /// at the very event, not at its next await.
+    fn spawn_when(
+        &self,
+        when: &When,
+        rng: &SharedRng,
+        at_once: bool,
+        act: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
         let busy = self.busy.clone();
         let trace = self.trace.clone();
         let healed_at_us = self.healed_at_us.clone();
@@ -56,7 +65,7 @@ impl World {
                 });
             }
             When::Trigger(trigger) => {
-                let fired = watch_trigger(&self.trace, trigger);
+                let fired = watch_trigger(&self.trace, trigger, at_once);
                 let delay_ms = rng.sample(trigger.delay_ms);
                 tokio::spawn(async move {
                     if fired.await.is_err() {
@@ -128,8 +137,10 @@ impl World {
             return;
         }
         let handle = Handle::current();
-        self.trace.record(Event::Evicted);
-        self.trace.cross(crate::history::Boundary::Killed);
+        if !self.trace.engine_dead() {
+            self.trace.record(Event::Evicted);
+            self.trace.cross(crate::history::Boundary::Killed);
+        }
         self.switchboard.clear();
         handle.kill(self.engine_node.id());
         pause_ms(restart_after_ms).await;
@@ -144,9 +155,14 @@ impl World {
     }
 }
 
-fn watch_trigger(trace: &Trace, trigger: &Trigger) -> tokio::sync::oneshot::Receiver<()> {
+fn watch_trigger(trace: &Trace, trigger: &Trigger, fence: bool) -> tokio::sync::oneshot::Receiver<()> {
     let trigger = trigger.clone();
-    trace.watch(trigger.nth, move |event| trigger_matches(&trigger, event))
+    let nth = trigger.nth;
+    let matches = move |event: &Event| trigger_matches(&trigger, event);
+    if fence {
+        return trace.watch_and_fence(nth, matches);
+    }
+    trace.watch(nth, matches)
 }
 
 /// Whether a traced event is what the trigger waits for.

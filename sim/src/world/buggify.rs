@@ -39,6 +39,9 @@ impl SimFaultPoints {
 
 impl FaultPoints for SimFaultPoints {
     fn fire(&self, site: FaultSite) -> bool {
+        if self.trace.engine_dead() {
+            return false;
+        }
         if !self.active.get(&site).copied().unwrap_or(false) {
             return false;
         }

@@ -41,33 +41,51 @@ impl SimCallback {
 
 impl StreamCallback for SimCallback {
     fn on_start(&mut self, request_id: &str) {
+        if self.trace.engine_dead() {
+            return;
+        }
         self.trace.record(Event::CallbackStart { chat: self.chat, request_id: request_id.to_string() });
         self.cross(CallbackCall::Start { request_id: request_id.to_string() });
     }
 
     fn on_event(&mut self, chunk: &Chunk) {
+        if self.trace.engine_dead() {
+            return;
+        }
         self.trace.record(Event::CallbackEvent { chat: self.chat, chunk: chunk.kind().to_string() });
         self.cross(CallbackCall::Event { chunk: chunk.clone() });
     }
 
     fn on_reset(&mut self, text: &str) {
+        if self.trace.engine_dead() {
+            return;
+        }
         self.trace.record(Event::CallbackReset { chat: self.chat, text: text.to_string() });
         self.cross(CallbackCall::Reset { text: text.to_string() });
     }
 
     fn on_done(&mut self) {
+        if self.trace.engine_dead() {
+            return;
+        }
         self.settle();
         self.trace.record(Event::CallbackDone { chat: self.chat });
         self.cross(CallbackCall::Done);
     }
 
     fn on_error(&mut self, message: &str) {
+        if self.trace.engine_dead() {
+            return;
+        }
         self.settle();
         self.trace.record(Event::CallbackError { chat: self.chat, message: message.to_string() });
         self.cross(CallbackCall::Error { message: message.to_string() });
     }
 
     fn on_interrupted(&mut self) {
+        if self.trace.engine_dead() {
+            return;
+        }
         self.settle();
         self.trace.record(Event::CallbackInterrupted { chat: self.chat });
         self.cross(CallbackCall::Interrupted);

@@ -33,6 +33,9 @@ struct SimConnection {
 
 impl Connection for SimConnection {
     fn send(&self, frame: Frame) -> bool {
+        if self.trace.engine_dead() {
+            return true;
+        }
         self.trace.cross(Boundary::Frame { connection: self.connection, frame: frame.clone() });
         self.unread.fetch_add(1, Ordering::SeqCst);
         if self.link.is_active() {

@@ -15,10 +15,13 @@ mod random_faults;
 pub mod rng;
 mod store;
 mod switchboard;
+mod taken;
 mod tools;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
+
+use crate::protocol::proxy::Launcher;
 use std::time::Duration;
 
 use madsim::runtime::{Handle, NodeHandle, Runtime};
@@ -149,6 +152,8 @@ pub(crate) struct World {
     /// The connected clients, client 1 first.
     clients: Vec<Client>,
     engine_node: NodeHandle,
+    /// Starts the engine's processes, with `--engine-cmd`.
+    launcher: Option<Launcher>,
     caller_node: NodeHandle,
     model_node_id: madsim::task::NodeId,
     model: Arc<model::MockModel>,
@@ -203,7 +208,8 @@ impl World {
                 trace.clone(),
             )),
         };
-        let engine_node = engine_node(&handle, config, ports, switchboard.clone(), seed);
+        let launcher = engine_command().map(|command| Launcher::new(command, seed, config.clone()));
+        let engine_node = engine_node(&handle, config, ports, switchboard.clone(), launcher.clone());
         let clients = clients(&scenario, seed, &switchboard, &trace);
         let caller_node = handle.create_node().name("caller").build();
         Self {
@@ -213,6 +219,7 @@ impl World {
             switchboard,
             clients,
             engine_node,
+            launcher,
             caller_node,
             model_node_id,
             model,
@@ -251,6 +258,11 @@ impl World {
             .into_iter()
             .chain([self.engine_node.id(), self.caller_node.id(), self.model_node_id])
             .collect();
+        if let Some(launcher) = &self.launcher {
+            // What is killed from here on is the end of the run, not an
+            // eviction: a process that can start over is kept for the next.
+            launcher.finish();
+        }
         self.tear_down(&nodes).await;
         record
     }
@@ -313,30 +325,33 @@ impl World {
 
 /// The engine command of this invocation (`--engine-cmd`); unset, the
 /// built-in engine runs in-process.
-static ENGINE_COMMAND: OnceLock<String> = OnceLock::new();
+static ENGINE_COMMAND: Mutex<Option<String>> = Mutex::new(None);
 
-/// Drives every run of this invocation's engine over the process protocol.
-pub fn use_engine_command(command: String) {
-    let _ = ENGINE_COMMAND.set(command);
+/// Drives every run from now on with the engine `command` starts, over the
+/// process protocol (`None`: the built-in engine, in-process).
+pub fn use_engine_command(command: Option<String>) {
+    *ENGINE_COMMAND.lock().expect("engine command lock") = command;
+}
+
+pub fn engine_command() -> Option<String> {
+    ENGINE_COMMAND.lock().expect("engine command lock").clone()
 }
 
 /// ` --engine-cmd '…'` for a replay line, when this invocation drives a
 /// process engine (shell-quoted, so the line pastes as it is).
 pub fn engine_flag() -> String {
-    ENGINE_COMMAND
-        .get()
-        .map_or_else(String::new, |command| format!(" --engine-cmd '{}'", command.replace('\'', "'\\''")))
+    engine_command().map_or_else(String::new, |command| format!(" --engine-cmd '{}'", command.replace('\'', "'\\''")))
 }
 
 /// The engine process. Its init re-runs on every restart: a fresh engine
 /// booted from the durable store (with `--engine-cmd`, a fresh process).
-fn engine_node(handle: &Handle, config: EngineConfig, ports: Ports, switchboard: Switchboard, seed: u64) -> NodeHandle {
-    let launcher = ENGINE_COMMAND.get().map(|command| crate::protocol::proxy::Launcher {
-        command: command.clone(),
-        seed,
-        config: config.clone(),
-        generations: Default::default(),
-    });
+fn engine_node(
+    handle: &Handle,
+    config: EngineConfig,
+    ports: Ports,
+    switchboard: Switchboard,
+    launcher: Option<Launcher>,
+) -> NodeHandle {
     handle
         .create_node()
         .name("engine")
@@ -344,13 +359,14 @@ fn engine_node(handle: &Handle, config: EngineConfig, ports: Ports, switchboard:
             let (config, ports, switchboard) = (config.clone(), ports.clone(), switchboard.clone());
             let launcher = launcher.clone();
             async move {
-                let handle = match launcher {
-                    None => SessionHandle::spawn(config, ports),
-                    Some(launcher) => {
-                        let observer = ports.observer.clone();
-                        SessionHandle::drive(move |sink| launcher.boot(ports, sink), move || observer.idle())
-                    }
+                // A new process: whatever killed the last one is behind it.
+                switchboard.revive();
+                let (observer, trace) = (ports.observer.clone(), switchboard.trace());
+                let boot = move |sink| match launcher {
+                    None => taken::Taken::wrap(turnsim_engine::session::boot(config, ports, sink), trace),
+                    Some(launcher) => taken::Taken::wrap(launcher.boot(ports, sink), trace),
                 };
+                let handle = SessionHandle::drive(boot, move || observer.idle());
                 switchboard.install(handle);
                 std::future::pending::<()>().await
             }

@@ -94,6 +94,9 @@ impl Streams {
 
 impl ModelProvider for MockModel {
     fn start(&self, request: ModelRequest, sink: InputSink) -> u32 {
+        if self.trace.engine_dead() {
+            return 0;
+        }
         let call = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
         self.streams.open(call, sink);
         self.trace.record(Event::ModelCall {
@@ -107,8 +110,6 @@ impl ModelProvider for MockModel {
         if !missing.is_empty() {
             self.trace.record(Event::ModelRejected { call, missing });
             let message = "MissingToolResultsError".to_string();
-            self.trace
-                .cross(Boundary::ModelEnd { call, end: StreamEnd::Http { status: 400, message: message.clone() } });
             let error = StreamError::Http { status: 400, message };
             self.streams.send(call, ModelEvent::Failed(error));
             self.streams.close(call);
@@ -168,9 +169,7 @@ impl Player {
                     if !self.send(index, Chunk::FinishStep { reason, usage }) {
                         return self.end("abandoned by the engine", StreamEnd::Abandoned);
                     }
-                    let finish = Chunk::Finish { reason };
-                    self.trace.cross(Boundary::ModelChunk { call: self.call, chunk: finish.clone() });
-                    self.streams.send(self.call, ModelEvent::Chunk(finish));
+                    self.streams.send(self.call, ModelEvent::Chunk(Chunk::Finish { reason }));
                 }
                 Op::Sleep(range) => super::pause_ms(self.rng.sample(range)).await,
                 Op::Park => {
@@ -201,12 +200,16 @@ impl Player {
             return false;
         }
         self.trace.record(Event::ModelChunk { call: self.call, index, chunk: chunk.summary() });
-        self.trace.cross(Boundary::ModelChunk { call: self.call, chunk: chunk.clone() });
         self.streams.send(self.call, ModelEvent::Chunk(chunk))
     }
 
+    /// A cut or an HTTP error enters the history when the engine takes it
+    /// (see `taken`); a park or an abandoned stream is the provider's own
+    /// state, recorded here.
     fn end(&self, how: &str, end: StreamEnd) {
         self.trace.record(Event::ModelEnd { call: self.call, how: how.to_string() });
-        self.trace.cross(Boundary::ModelEnd { call: self.call, end });
+        if matches!(end, StreamEnd::Parked | StreamEnd::Abandoned) {
+            self.trace.cross(Boundary::ModelEnd { call: self.call, end });
+        }
     }
 }

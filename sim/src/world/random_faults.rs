@@ -58,7 +58,11 @@ fn draw(rng: &SharedRng, faults: &RandomFaults, file: &mut ScenarioFile, drawn: 
         let at = rng.sample(window);
         let restart = rng.sample(RangeMs { min: 0, max: 500 });
         drawn.push(format!("random evict: at {at} ms, restart after {restart} ms"));
-        let evict = EvictFault { when: When::AtMs(RangeMs::exact(at)), restart_after_ms: RangeMs::exact(restart) };
+        let evict = EvictFault {
+            when: When::AtMs(RangeMs::exact(at)),
+            restart_after_ms: RangeMs::exact(restart),
+            at_once: false,
+        };
         file.scenario.faults.push(Fault::Evict(evict));
     }
     if happens(rng, faults.disconnect) {

@@ -39,6 +39,11 @@ impl DurableStore for SimStore {
     }
 
     fn commit(&self, writes: &[Write]) -> Result<(), StoreError> {
+        if self.trace.engine_dead() {
+            // The process died as an earlier commit returned: this one was
+            // never sent.
+            return Ok(());
+        }
         let attempt = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
         if self.refusals.iter().any(|fault| fault.refuses(attempt)) {
             let summary: Vec<String> = writes.iter().map(Write::summary).collect();

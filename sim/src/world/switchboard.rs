@@ -1,6 +1,6 @@
 //! Where the world finds the engine: the live process, or nothing while it
 //! is evicted. Every input the world hands the engine goes through an
-//! [`EngineLink`], which records it in the boundary history once delivered.
+//! [`EngineLink`].
 
 use std::sync::{Arc, Mutex};
 
@@ -28,12 +28,24 @@ impl Switchboard {
         self.installed.notify_waiters();
     }
 
+    pub fn trace(&self) -> Trace {
+        self.trace.clone()
+    }
+
+    /// A new engine process is starting: the last one's death is behind it.
+    pub fn revive(&self) {
+        self.trace.engine_revived();
+    }
+
     pub fn clear(&self) {
         *self.engine.lock().expect("switchboard lock") = None;
     }
 
     /// The live engine, if the process is up.
     pub fn engine(&self) -> Option<EngineLink> {
+        if self.trace.engine_dead() {
+            return None;
+        }
         let handle = self.engine.lock().expect("switchboard lock").clone().filter(SessionHandle::is_alive)?;
         Some(EngineLink { handle, trace: self.trace.clone() })
     }
@@ -52,7 +64,9 @@ impl Switchboard {
 }
 
 /// The world's end of the engine's inputs. Each method returns whether the
-/// process took the input; only what it took enters the history.
+/// process's inbox took the input; an input enters the history when the
+/// engine takes it from there (see `taken`), except a `chat()` call, which
+/// the caller makes whether or not anyone answers.
 #[derive(Clone)]
 pub struct EngineLink {
     handle: SessionHandle,
@@ -60,25 +74,16 @@ pub struct EngineLink {
 }
 
 impl EngineLink {
-    fn delivered(&self, taken: bool, what: impl FnOnce() -> Boundary) -> bool {
-        if taken {
-            self.trace.cross(what());
-        }
-        taken
-    }
-
     pub fn connect(&self, connection: u64, end: Box<dyn Connection>) -> bool {
-        // Recorded first: the engine may answer the connect with frames at once.
-        self.trace.cross(Boundary::Connect { connection });
         self.handle.connect(connection, end)
     }
 
     pub fn disconnect(&self, connection: u64) -> bool {
-        self.delivered(self.handle.disconnect(connection), || Boundary::Disconnect { connection })
+        self.handle.disconnect(connection)
     }
 
     pub fn user_message(&self, text: &str, options: TurnOptions) -> bool {
-        self.delivered(self.handle.user_message(text, options), || Boundary::UserMessage { text: text.into() })
+        self.handle.user_message(text, options)
     }
 
     pub fn chat(&self, chat: u32, text: &str, options: TurnOptions, callback: Box<dyn StreamCallback>) -> bool {
@@ -87,18 +92,15 @@ impl EngineLink {
     }
 
     pub fn deliver(&self, delivery: &str, text: &str) -> bool {
-        let taken = self.handle.deliver(delivery, text);
-        self.delivered(taken, || Boundary::Deliver { delivery: delivery.into(), text: text.into() })
+        self.handle.deliver(delivery, text)
     }
 
     pub fn tool_result(&self, result: ToolResult, auto_continue: bool) -> bool {
-        let taken = self.handle.tool_result(result.clone(), auto_continue);
-        self.delivered(taken, || Boundary::ToolResult { result, auto_continue })
+        self.handle.tool_result(result, auto_continue)
     }
 
     pub fn approval(&self, call_id: &str, approved: bool, auto_continue: bool) -> bool {
-        let taken = self.handle.approval(call_id, approved, auto_continue);
-        self.delivered(taken, || Boundary::Approval { call_id: call_id.into(), approved, auto_continue })
+        self.handle.approval(call_id, approved, auto_continue)
     }
 
     pub fn activity(&self) -> Activity {

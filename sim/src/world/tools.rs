@@ -48,6 +48,9 @@ impl Executions {
 
 impl ServerTools for SimServerTools {
     fn start(&self, request_id: &str, call: ServerToolCall, sink: InputSink) {
+        if self.trace.engine_dead() {
+            return;
+        }
         let request_id = request_id.to_string();
         self.trace.cross(Boundary::ServerToolCall { call: call.clone() });
         let spec = self.specs.get(&call.tool_name);
@@ -67,7 +70,6 @@ impl ServerTools for SimServerTools {
         tokio::spawn(async move {
             super::pause_ms(duration_ms).await;
             trace.record(Event::ServerToolRun { call_id: call.call_id.clone(), tool_name: call.tool_name });
-            trace.cross(Boundary::ServerToolDone { call_id: call.call_id.clone(), outcome: outcome.clone() });
             sink.send(Input::ServerToolDone { request_id, call_id: call.call_id, outcome: Some(outcome) });
             done.store(true, Ordering::SeqCst);
         });

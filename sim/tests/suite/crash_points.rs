@@ -36,3 +36,35 @@ fn the_sweep_catches_continuation_intent_kept_only_in_memory() {
         outcomes.iter().filter(|outcome| !outcome.violations.is_empty()).map(|outcome| outcome.write).collect();
     assert!(!failing.is_empty(), "no crash point exposed the volatile continuation intent");
 }
+
+/// A process that dies as a commit returns does nothing more: between the
+/// commit and the next boot, no effect of the dead process crosses the
+/// boundary, though the same commit without `at_once` is followed by the
+/// rest of its step (the post).
+#[test]
+fn a_crash_at_a_commit_fences_everything_the_dead_process_would_have_done() {
+    use turnsim::crash_points::{with_crash_after, with_crash_at_commit};
+    use turnsim::history::Boundary;
+    let file = scenario("messenger-done");
+    // The delivery's `completed` checkpoint: the post follows it in the same step.
+    let checkpoint = 7;
+    let effects_after_crash = |crashed: &turnsim::scenario::ScenarioFile| {
+        let record = turnsim::world::run(crashed, 0, &RegressionSet::default());
+        let crossings = &record.history.crossings;
+        let killed = crossings.iter().position(|crossing| matches!(crossing.what, Boundary::Killed));
+        let killed = killed.expect("the crash happened");
+        let rebooted = crossings[killed..].iter().position(|crossing| matches!(crossing.what, Boundary::Boot { .. }));
+        let dead = &crossings[killed..killed + rebooted.expect("the engine restarted")];
+        let last_commit =
+            crossings[..killed].iter().rev().find(|crossing| matches!(crossing.what, Boundary::Commit { .. }));
+        let posts_before =
+            crossings[..killed].iter().filter(|crossing| matches!(crossing.what, Boundary::Post { .. })).count();
+        (dead.iter().filter(|crossing| !crossing.what.is_input()).count(), last_commit.is_some(), posts_before)
+    };
+    let (dead_effects, committed, posts) = effects_after_crash(&with_crash_at_commit(&file, checkpoint));
+    assert_eq!(dead_effects, 0, "the dead process had effects");
+    assert!(committed, "the commit it died after landed");
+    assert_eq!(posts, 0, "the post after the checkpoint must not happen when the process died at it");
+    let (_, _, posts) = effects_after_crash(&with_crash_after(&file, checkpoint));
+    assert_eq!(posts, 1, "dying at the next await, the step (and its post) completes");
+}

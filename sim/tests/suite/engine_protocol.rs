@@ -106,3 +106,26 @@ fn an_engine_that_hangs_fails_its_run_at_the_real_time_limit() {
     // The limit is 2 s here; the engine would sleep for 30.
     fails_with("read line; sleep 30", "engine-busy");
 }
+
+#[test]
+fn check_determinism_holds_across_the_boundary_with_wall_clock_jitter() {
+    let served = served();
+    let output =
+        turnsim(&["check-determinism", "scenarios/barrier-late-sibling.yaml", "--seeds", "3", "--engine-cmd", &served]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("determinism: 3 passed, 0 failed"), "{}", text(&output));
+}
+
+#[test]
+fn the_time_escape_canary_catches_an_engine_that_reads_the_real_clock() {
+    // Answers every input with a post that carries the real time.
+    let leaks = r#"while read line; do
+        echo "{\"type\":\"post\",\"delivery\":\"clock\",\"text\":\"$(date +%s%N)\"}"
+        echo '{"type":"idle","next_timer_ns":null}'
+    done"#;
+    let output =
+        turnsim(&["check-determinism", "scenarios/barrier-late-sibling.yaml", "--seeds", "1", "--engine-cmd", leaks]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("DIVERGED"), "{}", text(&output));
+    assert!(text(&output).contains("messenger"), "the divergence names the post: {}", text(&output));
+}

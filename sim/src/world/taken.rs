@@ -1,0 +1,73 @@
+//! Inputs enter the boundary history when the engine takes them, not when
+//! they are sent: a chunk or a tool result still waiting in the inbox of a
+//! process that dies was never seen by any engine, and the oracle must not
+//! judge the engine as if it had been.
+
+use tokio::time::Instant;
+use turnsim_engine::{Engine, Input, ModelEvent, StreamError};
+
+use crate::history::{Boundary, StreamEnd};
+use crate::trace::Trace;
+
+/// Records each input as the engine it wraps takes it.
+pub struct Taken {
+    engine: Box<dyn Engine>,
+    trace: Trace,
+}
+
+impl Taken {
+    pub fn wrap(engine: Box<dyn Engine>, trace: Trace) -> Box<dyn Engine> {
+        Box::new(Self { engine, trace })
+    }
+}
+
+impl Engine for Taken {
+    fn deliver(&mut self, input: Input) {
+        if self.trace.engine_dead() {
+            // The process died (at an event, its kill still on the way): it
+            // takes nothing more.
+            return;
+        }
+        if let Some(crossed) = boundary(&input) {
+            self.trace.cross(crossed);
+        }
+        self.engine.deliver(input);
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        self.engine.next_timer()
+    }
+}
+
+/// What the history records of an input (a `chat()` call is recorded when
+/// the caller makes it; timers are the engine's own).
+fn boundary(input: &Input) -> Option<Boundary> {
+    Some(match input {
+        Input::Connect { connection_id, .. } => Boundary::Connect { connection: *connection_id },
+        Input::Disconnect { connection_id } => Boundary::Disconnect { connection: *connection_id },
+        Input::UserMessage { text, .. } => Boundary::UserMessage { text: text.clone() },
+        Input::Deliver { delivery_id, text } => Boundary::Deliver { delivery: delivery_id.clone(), text: text.clone() },
+        Input::ToolResult { result, auto_continue } => {
+            Boundary::ToolResult { result: result.clone(), auto_continue: *auto_continue }
+        }
+        Input::Approval { call_id, approved, auto_continue } => {
+            Boundary::Approval { call_id: call_id.clone(), approved: *approved, auto_continue: *auto_continue }
+        }
+        Input::Model { call, event: ModelEvent::Chunk(chunk) } => {
+            Boundary::ModelChunk { call: *call, chunk: chunk.clone() }
+        }
+        Input::Model { call, event: ModelEvent::Failed(StreamError::Cut) } => {
+            Boundary::ModelEnd { call: *call, end: StreamEnd::Cut }
+        }
+        Input::Model { call, event: ModelEvent::Failed(StreamError::Http { status, message }) } => {
+            Boundary::ModelEnd { call: *call, end: StreamEnd::Http { status: *status, message: message.clone() } }
+        }
+        Input::ServerToolDone { call_id, outcome: Some(outcome), .. } => {
+            Boundary::ServerToolDone { call_id: call_id.clone(), outcome: outcome.clone() }
+        }
+        Input::Chat { .. }
+        | Input::Model { event: ModelEvent::Closed, .. }
+        | Input::ServerToolDone { outcome: None, .. }
+        | Input::Timer => return None,
+    })
+}
