@@ -9,4 +9,5 @@
 import { runEngine } from "../node/index.mjs";
 import { Session } from "./session.mjs";
 
-runEngine((host) => new Session(host));
+// Every piece of state lives in the Session, so one process can serve many runs.
+runEngine((host) => new Session(host), { reinit: true });

@@ -314,8 +314,9 @@ export class Session {
       await this.host.broadcast({ Chunk: { request_id: turn.requestId, message_id: accumulator.messageId, chunk: wireChunk } });
       turn.chat?.onEvent(wireChunk);
     }
-    const part = chunk.toolCallId ? accumulator.parts.find((p) => p.toolCallId === chunk.toolCallId) : null;
-    if (chunk.type === "tool-input-available" || chunk.type === "tool-approval-request") {
+    // A tool part of this message (a cross-message update has none here).
+    const part = chunk.toolCallId ? (accumulator.parts.find((p) => p.toolCallId === chunk.toolCallId) ?? null) : null;
+    if (part && (chunk.type === "tool-input-available" || chunk.type === "tool-approval-request")) {
       this.host.observe({ event: "tool-ready", call_id: part.toolCallId, tool_name: stored.uiToolName(part), state: part.state });
     }
     if (part && /^tool-(input-available|approval-request|output-)/.test(chunk.type)) await this.host.broadcast(toolFrame(part));

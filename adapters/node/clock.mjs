@@ -56,6 +56,13 @@ export class VirtualClock {
     this._nextSeq = 1;
   }
 
+  /** A new run: time zero, no timers. */
+  reset(wallBaseMs) {
+    this.nowNs = 0;
+    this.wallBaseMs = wallBaseMs;
+    this._timers.clear();
+  }
+
   /** Moves the clock to an input's time; it never goes back. */
   advanceTo(nowNs) {
     if (typeof nowNs === "number" && nowNs > this.nowNs) this.nowNs = nowNs;

@@ -4,9 +4,11 @@
 // Settling means: turn the real event loop (with the original
 // `setImmediate`, so every microtask queued so far runs first) until the
 // engine has no immediate of its own queued and no virtual timer is due
-// now. Requests (`commit`, `send`, `model_request`, `fault_point`) write
+// now. Requests (`commit`, `model_request`, `fault_point`) write
 // their line and read the reply at once with a blocking read: the harness
 // sends nothing else in between, and nothing else is written in between.
+// A process may serve several runs (`reinit`); a run ends when the next
+// `init` arrives, and nothing the old run does after that is written.
 
 import { clock, random, macrotaskTurn, pendingImmediates } from "./sandbox.mjs";
 import { Wire } from "./wire.mjs";
@@ -28,20 +30,18 @@ export const PROTOCOL_VERSION = 1;
  * @property {(callId: string, approved: boolean, autoContinue: boolean) => unknown} [approval]
  */
 
-/** A client connection: frames to it are `send` requests. */
+/** A client connection: frames to it are `send` effects. */
 export class Connection {
   constructor(host, id) {
     this.host = host;
     this.id = id;
+    /** Open from its `connect` to its `disconnect`; frames sent after that are dropped. */
     this.open = true;
   }
-  /** Sends one frame (`Frame` JSON); resolves to whether the connection is still open. */
+  /** Sends one frame (`Frame` JSON); resolves to whether the connection was still open. */
   async send(frame) {
-    if (!this.open) return false;
-    const { open } = this.host.request({ type: "send", connection: this.id, frame });
-    if (!open) this.host.connections.delete(this.id);
-    this.open = open;
-    return open;
+    if (this.open) this.host.effect({ type: "send", connection: this.id, frame });
+    return this.open;
   }
 }
 
@@ -99,6 +99,7 @@ export class Host {
 
   /** Writes a request and returns the reply's value. */
   request(message) {
+    if (this.retired) throw new RunOver();
     this.wire.write(message);
     const reply = readMessage(this.wire);
     if (reply === null) exitWith("stdin closed while a request waited for its reply");
@@ -106,9 +107,9 @@ export class Host {
     return reply.value;
   }
 
-  /** Writes an effect. */
+  /** Writes an effect (nothing once the run is over: the harness has moved on). */
   effect(message) {
-    this.wire.write(message);
+    if (!this.retired) this.wire.write(message);
   }
 
   /** Sends a frame to every open connection, in connection order. */
@@ -157,28 +158,45 @@ export class Host {
 
 /**
  * Runs an engine on stdin/stdout until stdin closes. `makeEngine(host)` is
- * called once, at `init`, and returns the engine's handlers.
+ * called at `init` and returns the engine's handlers. With `reinit`, the
+ * process offers to be reused: after a run, the next `init` starts a fresh
+ * engine (new host, clock at zero, generator reseeded, timers dropped), so
+ * every piece of an engine's state must live in what `makeEngine` builds.
  * @param {(host: Host) => Engine | Promise<Engine>} makeEngine
+ * @param {{reinit?: boolean}} [options]
  */
-export async function runEngine(makeEngine) {
+export async function runEngine(makeEngine, { reinit = false } = {}) {
+  process.on("unhandledRejection", crash);
   const wire = new Wire();
-  const init = readMessage(wire);
-  if (init === null) return;
-  if (init.type !== "init") exitWith(`the first message must be init, got ${init.type}`);
+  let message = readMessage(wire);
+  while (message !== null) {
+    if (message.type !== "init") exitWith(`the first message of a run must be init, got ${message.type}`);
+    message = await oneRun(wire, message, makeEngine, reinit);
+  }
+}
+
+/** One run: boot, then inputs until stdin closes (null) or the next run's `init`. */
+async function oneRun(wire, init, makeEngine, reinit) {
   if (init.protocol !== PROTOCOL_VERSION) exitWith(`protocol ${init.protocol} is not spoken here (version ${PROTOCOL_VERSION})`);
+  clock.reset(init.wall_base_ms);
   random.reseed(init.seed);
-  clock.wallBaseMs = init.wall_base_ms;
   clock.advanceTo(init.now_ns);
   const host = new Host(wire, init);
   const engine = await makeEngine(host);
-  await settle(host, () => engine.boot?.());
+  await settle(host, () => engine.boot?.(), reinit);
   for (;;) {
     const message = readMessage(wire);
-    if (message === null) return;
+    if (message === null || message.type === "init") {
+      host.retired = true;
+      return message;
+    }
     clock.advanceTo(message.now_ns);
     await settle(host, () => dispatch(host, engine, message));
   }
 }
+
+/** Work of a finished run that tries to reach the harness. */
+class RunOver extends Error {}
 
 function dispatch(host, engine, message) {
   switch (message.type) {
@@ -219,7 +237,7 @@ function dispatch(host, engine, message) {
 }
 
 /** Handles one input and everything it sets off, then reports idle. */
-async function settle(host, handle) {
+async function settle(host, handle, reinit = false) {
   const handled = handle();
   // A handler's own promise is the engine's business; a rejection is a crash.
   Promise.resolve(handled).catch(crash);
@@ -229,7 +247,9 @@ async function settle(host, handle) {
     if (clock.runNextDue()) continue;
     break;
   }
-  host.effect({ type: "idle", next_timer_ns: clock.nextDueNs() });
+  const idle = { type: "idle", next_timer_ns: clock.nextDueNs() };
+  if (reinit) idle.reinit = true;
+  host.effect(idle);
 }
 
 /** The next message from the harness, or null once stdin closed. */
@@ -253,6 +273,7 @@ function exactSeed(line, parsed) {
 }
 
 function crash(error) {
+  if (error instanceof RunOver) return;
   console.error("engine failed:", error);
   process.exit(1);
 }

@@ -1,8 +1,7 @@
 // A small fake harness: spawns an engine command and drives it through the
 // protocol as turnsim does. It answers requests the moment they arrive
-// (commit: the store takes the writes unless told to refuse; send: the
-// connection is open; model_request: the next call number; fault_point:
-// never fire), records every line the engine wrote, and turns the faults a
+// (commit: the store takes the writes unless told to refuse;
+// model_request: the next call number; fault_point: never fire), records every line the engine wrote, and turns the faults a
 // harness must catch into errors: a line that is not JSON, a message the
 // protocol does not have, and an exit or a closed stdout before `idle`.
 
@@ -11,8 +10,8 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { apply } from "../node/store.mjs";
 
-const REQUESTS = new Set(["commit", "send", "model_request", "fault_point"]);
-const EFFECTS = new Set(["model_cancel", "server_tool", "callback", "post", "exhausted", "observe", "idle"]);
+const REQUESTS = new Set(["commit", "model_request", "fault_point"]);
+const EFFECTS = new Set(["send", "model_cancel", "server_tool", "callback", "post", "exhausted", "observe", "idle"]);
 
 export const EMPTY_STATE = {
   messages: [],
@@ -119,8 +118,6 @@ export class FakeHarness {
         if (this.refuseCommits) return { ok: false, error: "refused" };
         for (const write of request.writes) apply(this.store, write);
         return { ok: true };
-      case "send":
-        return { open: true };
       case "model_request":
         this.nextCall += 1;
         return { call: this.nextCall };

@@ -29,7 +29,7 @@ async function say(harness, text, atNs) {
 test("init is answered with idle and no timer", async () => {
   const harness = new FakeHarness(PROBE);
   const messages = await harness.init();
-  assert.deepEqual(messages, [{ type: "idle", next_timer_ns: null }]);
+  assert.deepEqual(messages, [{ type: "idle", next_timer_ns: null, reinit: true }]);
   assert.equal(await harness.close(), 0, "the engine exits cleanly when stdin closes");
 });
 
@@ -148,4 +148,21 @@ test("garbage from the harness makes the engine exit with a protocol error", asy
   harness.writeRaw("{not json\n");
   assert.equal(await harness.close(), 2);
   assert.match(harness.stderr, /protocol: not JSON/);
+});
+
+test("a reused process starts each run afresh: clock, timers, generator", async () => {
+  const fresh = await probe(5);
+  const [expected] = posts(await say(fresh, "random"));
+  await fresh.close();
+
+  const reused = new FakeHarness(PROBE);
+  const offered = await reused.init({ seed: 9 });
+  assert.deepEqual(offered, [{ type: "idle", next_timer_ns: null, reinit: true }], "the probe offers reuse on the idle that answers init");
+  await say(reused, "random");
+  assert.equal(idleOf(await say(reused, "timer 5000", 1e9)).next_timer_ns, 6e9);
+  reused.nowNs = 0;
+  assert.deepEqual(await reused.init({ seed: 5 }), [{ type: "idle", next_timer_ns: null, reinit: true }], "the old run's timer is gone");
+  assert.deepEqual(posts(await say(reused, "random")), [expected], "the second run draws what a fresh process with its seed draws");
+  assert.deepEqual(posts(await say(reused, "time")), [`1700000000000 0 ${new Date(1_700_000_000_000).toISOString()}`]);
+  await reused.close();
 });

@@ -68,4 +68,4 @@ runEngine((host) => {
     userMessage: (text) => enqueue(text),
     chat: (chat, text) => enqueue(text, chat),
   };
-});
+}, { reinit: true }); // all state lives in this closure, so the process can serve many runs
