@@ -1,6 +1,7 @@
 //! Checks run on every seed's trace: the invariants of DESIGN.md (each its
 //! own module) and the scenario's own expectations.
 
+mod engine_facts;
 pub mod expect;
 mod expect_stored;
 pub mod expect_timeline;
@@ -13,6 +14,7 @@ use serde::Serialize;
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
 
+pub use engine_facts::Facts as EngineFacts;
 pub use facts::Facts;
 
 /// One broken rule in one run.
@@ -50,11 +52,22 @@ pub struct CheckInput<'a> {
     pub scenario: &'a ScenarioFile,
     pub run: &'a RunRecord,
     pub facts: Facts,
+    pub engine_facts: EngineFacts,
 }
 
 impl<'a> CheckInput<'a> {
     pub fn new(scenario: &'a ScenarioFile, run: &'a RunRecord) -> Self {
-        Self { scenario, run, facts: Facts::derive(scenario, run) }
+        Self { scenario, run, facts: Facts::derive(scenario, run), engine_facts: EngineFacts::derive(scenario, run) }
+    }
+
+    /// The timeline index a violation at history crossing `index` points at.
+    pub fn event_of(&self, index: usize) -> usize {
+        self.run.history.crossings.get(index).map_or(0, |crossing| crossing.at_event)
+    }
+
+    /// A violation of `check` where history crossing `index` shows it.
+    pub fn violation_at(&self, check: &str, index: usize, message: impl Into<String>) -> Violation {
+        Violation::at(check, self.event_of(index), message)
     }
 }
 

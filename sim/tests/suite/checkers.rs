@@ -6,15 +6,15 @@
 
 use turnsim::check::invariants::INVARIANTS;
 use turnsim::check::{CheckInput, Violation};
-use turnsim::history::{Boundary, CallbackCall};
+use turnsim::history::{Boundary, CallbackCall, Crossing};
 use turnsim::scenario::ScenarioFile;
 use turnsim::trace::{Event, TraceEvent};
 use turnsim::world::{self, RunEnd, RunRecord};
 use turnsim_engine::durable::TurnKind;
 use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
-use turnsim_engine::ports::Frame;
+use turnsim_engine::ports::{Frame, ModelRequest};
 use turnsim_engine::transcript::TextState;
-use turnsim_engine::{EngineEvent, Message, Part, RegressionSet, ToolState, TurnStatus};
+use turnsim_engine::{Chunk, EngineEvent, Message, Part, RegressionSet, ToolPart, ToolState, TurnStatus};
 
 use crate::common::{inline, scenario};
 
@@ -258,31 +258,67 @@ fn part_kinds(message: &Message) -> Vec<&'static str> {
     message.parts.iter().map(kind).collect()
 }
 
+/// Index of the first history crossing that `matches`; `what` names it for
+/// the panic.
+fn crossing_of(record: &RunRecord, what: &str, matches: impl Fn(&Boundary) -> bool) -> usize {
+    record
+        .history
+        .crossings
+        .iter()
+        .position(|crossing| matches(&crossing.what))
+        .unwrap_or_else(|| panic!("the clean history has no {what}"))
+}
+
+/// Inserts `crossings` at `at`, stamped with the time and timeline place of
+/// the crossing before.
+fn insert_crossings(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>) {
+    let before = &record.history.crossings[at.saturating_sub(1)];
+    let (at_us, at_event) = (before.at_us, before.at_event);
+    for (offset, what) in crossings.into_iter().enumerate() {
+        record.history.crossings.insert(at + offset, Crossing { at_us, at_event, what });
+    }
+}
+
+/// Replaces the crossing at `at` with `crossings`, at its time and place.
+fn replace_crossing(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>) {
+    let replaced = record.history.crossings.remove(at);
+    for (offset, what) in crossings.into_iter().enumerate() {
+        let crossing = Crossing { at_us: replaced.at_us, at_event: replaced.at_event, what };
+        record.history.crossings.insert(at + offset, crossing);
+    }
+}
+
 // ---------------------------------------------------------------- callback-contract
 
 /// `server-tools-two-steps`: one `chat()` (chat1) that ends with `on_done`.
 fn chat_run() -> (Run, usize) {
     let run = Run::committed("server-tools-two-steps", CALLBACK_CONTRACT);
-    let done = index_of(&run.record, "on_done of chat1", |event| matches!(event, Event::CallbackDone { chat: 1 }));
+    let done = crossing_of(&run.record, "on_done of chat1", |what| {
+        matches!(what, Boundary::Callback { chat: 1, call: CallbackCall::Done })
+    });
     (run, done)
+}
+
+fn callback(call: CallbackCall) -> Boundary {
+    Boundary::Callback { chat: 1, call }
 }
 
 #[test]
 fn callback_contract_fires_on_a_second_terminal_callback() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    let late_error = Event::CallbackError { chat: 1, message: "late failure".into() };
-    insert(&mut broken, done + 1, vec![late_error]);
+    insert_crossings(&mut broken, done + 1, vec![callback(CallbackCall::Error { message: "late failure".into() })]);
     let violations = run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: on_error after terminal on_done");
-    assert_eq!(violations[0].at_event, Some(done + 1), "the violation points at the second terminal callback");
+    let at = broken.history.crossings[done + 1].at_event;
+    assert_eq!(violations[0].at_event, Some(at), "the violation points where the second terminal callback crossed");
 }
 
 #[test]
 fn callback_contract_fires_on_an_event_after_on_done() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    let late_event = Event::CallbackEvent { chat: 1, chunk: "text-delta".into() };
-    insert(&mut broken, done + 1, vec![late_event]);
+    let late = CallbackCall::Event { chunk: Chunk::TextDelta { id: "t9".into(), delta: "late".into() } };
+    insert_crossings(&mut broken, done + 1, vec![callback(late)]);
     run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: on_event after terminal on_done");
 }
 
@@ -290,8 +326,7 @@ fn callback_contract_fires_on_an_event_after_on_done() {
 fn callback_contract_fires_on_a_silent_return() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    let dropped = Event::CallbackDropped { chat: 1, terminal: false };
-    replace(&mut broken, done, vec![dropped]);
+    replace_crossing(&mut broken, done, vec![callback(CallbackCall::Dropped)]);
     run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: chat() returned with no terminal callback");
 }
 
@@ -299,8 +334,7 @@ fn callback_contract_fires_on_a_silent_return() {
 fn callback_contract_accepts_a_drop_by_an_evicted_process() {
     let (run, done) = chat_run();
     let mut evicted = run.broken();
-    let dropped = Event::CallbackDropped { chat: 1, terminal: false };
-    replace(&mut evicted, done, vec![Event::Evicted, dropped]);
+    replace_crossing(&mut evicted, done, vec![Boundary::Killed, callback(CallbackCall::Dropped)]);
     run.assert_passes(
         CALLBACK_CONTRACT,
         &evicted,
@@ -312,8 +346,37 @@ fn callback_contract_accepts_a_drop_by_an_evicted_process() {
 fn callback_contract_fires_when_a_settled_chat_never_ends() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    broken.events.remove(done);
+    broken.history.crossings.remove(done);
     run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: the run settled but the callback never got a terminal call");
+}
+
+/// `recovery-exhausted-one-terminal-frame`: recovery gives up once, calls
+/// `on_exhausted`, then sends the client the terminal message.
+fn exhausted_run() -> (Run, usize) {
+    let run = Run::committed("recovery-exhausted-one-terminal-frame", CALLBACK_CONTRACT);
+    let hook = crossing_of(&run.record, "on_exhausted", |what| matches!(what, Boundary::Exhausted { .. }));
+    (run, hook)
+}
+
+#[test]
+fn callback_contract_fires_when_on_exhausted_runs_twice_for_one_incident() {
+    let (run, hook) = exhausted_run();
+    let mut broken = run.broken();
+    let again = broken.history.crossings[hook].what.clone();
+    insert_crossings(&mut broken, hook + 1, vec![again]);
+    run.assert_fires(CALLBACK_CONTRACT, &broken, "on_exhausted called again for incident");
+}
+
+#[test]
+fn callback_contract_fires_when_the_terminal_message_goes_out_without_on_exhausted() {
+    let (run, hook) = exhausted_run();
+    let mut broken = run.broken();
+    broken.history.crossings.remove(hook);
+    run.assert_fires(
+        CALLBACK_CONTRACT,
+        &broken,
+        "client connection c1 was sent the terminal recovery message, but on_exhausted was never called",
+    );
 }
 
 // ---------------------------------------------------------------- single-continuation
@@ -408,16 +471,39 @@ fn single_continuation_does_not_count_a_stream_killed_by_an_eviction_as_open() {
 
 // ---------------------------------------------------------------- tool-results-present
 
+/// The request of model call `call` in `record`, to edit.
+fn request_mut(record: &mut RunRecord, number: u32) -> &mut ModelRequest {
+    record
+        .history
+        .crossings
+        .iter_mut()
+        .find_map(|crossing| match &mut crossing.what {
+            Boundary::ModelRequest { call, request } if *call == number => Some(request),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the clean history has no model call #{number}"))
+}
+
+/// The tool part `call_id` in `messages`, to edit.
+fn tool_in<'a>(messages: &'a mut [Message], call_id: &str) -> &'a mut ToolPart {
+    messages
+        .iter_mut()
+        .flat_map(|message| message.parts.iter_mut())
+        .find_map(|part| match part {
+            Part::Tool(tool) if tool.call_id == call_id => Some(tool),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no tool part {call_id}"))
+}
+
 #[test]
-fn tool_results_present_fires_on_a_rejected_model_request() {
-    // The continuation's request goes out without tc-client-1's result and
-    // the provider rejects it instead of streaming.
+fn tool_results_present_fires_on_a_request_without_a_result() {
+    // The continuation's request shows tc-client-1 still waiting for its result.
     let run = Run::committed("continuation-single-client-tool", TOOL_RESULTS_PRESENT);
     let mut broken = run.broken();
-    broken.events.retain(|traced| !matches!(traced.event, Event::ModelChunk { call: 2, .. }));
-    let call = index_of(&broken, "model call #2", |event| matches!(event, Event::ModelCall { call: 2, .. }));
-    let rejected = Event::ModelRejected { call: 2, missing: vec!["tc-client-1".into()] };
-    insert(&mut broken, call + 1, vec![rejected]);
+    let tool = tool_in(&mut request_mut(&mut broken, 2).messages, "tc-client-1");
+    tool.state = ToolState::InputAvailable;
+    tool.output = None;
     run.assert_fires(TOOL_RESULTS_PRESENT, &broken, "model call #2 was sent tool calls without results: tc-client-1");
 }
 
@@ -684,6 +770,20 @@ fn converges_fires_when_the_run_panicked() {
     broken.end = RunEnd::Panicked;
     broken.panic = Some("index out of bounds".into());
     run.assert_fires(CONVERGES, &broken, "the run panicked: index out of bounds");
+}
+
+#[test]
+fn converges_names_what_the_history_shows_outstanding() {
+    // The run is cut at its horizon before the continuation's stream ends
+    // and before the caller hears an outcome.
+    let run = Run::committed("server-tools-two-steps", CONVERGES);
+    let mut broken = run.broken();
+    let ended = crossing_of(&broken, "call #2's finish-step", |what| {
+        matches!(what, Boundary::ModelChunk { call: 2, chunk: Chunk::FinishStep { .. } })
+    });
+    broken.history.crossings.truncate(ended);
+    broken.end = RunEnd::Horizon;
+    run.assert_fires(CONVERGES, &broken, "at the end: model call #2 streaming, chat1 without an outcome");
 }
 
 #[test]

@@ -12,7 +12,7 @@ use turnsim_engine::durable::TurnKind;
 use turnsim_engine::{EngineEvent, ToolState, TurnStatus};
 
 use super::Invariant;
-use crate::check::{CheckInput, Facts, Violation};
+use crate::check::{CheckInput, EngineFacts as Facts, Violation};
 use crate::trace::Event;
 use crate::world::RunEnd;
 
@@ -61,7 +61,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut walk = Walk::default();
     for (index, traced) in input.run.events.iter().enumerate() {
         match &traced.event {
-            Event::Engine(event) => walk.on_event(&input.facts, index, event),
+            Event::Engine(event) => walk.on_event(&input.engine_facts, index, event),
             // The process died: the turns it was streaming never end, but
             // none of their streams is open any more.
             Event::Evicted => walk.open_turns.clear(),

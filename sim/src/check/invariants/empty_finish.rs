@@ -5,7 +5,7 @@
 use turnsim_engine::TurnStatus;
 
 use super::Invariant;
-use crate::check::facts::{CallFact, Facts};
+use crate::check::engine_facts::{CallFact, Facts};
 use crate::check::{CheckInput, Violation};
 
 pub const INVARIANT: Invariant = Invariant {
@@ -15,7 +15,7 @@ pub const INVARIANT: Invariant = Invariant {
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let facts = &input.facts;
+    let facts = &input.engine_facts;
     let mut violations = Vec::new();
     for turn in &facts.turns {
         let calls: Vec<&CallFact> = facts.calls_for(&turn.request_id).collect();
@@ -44,6 +44,6 @@ fn is_benign(facts: &Facts, message_id: &str, call: &CallFact) -> bool {
         .flat_map(|turn| facts.calls_for(&turn.request_id))
         .any(|earlier| earlier.at < call.at && earlier.content_chunks > 0 && !earlier.is_truncated_finish());
     call.content_chunks == 0
-        && matches!(&call.end, crate::check::facts::CallEnd::Finished { reason, .. } if reason == "unknown")
+        && matches!(&call.end, crate::check::engine_facts::CallEnd::Finished { reason, .. } if reason == "unknown")
         && earlier_output
 }

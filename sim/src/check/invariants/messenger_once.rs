@@ -21,7 +21,7 @@ const NAME: &str = "messenger-once";
 fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (delivery, requests) in deliveries(input) {
-        let posts = input.facts.posts.get(&delivery).cloned().unwrap_or_default();
+        let posts = input.engine_facts.posts.get(&delivery).cloned().unwrap_or_default();
         let bursts = count_bursts(&posts);
         if bursts > 1 {
             let at = posts.last().map(|post| post.0);
@@ -77,7 +77,7 @@ fn check_interrupted(
 ) -> Option<Violation> {
     let interrupted = requests
         .iter()
-        .filter_map(|request| input.facts.turn(request))
+        .filter_map(|request| input.engine_facts.turn(request))
         .any(|turn| turn.status == Some(TurnStatus::Interrupted));
     let first = posts.first()?;
     let allowed = [INTERRUPTED_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE];

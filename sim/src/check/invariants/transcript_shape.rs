@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use turnsim_engine::{Message, Part, Role};
 
 use super::Invariant;
-use crate::check::facts::CallEnd;
+use crate::check::engine_facts::CallEnd;
 use crate::check::{CheckInput, Violation};
 
 pub const INVARIANT: Invariant = Invariant {
@@ -61,7 +61,7 @@ fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation>
     let all_step_starts = message.parts.iter().filter(|part| matches!(part, Part::StepStart)).count();
     // Steps a stored transcript brought with it were not made by this run's model calls.
     let step_starts = all_step_starts.saturating_sub(stored_step_starts(input, &message.id));
-    let facts = &input.facts;
+    let facts = &input.engine_facts;
     let requests: Vec<&str> =
         facts.turns.iter().filter(|turn| turn.message_id == message.id).map(|turn| turn.request_id.as_str()).collect();
     let kept_calls: usize = requests
