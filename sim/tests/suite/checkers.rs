@@ -11,10 +11,13 @@ use turnsim::scenario::ScenarioFile;
 use turnsim::trace::{Event, TraceEvent};
 use turnsim::world::{self, RunEnd, RunRecord};
 use turnsim_engine::durable::TurnKind;
+use turnsim_engine::durable::Write;
 use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
 use turnsim_engine::ports::{Frame, ModelRequest};
 use turnsim_engine::transcript::TextState;
-use turnsim_engine::{Chunk, EngineEvent, Message, Part, RegressionSet, ToolPart, ToolState, TurnStatus};
+use turnsim_engine::{
+    Chunk, EngineEvent, FinishReason, Message, Part, RegressionSet, ToolPart, ToolState, TurnStatus, Usage,
+};
 
 use crate::common::{inline, scenario};
 
@@ -560,42 +563,51 @@ fn parked_tool_kept_fires_when_the_same_repair_precedes_a_continuation() {
 // ---------------------------------------------------------------- transcript-shape
 
 /// `server-tools-two-steps`, whose answer m3 is step 1 (text, tool) then
-/// step 2 (text).
-fn two_step_run() -> Run {
+/// step 2 (text), and that stored answer to break.
+fn two_step_run() -> (Run, Message) {
     let run = Run::committed("server-tools-two-steps", TRANSCRIPT_SHAPE);
-    let answer =
-        run.record.final_state.messages.iter().find(|message| message.id == "m3").expect("the answer m3 is stored");
-    assert_eq!(part_kinds(answer), ["step-start", "text", "tool", "step-start", "text"], "the base answer's shape");
-    run
+    let store = run.record.history.final_store();
+    let answer = store.message("m3").expect("the answer m3 is stored").clone();
+    assert_eq!(part_kinds(&answer), ["step-start", "text", "tool", "step-start", "text"], "the base answer's shape");
+    (run, answer)
+}
+
+/// The clean record with one more commit at its end: `message` written over
+/// the stored one, as an engine bug would write it.
+fn committed_over(run: &Run, message: Message) -> RunRecord {
+    let mut broken = run.broken();
+    let at = broken.history.crossings.len();
+    insert_crossings(&mut broken, at, vec![Boundary::Commit { writes: vec![Write::PutMessage(message)] }]);
+    broken
 }
 
 #[test]
 fn transcript_shape_fires_on_an_orphan_step_start() {
-    let run = two_step_run();
-    let mut broken = run.broken();
-    message_mut(&mut broken, "m3").parts.pop();
-    let violations = run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: orphan step-start at part 3");
+    let (run, mut answer) = two_step_run();
+    answer.parts.pop();
+    let violations =
+        run.assert_fires(TRANSCRIPT_SHAPE, &committed_over(&run, answer), "m3: orphan step-start at part 3");
     assert_eq!(violations.len(), 1, "only the orphan is wrong: {violations:#?}");
 }
 
 #[test]
 fn transcript_shape_fires_on_a_duplicated_tool_call() {
-    let run = two_step_run();
-    let mut broken = run.broken();
-    let answer = message_mut(&mut broken, "m3");
+    let (run, mut answer) = two_step_run();
     let tool = answer.parts[2].clone();
     answer.parts.insert(3, tool);
-    run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: tool call tc-lookup-1 appears twice");
+    run.assert_fires(TRANSCRIPT_SHAPE, &committed_over(&run, answer), "m3: tool call tc-lookup-1 appears twice");
 }
 
 #[test]
 fn transcript_shape_fires_on_a_retried_attempts_extra_step_start() {
-    let run = two_step_run();
-    let mut broken = run.broken();
-    let answer = message_mut(&mut broken, "m3");
+    let (run, mut answer) = two_step_run();
     answer.parts.push(Part::StepStart);
     answer.parts.push(Part::Text { id: "t9".into(), text: "It is 2".into(), state: TextState::Done });
-    run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: 3 step-starts but only 2 model calls kept their output");
+    run.assert_fires(
+        TRANSCRIPT_SHAPE,
+        &committed_over(&run, answer),
+        "m3: 3 step-starts but only 2 model calls kept their output",
+    );
 }
 
 // ---------------------------------------------------------------- mid-tool-input-recovers
@@ -652,14 +664,12 @@ fn mid_tool_input_recovers_ignores_a_continue_recovery_that_exhausts() {
 fn empty_finish_run() -> (Run, RunRecord) {
     let run = Run::committed("continuation-single-client-tool", NO_EMPTY_ANSWER);
     let mut broken = run.broken();
-    let finish = index_of(
-        &broken,
-        "call #2's finish-step",
-        |event| matches!(event, Event::ModelChunk { call: 2, chunk, .. } if chunk.starts_with("finish-step ")),
-    );
-    if let Event::ModelChunk { chunk, .. } = &mut broken.events[finish].event {
-        *chunk = "finish-step unknown out=0".into();
-    }
+    let finish = crossing_of(&broken, "call #2's finish-step", |what| {
+        matches!(what, Boundary::ModelChunk { call: 2, chunk: Chunk::FinishStep { .. } })
+    });
+    let usage = Usage { input_tokens: 10, output_tokens: 0 };
+    broken.history.crossings[finish].what =
+        Boundary::ModelChunk { call: 2, chunk: Chunk::FinishStep { reason: FinishReason::Unknown, usage } };
     (run, broken)
 }
 
@@ -669,7 +679,7 @@ fn no_empty_answer_fires_when_a_turn_completes_on_a_cut_stream() {
     run.assert_fires(
         NO_EMPTY_ANSWER,
         &broken,
-        "r4 completed on model call #2 that ended with a zero-token finish (1 content chunks cut)",
+        "model call #2 ended with a zero-token finish (1 content chunks cut), yet client connection c1 was sent done",
     );
 }
 
@@ -677,9 +687,10 @@ fn no_empty_answer_fires_when_a_turn_completes_on_a_cut_stream() {
 fn no_empty_answer_accepts_an_empty_unknown_finish_after_earlier_output() {
     // Call #2 adds nothing after call #1's tool call: a benign end.
     let (run, mut edited) = empty_finish_run();
-    edited.events.retain(|traced| {
-        !matches!(&traced.event, Event::ModelChunk { call: 2, chunk, .. } if !chunk.starts_with("finish-step "))
-    });
+    edited
+        .history
+        .crossings
+        .retain(|crossing| !matches!(&crossing.what, Boundary::ModelChunk { call: 2, chunk } if chunk.is_output()));
     run.assert_passes(NO_EMPTY_ANSWER, &edited, "an empty unknown finish that cut nothing after earlier output");
 }
 
