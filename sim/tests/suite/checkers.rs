@@ -6,7 +6,7 @@
 
 use turnsim::check::invariants::INVARIANTS;
 use turnsim::check::{CheckInput, Violation};
-use turnsim::history::{Boundary, CallbackCall, Crossing};
+use turnsim::history::{Boundary, CallbackCall, Crossing, StreamEnd};
 use turnsim::scenario::ScenarioFile;
 use turnsim::trace::{Event, TraceEvent};
 use turnsim::world::{self, RunEnd, RunRecord};
@@ -696,31 +696,25 @@ fn no_empty_answer_accepts_an_empty_unknown_finish_after_earlier_output() {
 
 // ---------------------------------------------------------------- messenger-once
 
-/// `DELIVERY` and the index of its one post.
+/// `DELIVERY` and the index of its one post in the history.
 fn delivery_run() -> (Run, usize) {
     let run = Run::inline(DELIVERY, MESSENGER_ONCE);
-    let post = index_of(
-        &run.record,
-        "post d1",
-        |event| matches!(event, Event::MessengerPost { delivery, .. } if delivery == "d1"),
-    );
+    let post =
+        crossing_of(&run.record, "post d1", |what| matches!(what, Boundary::Post { delivery, .. } if delivery == "d1"));
     (run, post)
 }
 
-fn post(text: &str) -> Event {
-    Event::MessengerPost { delivery: "d1".into(), text: text.into() }
+fn post(text: &str) -> Boundary {
+    Boundary::Post { delivery: "d1".into(), text: text.into() }
 }
 
 #[test]
 fn messenger_once_fires_on_a_second_post_later() {
     let (run, _) = delivery_run();
     let mut broken = run.broken();
-    let last = broken.events.last().expect("events").at_us;
-    broken.events.push(TraceEvent {
-        at_us: last + 5_000_000,
-        lane: post("Hello there.").lane(),
-        event: post("Hello there."),
-    });
+    let last = broken.history.crossings.last().expect("crossings");
+    let again = Crossing { at_us: last.at_us + 5_000_000, at_event: last.at_event, what: post("Hello there.") };
+    broken.history.crossings.push(again);
     run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
 }
 
@@ -728,32 +722,50 @@ fn messenger_once_fires_on_a_second_post_later() {
 fn messenger_once_counts_a_split_reply_as_one_post() {
     let (run, at) = delivery_run();
     let mut edited = run.broken();
-    insert(&mut edited, at + 1, vec![post("(continued)")]);
+    insert_crossings(&mut edited, at + 1, vec![post("(continued)")]);
     run.assert_passes(MESSENGER_ONCE, &edited, "a long reply posted in one burst of consecutive posts");
 }
 
-/// `DELIVERY` with its turn r1 ended as interrupted.
+/// `DELIVERY` with its one model call parked before it finished: the
+/// reply was cut off.
 fn interrupted_delivery() -> (Run, RunRecord, usize) {
-    let (run, post) = delivery_run();
+    let (run, _) = delivery_run();
     let mut broken = run.broken();
-    let ended = index_of(&broken, "turn.end r1", turn_finished("r1"));
-    if let EngineEvent::TurnFinished { status, .. } = engine_event_mut(&mut broken, ended) {
-        *status = TurnStatus::Interrupted;
-    }
+    let finish = crossing_of(&broken, "call #1's finish-step", |what| {
+        matches!(what, Boundary::ModelChunk { call: 1, chunk: Chunk::FinishStep { .. } })
+    });
+    broken.history.crossings[finish].what = Boundary::ModelEnd { call: 1, end: StreamEnd::Parked };
+    broken
+        .history
+        .crossings
+        .retain(|crossing| !matches!(crossing.what, Boundary::ModelChunk { call: 1, chunk: Chunk::Finish { .. } }));
+    let post = crossing_of(&broken, "post d1", |what| matches!(what, Boundary::Post { .. }));
     (run, broken, post)
 }
 
 #[test]
 fn messenger_once_fires_when_an_interrupted_delivery_posts_its_partial() {
     let (run, broken, _) = interrupted_delivery();
-    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 was interrupted but posted \"Hello there.\" as its answer");
+    run.assert_fires(
+        MESSENGER_ONCE,
+        &broken,
+        "delivery d1 was cut off (model call #1 never finished) but posted \"Hello there.\" as its answer",
+    );
 }
 
 #[test]
 fn messenger_once_accepts_the_apology_for_an_interrupted_delivery() {
     let (run, mut edited, at) = interrupted_delivery();
-    edited.events[at].event = post(INTERRUPTED_MESSENGER_RESPONSE);
+    edited.history.crossings[at].what = post(INTERRUPTED_MESSENGER_RESPONSE);
     run.assert_passes(MESSENGER_ONCE, &edited, "an interrupted delivery that posts the apology");
+}
+
+#[test]
+fn messenger_once_fires_when_an_accepted_delivery_never_posts() {
+    let (run, at) = delivery_run();
+    let mut broken = run.broken();
+    broken.history.crossings.remove(at);
+    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 was accepted but never posted");
 }
 
 // ---------------------------------------------------------------- converges
