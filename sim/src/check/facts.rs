@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use turnsim_engine::ports::ModelRequest;
+use turnsim_engine::durable::Write;
+use turnsim_engine::ports::{Frame, ModelRequest};
 use turnsim_engine::{Chunk, FinishReason, Message, Part, Role, ToolPart};
 
 use crate::history::{Boundary, CallbackCall, History, StreamEnd};
@@ -142,6 +143,9 @@ pub struct Facts {
     pub boots: Vec<usize>,
     /// Where an answer to each tool call came in (tool results, approvals).
     pub answers: BTreeMap<String, Vec<usize>>,
+    /// Where each tool call first waited for an answer (stored or shown to a
+    /// client as `input-available` or `approval-requested`).
+    pub asked: BTreeMap<String, usize>,
 }
 
 impl Facts {
@@ -172,7 +176,21 @@ impl Facts {
             }
             Boundary::ToolResult { result, .. } => self.answers.entry(result.call_id.clone()).or_default().push(index),
             Boundary::Approval { call_id, .. } => self.answers.entry(call_id.clone()).or_default().push(index),
+            Boundary::Commit { writes } => self.on_commit(index, writes),
+            Boundary::Frame { frame: Frame::Tool { call_id, state, .. }, .. } if state.is_pending() => {
+                self.asked.entry(call_id.clone()).or_insert(index);
+            }
             _ => {}
+        }
+    }
+
+    fn on_commit(&mut self, index: usize, writes: &[Write]) {
+        let messages = writes.iter().filter_map(|write| match write {
+            Write::PutMessage(message) => Some(message),
+            _ => None,
+        });
+        for tool in messages.flat_map(|message| message.tools()).filter(|tool| tool.state.is_pending()) {
+            self.asked.entry(tool.call_id.clone()).or_insert(index);
         }
     }
 
@@ -242,6 +260,11 @@ impl Facts {
         }
     }
 
+    /// Whether `call_id` waited for an answer before history index `before`.
+    pub fn asked_before(&self, call_id: &str, before: usize) -> bool {
+        self.asked.get(call_id).is_some_and(|&at| at < before)
+    }
+
     /// Whether an answer to `call_id` came in before history index `before`.
     pub fn answered_before(&self, call_id: &str, before: usize) -> bool {
         self.answers.get(call_id).is_some_and(|answers| answers.iter().any(|&at| at < before))
@@ -296,15 +319,22 @@ fn target_message(messages: &[Message]) -> Option<String> {
     messages.last().filter(|message| message.role == Role::Assistant).map(|message| message.id.clone())
 }
 
-/// What the request continues, from its last message that has content.
+/// What the request continues, from its last message that has content. A
+/// request that starts a new reply after an earlier one (its last message
+/// is an empty assistant message, not the earlier reply) answers the last
+/// user message afresh, leaving the earlier reply behind.
 pub fn basis(messages: &[Message]) -> Basis {
     let Some(leaf) = messages.iter().rev().find(|message| message.role == Role::User || has_content(message)) else {
         return Basis::Empty;
     };
-    let message_id = leaf.id.clone();
-    if leaf.role == Role::User {
-        return Basis::User { message_id };
+    let new_reply = target_message(messages).is_some_and(|target| target != leaf.id);
+    if leaf.role == Role::User || new_reply {
+        return match messages.iter().rev().find(|message| message.role == Role::User) {
+            Some(user) => Basis::User { message_id: user.id.clone() },
+            None => Basis::Empty,
+        };
     }
+    let message_id = leaf.id.clone();
     let call_ids: Vec<String> = last_step_tools(leaf).map(|tool| tool.call_id.clone()).collect();
     if call_ids.is_empty() {
         Basis::Partial { message_id }

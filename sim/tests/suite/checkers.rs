@@ -13,7 +13,7 @@ use turnsim::world::{self, RunEnd, RunRecord};
 use turnsim_engine::durable::TurnKind;
 use turnsim_engine::durable::Write;
 use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
-use turnsim_engine::ports::{Frame, ModelRequest};
+use turnsim_engine::ports::{Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::transcript::TextState;
 use turnsim_engine::{
     Chunk, EngineEvent, FinishReason, Message, Part, RegressionSet, ToolPart, ToolState, TurnStatus, Usage,
@@ -204,13 +204,6 @@ fn insert_at_time(record: &mut RunRecord, at: usize, at_us: u64, events: Vec<Eve
     for (offset, event) in events.into_iter().enumerate() {
         let lane = event.lane();
         record.events.insert(at + offset, TraceEvent { at_us, lane, event });
-    }
-}
-
-fn engine_event(record: &RunRecord, at: usize) -> &EngineEvent {
-    match &record.events[at].event {
-        Event::Engine(event) => event,
-        other => panic!("event {at} is not an engine event: {other:?}"),
     }
 }
 
@@ -512,52 +505,100 @@ fn tool_results_present_fires_on_a_request_without_a_result() {
 
 // ---------------------------------------------------------------- parked-tool-kept
 
+/// A model request `call` showing `messages`, as the engine would send it.
+fn model_request(call: u32, messages: Vec<Message>) -> Boundary {
+    let request = ModelRequest { request_id: format!("r{call}"), step: 1, continuation: true, messages };
+    Boundary::ModelRequest { call, request }
+}
+
+/// `messages` with `call_id` turned into the error a repair writes.
+fn repaired(mut messages: Vec<Message>, call_id: &str) -> Vec<Message> {
+    let tool = tool_in(&mut messages, call_id);
+    tool.state = ToolState::OutputError;
+    tool.error_text = Some("The tool call was interrupted before a result was recorded.".into());
+    messages
+}
+
+/// `messages` up to and including `reply`, with a new step opened in it:
+/// a request that picks that reply up again.
+fn picking_up(mut messages: Vec<Message>, reply: &str) -> Vec<Message> {
+    let at = messages.iter().position(|message| message.id == reply).expect("the reply is stored");
+    messages.truncate(at + 1);
+    messages[at].parts.push(Part::StepStart);
+    messages
+}
+
 #[test]
 fn parked_tool_kept_fires_when_a_premature_continuation_repairs_a_waiting_sibling() {
-    // The continuation fires on tc-a's answer and repairs tc-b, still waiting.
+    // Right after tc-a's answer, tc-b (still waiting) is committed as an
+    // error and a request picks the batch up.
     let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
     let mut broken = run.broken();
-    let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
-    let mut premature = turn("r9", TurnKind::Continuation, "m3");
-    premature.insert(1, Event::Engine(EngineEvent::Repaired { call_ids: vec!["tc-b".into()] }));
-    premature.insert(0, Event::Engine(EngineEvent::ContinuationFired { request_id: "r9".into() }));
-    insert(&mut broken, answered + 1, premature);
+    let answered = crossing_of(
+        &broken,
+        "tc-a's result",
+        |what| matches!(what, Boundary::ToolResult { result, .. } if result.call_id == "tc-a"),
+    );
+    let store = repaired(broken.history.store_at(answered + 1).messages, "tc-b");
+    let reply = store.iter().find(|message| message.id == "m3").expect("m3 is stored").clone();
+    let premature =
+        vec![Boundary::Commit { writes: vec![Write::PutMessage(reply)] }, model_request(9, picking_up(store, "m3"))];
+    insert_crossings(&mut broken, answered + 1, premature);
     run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-b repaired to an error while waiting for the client");
 }
 
-/// `PARKED_THEN_USER` and the index of the engine's next event after the
-/// repair of the parked tc-a (its turn.start; only a store commit between).
+/// `PARKED_THEN_USER` and the index of the commit that repairs the parked
+/// tc-a, just before the new user turn's request.
 fn parked_run() -> (Run, usize) {
     let run = Run::inline(PARKED_THEN_USER, PARKED_TOOL_KEPT);
-    let repaired = index_of(
-        &run.record,
-        "repair tc-a",
-        |event| matches!(event, Event::Engine(EngineEvent::Repaired { call_ids }) if call_ids == &["tc-a"]),
-    );
-    let next = (repaired + 1..run.record.events.len())
-        .find(|&at| matches!(run.record.events[at].event, Event::Engine(_)))
-        .expect("an engine event follows the repair");
-    assert!(
-        matches!(engine_event(&run.record, next), EngineEvent::TurnStarted { kind: TurnKind::User, .. }),
-        "the clean run repairs the parked tc-a just before a user turn"
-    );
-    (run, next)
+    let repair = crossing_of(&run.record, "the commit that repairs tc-a", |what| match what {
+        Boundary::Commit { writes } => writes.iter().any(|write| {
+            matches!(write, Write::PutMessage(message)
+                if message.tool("tc-a").is_some_and(|tool| tool.state == ToolState::OutputError))
+        }),
+        _ => false,
+    });
+    let next = run.record.history.crossings[repair..]
+        .iter()
+        .find_map(|crossing| match &crossing.what {
+            Boundary::ModelRequest { request, .. } => request.messages.iter().rev().nth(1),
+            _ => None,
+        })
+        .expect("a model request follows the repair");
+    assert_eq!(next.text(), "never mind", "the clean run repairs the parked tc-a for a new user turn");
+    (run, repair)
 }
 
 #[test]
 fn parked_tool_kept_accepts_the_repair_before_a_new_user_turn() {
-    // Asserted by `Run::clean` inside: the real trace holds that repair.
+    // Asserted by `Run::clean` inside: the real history holds that repair.
     parked_run();
 }
 
 #[test]
 fn parked_tool_kept_fires_when_the_same_repair_precedes_a_continuation() {
-    let (run, next) = parked_run();
+    // The same repair, followed by a request that picks m3 up again.
+    let (run, repair) = parked_run();
     let mut broken = run.broken();
-    if let EngineEvent::TurnStarted { kind, .. } = engine_event_mut(&mut broken, next) {
-        *kind = TurnKind::Continuation;
-    }
+    let store = broken.history.store_at(repair + 1).messages;
+    insert_crossings(&mut broken, repair + 1, vec![model_request(9, picking_up(store, "m3"))]);
     run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-a repaired to an error while waiting for the client");
+}
+
+#[test]
+fn parked_tool_kept_fires_when_the_server_executes_a_client_tool() {
+    // The client's answer to tc-a is followed by a server execution of it.
+    let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
+    let mut broken = run.broken();
+    let answered = crossing_of(
+        &broken,
+        "tc-a's result",
+        |what| matches!(what, Boundary::ToolResult { result, .. } if result.call_id == "tc-a"),
+    );
+    let call =
+        ServerToolCall { call_id: "tc-a".into(), tool_name: "tool_a".into(), input: serde_json::json!({ "n": 1 }) };
+    insert_crossings(&mut broken, answered + 1, vec![Boundary::ServerToolCall { call }]);
+    run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-a (tool_a) is a client tool but was executed by the server");
 }
 
 // ---------------------------------------------------------------- transcript-shape
@@ -873,17 +914,6 @@ fn no_lost_work_fires_when_the_last_user_message_is_never_answered() {
     let mut broken = run.broken();
     broken.final_state.messages.retain(|message| message.id != "m3");
     run.assert_fires(NO_LOST_WORK, &broken, "user message m2 was never answered");
-}
-
-#[test]
-fn parked_tool_kept_fires_when_the_server_executes_a_client_tool() {
-    // The client's answer to tc-a is followed by a server execution of it.
-    let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
-    let mut broken = run.broken();
-    let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
-    let executed = Event::Engine(EngineEvent::ServerToolStarted { call_id: "tc-a".into() });
-    insert(&mut broken, answered + 1, vec![executed]);
-    run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-a (tool_a) is a client tool but was executed by the server");
 }
 
 // ---------------------------------------------------------------- consumer views
