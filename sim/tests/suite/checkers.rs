@@ -13,7 +13,7 @@ use turnsim::world::{self, RunEnd, RunRecord};
 use turnsim_engine::durable::TurnKind;
 use turnsim_engine::durable::Write;
 use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
-use turnsim_engine::ports::{Frame, ModelRequest, ServerToolCall};
+use turnsim_engine::ports::{ExhaustedContext, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::transcript::TextState;
 use turnsim_engine::{
     Chunk, EngineEvent, FinishReason, Message, Part, RegressionSet, ToolPart, ToolState, TurnStatus, Usage,
@@ -194,23 +194,10 @@ fn insert(record: &mut RunRecord, at: usize, events: Vec<Event>) {
     insert_at_time(record, at, at_us, events);
 }
 
-/// Replaces the event at `at` with `events`, at its sim time.
-fn replace(record: &mut RunRecord, at: usize, events: Vec<Event>) {
-    let at_us = record.events.remove(at).at_us;
-    insert_at_time(record, at, at_us, events);
-}
-
 fn insert_at_time(record: &mut RunRecord, at: usize, at_us: u64, events: Vec<Event>) {
     for (offset, event) in events.into_iter().enumerate() {
         let lane = event.lane();
         record.events.insert(at + offset, TraceEvent { at_us, lane, event });
-    }
-}
-
-fn engine_event_mut(record: &mut RunRecord, at: usize) -> &mut EngineEvent {
-    match &mut record.events[at].event {
-        Event::Engine(event) => event,
-        other => panic!("event {at} is not an engine event: {other:?}"),
     }
 }
 
@@ -653,49 +640,61 @@ fn transcript_shape_fires_on_a_retried_attempts_extra_step_start() {
 
 // ---------------------------------------------------------------- mid-tool-input-recovers
 
-/// `EVICTED_MID_STREAM` with its recovery's strategy set to `strategy` and
-/// the incident exhausted instead of completed.
-fn exhausted_recovery(strategy: &str) -> (Run, RunRecord) {
+/// `EVICTED_MID_STREAM` with the host's `on_exhausted` called right after
+/// the restart, before the recovery's call #2; with `mid_tool_input`, call
+/// #1's stream also stops inside a tool call's input when the process dies.
+fn exhausted_recovery(mid_tool_input: bool) -> (Run, RunRecord) {
     let run = Run::inline(EVICTED_MID_STREAM, MID_TOOL_INPUT_RECOVERS);
     let mut broken = run.broken();
-    let scheduled = index_of(&broken, "recovery.scheduled", |event| {
-        matches!(event, Event::Engine(EngineEvent::RecoveryScheduled { .. }))
-    });
-    if let EngineEvent::RecoveryScheduled { strategy: set, .. } = engine_event_mut(&mut broken, scheduled) {
-        *set = strategy.into();
-    }
-    let completed = index_of(
-        &broken,
-        "recovery.completed r1:m2",
-        |event| matches!(event, Event::Engine(EngineEvent::RecoveryCompleted { incident_id }) if incident_id == "r1:m2"),
-    );
-    let exhausted = Event::Engine(EngineEvent::RecoveryExhausted {
+    let killed = crossing_of(&broken, "the kill", |what| matches!(what, Boundary::Killed));
+    let booted = killed + 1;
+    assert!(matches!(broken.history.crossings[booted].what, Boundary::Boot { .. }), "the process restarts next");
+    let context = ExhaustedContext {
         incident_id: "r1:m2".into(),
+        root_request_id: "r1".into(),
         attempt: 3,
-        reason: "no progress".into(),
-    });
-    replace(&mut broken, completed, vec![exhausted]);
+        max_attempts: 2,
+        reason: "max_attempts_exceeded".into(),
+        terminal_message: "gave up".into(),
+        partial_text: "Working on it".into(),
+    };
+    insert_crossings(&mut broken, booted + 1, vec![Boundary::Exhausted { context }]);
+    if mid_tool_input {
+        let started = Chunk::ToolInputStart { id: "tc-x".into(), name: "tool_a".into() };
+        insert_crossings(&mut broken, killed, vec![Boundary::ModelChunk { call: 1, chunk: started }]);
+    }
     (run, broken)
 }
 
 #[test]
-fn mid_tool_input_recovers_fires_when_a_truncate_recovery_exhausts() {
-    let (run, broken) = exhausted_recovery("truncate");
+fn mid_tool_input_recovers_fires_when_a_recovery_from_a_cut_tool_input_exhausts() {
+    let (run, broken) = exhausted_recovery(true);
     run.assert_fires(
         MID_TOOL_INPUT_RECOVERS,
         &broken,
-        "incident r1:m2 began mid tool input and exhausted after 3 attempts",
+        "incident r1:m2 began mid tool input (model call #1 stopped inside a tool call's input) and exhausted after 3 attempts",
     );
 }
 
 #[test]
-fn mid_tool_input_recovers_ignores_a_continue_recovery_that_exhausts() {
-    let (run, edited) = exhausted_recovery("continue");
+fn mid_tool_input_recovers_ignores_the_exhaustion_of_a_recovery_from_text() {
+    let (run, edited) = exhausted_recovery(false);
     run.assert_passes(
         MID_TOOL_INPUT_RECOVERS,
         &edited,
         "the exhaustion of a recovery that did not begin mid tool input",
     );
+}
+
+#[test]
+fn mid_tool_input_recovers_ignores_an_exhaustion_after_a_call_kept_output() {
+    // The cut tool input was regenerated (call #2 streamed a tool call) before
+    // the hook ran.
+    let (run, mut edited) = exhausted_recovery(true);
+    let hook = crossing_of(&edited, "on_exhausted", |what| matches!(what, Boundary::Exhausted { .. }));
+    let exhausted = edited.history.crossings.remove(hook);
+    edited.history.crossings.push(exhausted);
+    run.assert_passes(MID_TOOL_INPUT_RECOVERS, &edited, "an exhaustion after the truncated step was regenerated");
 }
 
 // ---------------------------------------------------------------- no-empty-answer
