@@ -222,15 +222,6 @@ fn turn(request: &str, kind: TurnKind, message: &str) -> Vec<Event> {
     ]
 }
 
-fn message_mut<'a>(record: &'a mut RunRecord, id: &str) -> &'a mut Message {
-    record
-        .final_state
-        .messages
-        .iter_mut()
-        .find(|message| message.id == id)
-        .unwrap_or_else(|| panic!("the stored transcript has no message {id}"))
-}
-
 fn part_kinds(message: &Message) -> Vec<&'static str> {
     let kind = |part: &Part| match part {
         Part::StepStart => "step-start",
@@ -859,41 +850,53 @@ fn converges_fires_when_the_event_budget_runs_out() {
 
 // ---------------------------------------------------------------- no-lost-work
 
+/// `continuation-single-client-tool`, whose answer m3 holds tc-client-1,
+/// and that stored answer to break.
+fn answered_tool_run() -> (Run, Message) {
+    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
+    let store = run.record.history.final_store();
+    let answer = store.message("m3").expect("the answer m3 is stored").clone();
+    assert_eq!(answer.tool("tc-client-1").map(|tool| tool.state), Some(ToolState::OutputAvailable));
+    (run, answer)
+}
+
+/// Removes every commit that writes message `id`.
+fn without_commits_of(record: &mut RunRecord, id: &str) {
+    remove_crossings(record, &format!("a commit of {id}"), |what| match what {
+        Boundary::Commit { writes } => {
+            writes.iter().any(|write| matches!(write, Write::PutMessage(message) if message.id == id))
+        }
+        _ => false,
+    });
+}
+
 #[test]
 fn no_lost_work_fires_when_a_stored_user_message_is_gone() {
     let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
     let mut broken = run.broken();
-    broken.final_state.messages.retain(|message| message.id != "m2");
+    without_commits_of(&mut broken, "m2");
     run.assert_fires(NO_LOST_WORK, &broken, "user message m2 was acknowledged but is gone");
 }
 
 #[test]
 fn no_lost_work_fires_when_an_applied_call_is_gone_from_the_store() {
-    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
-    let mut broken = run.broken();
-    message_mut(&mut broken, "m3")
-        .parts
-        .retain(|part| !matches!(part, Part::Tool(tool) if tool.call_id == "tc-client-1"));
-    run.assert_fires(NO_LOST_WORK, &broken, "tc-client-1 was applied as output-available but is gone");
+    let (run, mut answer) = answered_tool_run();
+    answer.parts.retain(|part| !matches!(part, Part::Tool(tool) if tool.call_id == "tc-client-1"));
+    run.assert_fires(
+        NO_LOST_WORK,
+        &committed_over(&run, answer),
+        "tc-client-1 was shown as output-available but is gone from the store",
+    );
 }
 
 #[test]
 fn no_lost_work_fires_when_an_applied_result_is_stored_as_an_error() {
-    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
-    let mut broken = run.broken();
-    let tool = message_mut(&mut broken, "m3")
-        .parts
-        .iter_mut()
-        .find_map(|part| match part {
-            Part::Tool(tool) if tool.call_id == "tc-client-1" => Some(tool),
-            _ => None,
-        })
-        .expect("m3 stores tc-client-1");
-    tool.state = ToolState::OutputError;
+    let (run, answer) = answered_tool_run();
+    let answer = repaired(vec![answer], "tc-client-1").remove(0);
     run.assert_fires(
         NO_LOST_WORK,
-        &broken,
-        "tc-client-1 was applied as output-available but is stored as output-error",
+        &committed_over(&run, answer),
+        "tc-client-1 was shown as output-available but then stored as output-error",
     );
 }
 
@@ -901,9 +904,10 @@ fn no_lost_work_fires_when_an_applied_result_is_stored_as_an_error() {
 fn no_lost_work_fires_when_a_completed_server_tool_runs_again() {
     let run = Run::committed("server-tools-two-steps", NO_LOST_WORK);
     let mut broken = run.broken();
-    let stored = index_of(&broken, "tool.applied tc-lookup-1", applied("tc-lookup-1"));
-    let again = Event::ServerToolRun { call_id: "tc-lookup-1".into(), tool_name: "lookup".into() };
-    insert(&mut broken, stored + 1, vec![again]);
+    let call = crossing_of(&broken, "the server-tool call", |what| matches!(what, Boundary::ServerToolCall { .. }));
+    let again = broken.history.crossings[call].what.clone();
+    let at = broken.history.crossings.len();
+    insert_crossings(&mut broken, at, vec![again]);
     run.assert_fires(NO_LOST_WORK, &broken, "server tool tc-lookup-1 ran again after its result was stored");
 }
 
@@ -911,7 +915,7 @@ fn no_lost_work_fires_when_a_completed_server_tool_runs_again() {
 fn no_lost_work_fires_when_the_last_user_message_is_never_answered() {
     let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
     let mut broken = run.broken();
-    broken.final_state.messages.retain(|message| message.id != "m3");
+    without_commits_of(&mut broken, "m3");
     run.assert_fires(NO_LOST_WORK, &broken, "user message m2 was never answered");
 }
 
