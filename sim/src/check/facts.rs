@@ -36,6 +36,12 @@ pub enum CallEnd {
 }
 
 impl CallEnd {
+    /// The stream stopped without a finish or an error status: stalled,
+    /// cut, closed by the engine, killed with the process, or still open.
+    pub fn is_cut_off(&self) -> bool {
+        matches!(self, Self::Parked | Self::Cut | Self::Abandoned | Self::Killed | Self::Open)
+    }
+
     /// A failure the provider invites a retry of (429, 5xx).
     pub fn is_retryable_http(&self) -> bool {
         matches!(self, Self::Http { status } if *status == 429 || *status >= 500)
@@ -268,6 +274,23 @@ impl Facts {
     /// Whether an answer to `call_id` came in before history index `before`.
     pub fn answered_before(&self, call_id: &str, before: usize) -> bool {
         self.answers.get(call_id).is_some_and(|answers| answers.iter().any(|&at| at < before))
+    }
+
+    /// The tool batches a client answered that a model request picked up
+    /// afterwards, each counted once however many attempts it took: (reply,
+    /// call ids). These are the continuations, whatever the engine calls the
+    /// turn that made the request (a recovery that takes a batch is its
+    /// continuation too).
+    pub fn continued_batches(&self) -> Vec<(&str, &[String])> {
+        let mut batches: Vec<(&str, &[String])> = Vec::new();
+        for call in &self.calls {
+            let Basis::Batch { message_id, call_ids } = &call.basis else { continue };
+            let answered = call_ids.iter().any(|call_id| self.answered_before(call_id, call.at));
+            if answered && !batches.contains(&(message_id.as_str(), call_ids.as_slice())) {
+                batches.push((message_id, call_ids));
+            }
+        }
+        batches
     }
 
     /// The calls that streamed into message `message_id`, in order.

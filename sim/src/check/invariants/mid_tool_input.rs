@@ -6,7 +6,7 @@
 //! and before a new user message moved the conversation on.
 
 use super::Invariant;
-use crate::check::facts::{CallEnd, CallFact};
+use crate::check::facts::CallFact;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 
@@ -37,18 +37,12 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 fn unrecovered_cut<'a>(input: &'a CheckInput, before: usize) -> Option<&'a CallFact> {
     let calls = &input.facts.calls;
     let earlier = calls.iter().take_while(|call| call.at < before);
-    let cut = earlier.filter(|call| interrupted(call) && call.ends_mid_tool_input()).last()?;
+    let cut = earlier.filter(|call| call.end.is_cut_off() && call.ends_mid_tool_input()).last()?;
     let recovered = calls.iter().any(|call| call.at > cut.at && call.at < before && kept_output(call));
     let moved_on = input.run.history.crossings[cut.at..before].iter().any(|crossing| {
         matches!(crossing.what, Boundary::UserMessage { .. } | Boundary::Chat { .. } | Boundary::Deliver { .. })
     });
     (!recovered && !moved_on).then_some(cut)
-}
-
-/// The stream stopped without a finish: stalled, cut, closed by the engine
-/// or killed with the process.
-fn interrupted(call: &CallFact) -> bool {
-    matches!(call.end, CallEnd::Parked | CallEnd::Cut | CallEnd::Abandoned | CallEnd::Killed | CallEnd::Open)
 }
 
 /// The call streamed output the engine had no reason to discard.
