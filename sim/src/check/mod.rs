@@ -1,7 +1,6 @@
 //! Checks run on every seed's trace: the invariants of DESIGN.md (each its
 //! own module) and the scenario's own expectations.
 
-mod engine_facts;
 pub mod expect;
 mod expect_stored;
 pub mod expect_timeline;
@@ -14,7 +13,6 @@ use serde::Serialize;
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
 
-pub use engine_facts::Facts as EngineFacts;
 pub use facts::Facts;
 
 /// One broken rule in one run.
@@ -52,12 +50,11 @@ pub struct CheckInput<'a> {
     pub scenario: &'a ScenarioFile,
     pub run: &'a RunRecord,
     pub facts: Facts,
-    pub engine_facts: EngineFacts,
 }
 
 impl<'a> CheckInput<'a> {
     pub fn new(scenario: &'a ScenarioFile, run: &'a RunRecord) -> Self {
-        Self { scenario, run, facts: Facts::derive(scenario, run), engine_facts: EngineFacts::derive(scenario, run) }
+        Self { scenario, run, facts: Facts::derive(scenario, run) }
     }
 
     /// The timeline index a violation at history crossing `index` points at.

@@ -1,23 +1,21 @@
-//! Every invariant checker fires on a broken trace. Each test takes a real
+//! Every invariant checker fires on a broken history. Each test takes a real
 //! clean run, shows the invariant reports nothing on it, then breaks exactly
-//! that rule the way an engine bug would (an event inserted, removed or
-//! edited, the stored transcript edited, or the run's end changed) and shows
-//! the checker reports it under its own name.
+//! that rule the way an engine bug would (a crossing of its boundary history
+//! inserted, removed or edited — a commit, a model request, a frame, a
+//! callback — or the run's end changed) and shows the checker reports it
+//! under its own name. The engine's own events are never touched: the
+//! invariants do not read them.
 
 use turnsim::check::invariants::INVARIANTS;
 use turnsim::check::{CheckInput, Violation};
 use turnsim::history::{Boundary, CallbackCall, Crossing, StreamEnd};
 use turnsim::scenario::ScenarioFile;
-use turnsim::trace::{Event, TraceEvent};
 use turnsim::world::{self, RunEnd, RunRecord};
-use turnsim_engine::durable::TurnKind;
 use turnsim_engine::durable::Write;
 use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
 use turnsim_engine::ports::{ExhaustedContext, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::transcript::TextState;
-use turnsim_engine::{
-    Chunk, EngineEvent, FinishReason, Message, Part, RegressionSet, ToolPart, ToolState, TurnStatus, Usage,
-};
+use turnsim_engine::{Chunk, FinishReason, Message, Part, RegressionSet, ToolPart, ToolState, Usage};
 
 use crate::common::{inline, scenario};
 
@@ -179,49 +177,6 @@ impl Run {
     }
 }
 
-/// Index of the first event that `matches`; `what` names it for the panic.
-fn index_of(record: &RunRecord, what: &str, matches: impl Fn(&Event) -> bool) -> usize {
-    record
-        .events
-        .iter()
-        .position(|traced| matches(&traced.event))
-        .unwrap_or_else(|| panic!("the clean trace has no {what}"))
-}
-
-/// Inserts `events` at `at`, stamped with the sim time of the event before.
-fn insert(record: &mut RunRecord, at: usize, events: Vec<Event>) {
-    let at_us = record.events[at.saturating_sub(1)].at_us;
-    insert_at_time(record, at, at_us, events);
-}
-
-fn insert_at_time(record: &mut RunRecord, at: usize, at_us: u64, events: Vec<Event>) {
-    for (offset, event) in events.into_iter().enumerate() {
-        let lane = event.lane();
-        record.events.insert(at + offset, TraceEvent { at_us, lane, event });
-    }
-}
-
-fn applied(call: &str) -> impl Fn(&Event) -> bool + '_ {
-    move |event| matches!(event, Event::Engine(EngineEvent::ToolApplied { call_id, .. }) if call_id == call)
-}
-
-fn turn_started(request: &str) -> impl Fn(&Event) -> bool + '_ {
-    move |event| matches!(event, Event::Engine(EngineEvent::TurnStarted { request_id, .. }) if request_id == request)
-}
-
-fn turn_finished(request: &str) -> impl Fn(&Event) -> bool + '_ {
-    move |event| matches!(event, Event::Engine(EngineEvent::TurnFinished { request_id, .. }) if request_id == request)
-}
-
-/// The events of a whole continuation-like turn `request` into `message`.
-fn turn(request: &str, kind: TurnKind, message: &str) -> Vec<Event> {
-    vec![
-        Event::Engine(EngineEvent::TurnQueued { request_id: request.into(), kind }),
-        Event::Engine(EngineEvent::TurnStarted { request_id: request.into(), kind, message_id: message.into() }),
-        Event::Engine(EngineEvent::TurnFinished { request_id: request.into(), kind, status: TurnStatus::Completed }),
-    ]
-}
-
 fn part_kinds(message: &Message) -> Vec<&'static str> {
     let kind = |part: &Part| match part {
         Part::StepStart => "step-start",
@@ -355,65 +310,95 @@ fn callback_contract_fires_when_the_terminal_message_goes_out_without_on_exhaust
 
 // ---------------------------------------------------------------- single-continuation
 
+/// Index of the frame that shows `call_id` with its answer.
+fn answer_shown(record: &RunRecord, call_id: &str) -> usize {
+    crossing_of(record, &format!("the frame showing {call_id} answered"), |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Tool { call_id: id, state: ToolState::OutputAvailable, .. }, .. }
+            if id == call_id)
+    })
+}
+
+/// Inserts, at `at`, a model request (call #9) that picks up `reply` as the
+/// store holds it there, with `edit` applied to what it shows.
+fn pick_up_at(record: &mut RunRecord, at: usize, reply: &str, edit: impl FnOnce(Vec<Message>) -> Vec<Message>) {
+    let messages = edit(picking_up(record.history.store_at(at).messages, reply));
+    insert_crossings(record, at, vec![model_request(9, messages)]);
+}
+
 #[test]
 fn single_continuation_fires_while_a_stream_is_open() {
-    // tc-fast is answered while r1 still streams (tc-slow not yet ready).
+    // tc-fast is answered while call #1 still streams (tc-slow not yet
+    // emitted); a request picks the batch up then.
     let run = Run::committed("barrier-late-sibling", SINGLE_CONTINUATION);
     let mut broken = run.broken();
-    let fast = index_of(&broken, "tool.applied tc-fast", applied("tc-fast"));
-    let fired = Event::Engine(EngineEvent::ContinuationFired { request_id: "r9".into() });
-    insert(&mut broken, fast + 1, vec![fired]);
+    let answered = answer_shown(&broken, "tc-fast");
+    pick_up_at(&mut broken, answered + 1, "m3", |messages| messages);
     let violations =
-        run.assert_fires(SINGLE_CONTINUATION, &broken, "continuation r9 fired while the stream of r1 was open");
+        run.assert_fires(SINGLE_CONTINUATION, &broken, "model call #9 was requested while call #1 was still streaming");
     assert_eq!(violations.len(), 1, "only the open stream is wrong: {violations:#?}");
 }
 
 #[test]
 fn single_continuation_fires_while_a_sibling_is_unanswered() {
-    // r1 has ended; tc-a is answered, tc-b still input-available.
+    // Call #1 has ended; tc-a is answered, tc-b still waits, and a request
+    // picks the batch up showing tc-b as an error nobody sent.
     let run = Run::inline(TWO_CLIENT_TOOLS, SINGLE_CONTINUATION);
     let mut broken = run.broken();
-    let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
-    let fired = Event::Engine(EngineEvent::ContinuationFired { request_id: "r9".into() });
-    insert(&mut broken, answered + 1, vec![fired]);
-    let violations = run.assert_fires(SINGLE_CONTINUATION, &broken, "continuation r9 fired while tc-b was unanswered");
+    let answered = answer_shown(&broken, "tc-a");
+    pick_up_at(&mut broken, answered + 1, "m3", |messages| repaired(messages, "tc-b"));
+    let violations = run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "model call #9 continued the batch of m3 while tc-b was unanswered",
+    );
     assert_eq!(violations.len(), 1, "only the unanswered sibling is wrong: {violations:#?}");
 }
 
-/// `continuation-single-client-tool` with a second continuation-like turn
-/// `r5` of kind `kind` after `r4` completed the batch.
-fn continued_twice(kind: TurnKind) -> (Run, RunRecord) {
+/// `continuation-single-client-tool` with one more request picking up m3
+/// after the continuation (call #2) finished it; with `restarted`, the
+/// process dies and boots again in between.
+fn continued_twice(restarted: bool) -> (Run, RunRecord) {
     let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
     let mut broken = run.broken();
-    let ended = index_of(&broken, "turn.end r4", turn_finished("r4"));
-    let mut second = vec![Event::Engine(EngineEvent::ContinuationFired { request_id: "r5".into() })];
-    second.extend(turn("r5", kind, "m3"));
-    insert(&mut broken, ended + 1, second);
+    let at = broken.history.crossings.len();
+    if restarted {
+        let loaded = Box::new(broken.history.final_store());
+        insert_crossings(&mut broken, at, vec![Boundary::Killed, Boundary::Boot { loaded }]);
+    }
+    let at = broken.history.crossings.len();
+    pick_up_at(&mut broken, at, "m3", |messages| messages);
     (run, broken)
 }
 
 #[test]
 fn single_continuation_fires_on_a_second_continuation_of_one_batch() {
-    let (run, broken) = continued_twice(TurnKind::Continuation);
-    run.assert_fires(SINGLE_CONTINUATION, &broken, "r5 (continuation) continued a batch that r4 had already continued");
+    let (run, broken) = continued_twice(false);
+    run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "model call #9 continued m3 after model call #2 had already finished it",
+    );
 }
 
 #[test]
-fn single_continuation_fires_on_a_recovery_after_a_completed_continuation() {
-    let (run, broken) = continued_twice(TurnKind::Recovery);
-    run.assert_fires(SINGLE_CONTINUATION, &broken, "r5 (recovery) continued a batch that r4 had already continued");
+fn single_continuation_accepts_a_restarted_process_resuming_a_finished_reply() {
+    let (run, edited) = continued_twice(true);
+    run.assert_passes(
+        SINGLE_CONTINUATION,
+        &edited,
+        "a recovery after a restart (the new process cannot know the reply was finished)",
+    );
 }
 
 #[test]
 fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
-    // The coalesce timer never fires: the trace stops before continuation.fire
-    // and the run still settles.
+    // The history stops before the continuation's request, and the run
+    // still settles.
     let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
     let mut broken = run.broken();
-    let fired = index_of(&broken, "continuation.fire", |event| {
-        matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
-    });
-    broken.events.truncate(fired);
+    let continued =
+        crossing_of(&broken, "model call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
+    broken.history.crossings.truncate(continued);
     assert_eq!(broken.end, RunEnd::Quiescent);
     run.assert_fires(
         SINGLE_CONTINUATION,
@@ -424,19 +409,20 @@ fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
 
 #[test]
 fn single_continuation_does_not_count_a_stream_killed_by_an_eviction_as_open() {
-    // r1 never gets turn.end: the eviction killed it. The continuation r5
-    // fires after the restart, when no stream is open.
+    // Call #1 never finishes: the eviction killed it. The recovery's call #2
+    // goes out after the restart, when no stream is open.
     let run = Run::inline(EVICTED_MID_STREAM, SINGLE_CONTINUATION);
     let record = &run.record;
-    let started = index_of(record, "turn.start r1", turn_started("r1"));
-    let evicted = index_of(record, "evict", |event| matches!(event, Event::Evicted));
-    let fired = index_of(record, "continuation.fire", |event| {
-        matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
-    });
-    assert!(started < evicted && evicted < fired, "the base run evicts r1 mid-stream, then continues");
+    let first = crossing_of(record, "model call #1", |what| matches!(what, Boundary::ModelRequest { call: 1, .. }));
+    let killed = crossing_of(record, "the kill", |what| matches!(what, Boundary::Killed));
+    let second = crossing_of(record, "model call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
+    assert!(first < killed && killed < second, "the base run kills call #1 mid-stream, then recovers");
     assert!(
-        !record.events.iter().any(|traced| turn_finished("r1")(&traced.event)),
-        "the base run never ends r1 (the eviction killed it)"
+        !record
+            .history
+            .iter()
+            .any(|crossing| matches!(crossing.what, Boundary::ModelChunk { call: 1, chunk: Chunk::FinishStep { .. } })),
+        "the base run never finishes call #1 (the eviction killed it)"
     );
     let every: Vec<Violation> =
         INVARIANTS.iter().flat_map(|invariant| (invariant.check)(&CheckInput::new(&run.file, &run.record))).collect();
@@ -1000,4 +986,30 @@ fn messenger_view_fires_on_a_post_with_a_discarded_attempts_text() {
         }
     }
     run.assert_passes(MESSENGER_VIEW, &apology, "the interrupted apology in place of the answer");
+}
+
+// ---------------------------------------------------------------- the oracle's inputs
+
+/// What an invariant may not read: the engine's account of itself (its
+/// events, its in-memory inspection) or the store as the world kept it
+/// rather than as the commits that crossed built it.
+const ENGINE_ACCOUNT: [&str; 5] = ["EngineEvent", "Event::Engine", "run.events", "final_inspection", "final_state"];
+
+#[test]
+fn the_invariants_read_only_the_boundary_history() {
+    let check = crate::common::workspace_root().join("sim/src/check");
+    let invariants = std::fs::read_dir(check.join("invariants")).expect("the invariants directory");
+    let mut files: Vec<std::path::PathBuf> = invariants.map(|entry| entry.expect("an entry").path()).collect();
+    files.extend([check.join("facts.rs"), check.join("views.rs")]);
+    assert!(files.len() > 3, "the invariants are where this test looks: {files:?}");
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a readable source file");
+        for (number, line) in text.lines().enumerate() {
+            if let Some(name) = ENGINE_ACCOUNT.iter().find(|name| line.contains(*name)) {
+                found.push(format!("{}:{}: {name}", file.display(), number + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "an invariant reads the engine's account of itself: {found:#?}");
 }
