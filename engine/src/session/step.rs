@@ -160,7 +160,9 @@ impl Session {
     }
 
     fn on_finish_step(&mut self, reason: FinishReason, usage: Usage) {
-        self.end_model_call();
+        // The step is over and the stream ends by itself (its `finish`
+        // follows): nothing to cancel, and what remains of it is ignored.
+        self.model_call = None;
         self.timers.stall = None;
         if self.is_truncated_finish(reason, usage) {
             return self.on_truncated_finish(reason);
@@ -284,6 +286,9 @@ impl Session {
     }
 
     fn next_step(&mut self) {
+        // The next step's request carries the client's answers of this
+        // step's batch too: a continuation still pending for it is taken.
+        self.drop_unfired_continuation();
         let Some(turn) = self.turn.as_mut() else {
             return;
         };

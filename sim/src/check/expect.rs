@@ -1,9 +1,14 @@
 //! A scenario's own expectations, each read like the sentence in the bug
 //! report: "exactly one continuation", "tc-slow ends output-available".
+//! What they count comes from the boundary history (model requests,
+//! callbacks, posts, frames, the store), except the recovery machinery's
+//! own decisions (`recovery.scheduled`, `completed`, `parked`) and the
+//! barrier's in-memory state (`barrier`), which only the engine can report.
 
-use turnsim_engine::{EngineEvent, Role};
+use turnsim_engine::{Frame, Role, ToolState};
 
 use super::{CheckInput, Violation};
+use crate::history::{Boundary, CallbackCall};
 use crate::scenario::{CallbackCounts, Count, RecoveryCounts};
 use crate::trace::Event;
 
@@ -42,13 +47,10 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
             violations.push(Violation::new(&format!("expect.{field}"), format!("expected {expected}, got {actual}")));
         }
     };
-    compare(
-        "continuations",
-        expect.continuations,
-        count(input, |event| matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))),
-    );
-    compare("model_calls", expect.model_calls, count(input, |event| matches!(event, Event::ModelCall { .. })));
-    compare("messages", expect.messages, input.run.final_state.messages.len() as u32);
+    let facts = &input.facts;
+    compare("continuations", expect.continuations, facts.continued_batches().len() as u32);
+    compare("model_calls", expect.model_calls, facts.calls.len() as u32);
+    compare("messages", expect.messages, input.run.history.final_store().messages.len() as u32);
     if let Some(expected) = &expect.callbacks {
         violations.extend(check_callbacks(input, expected));
     }
@@ -68,27 +70,28 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
 
 fn check_call_times(input: &CheckInput) -> Option<Violation> {
     let expected = input.scenario.scenario.expect.model_calls_at_ms.as_ref()?;
-    let actual: Vec<u64> = input
-        .run
-        .events
-        .iter()
-        .filter(|traced| matches!(traced.event, Event::ModelCall { .. }))
-        .map(|traced| traced.at_us / 1_000)
-        .collect();
+    let crossings = &input.run.history.crossings;
+    let actual: Vec<u64> = input.facts.calls.iter().map(|call| crossings[call.at].at_us / 1_000).collect();
     (&actual != expected)
         .then(|| Violation::new("expect.model_calls_at_ms", format!("expected {expected:?}, got {actual:?}")))
 }
 
-pub(super) fn count(input: &CheckInput, matches: impl Fn(&Event) -> bool) -> u32 {
-    input.run.events.iter().filter(|traced| matches(&traced.event)).count() as u32
+/// Crossings of the history that `matches`.
+fn crossings(input: &CheckInput, matches: impl Fn(&Boundary) -> bool) -> u32 {
+    input.run.history.iter().filter(|crossing| matches(&crossing.what)).count() as u32
+}
+
+/// Calls on `chat()` callbacks that `matches`.
+fn callbacks(input: &CheckInput, matches: impl Fn(&CallbackCall) -> bool) -> u32 {
+    crossings(input, |what| matches!(what, Boundary::Callback { call, .. } if matches(call)))
 }
 
 fn check_callbacks(input: &CheckInput, expected: &CallbackCounts) -> Vec<Violation> {
     let actual = CallbackCounts {
-        on_done: count(input, |event| matches!(event, Event::CallbackDone { .. })),
-        on_error: count(input, |event| matches!(event, Event::CallbackError { .. })),
-        on_interrupted: count(input, |event| matches!(event, Event::CallbackInterrupted { .. })),
-        transport_break: count(input, |event| matches!(event, Event::CallbackDropped { terminal: false, .. })),
+        on_done: callbacks(input, |call| matches!(call, CallbackCall::Done)),
+        on_error: callbacks(input, |call| matches!(call, CallbackCall::Error { .. })),
+        on_interrupted: callbacks(input, |call| matches!(call, CallbackCall::Interrupted)),
+        transport_break: callbacks(input, |call| matches!(call, CallbackCall::Dropped)),
     };
     let counts = [
         ("on_done", expected.on_done, actual.on_done),
@@ -127,13 +130,18 @@ fn post_list(posts: &[String]) -> String {
     }
 }
 
+/// Scheduled, completed and parked are the recovery machinery's own
+/// decisions, read from the engine's account; exhausted is the host hook
+/// that crossed.
 fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violation> {
-    let engine =
-        |name: &'static str| count(input, move |event| matches!(event, Event::Engine(engine) if engine.name() == name));
+    let engine = |name: &'static str| {
+        let events = input.run.events.iter();
+        events.filter(|traced| matches!(&traced.event, Event::Engine(engine) if engine.name() == name)).count() as u32
+    };
     let actual = [
         ("scheduled", expected.scheduled, engine("recovery.scheduled")),
         ("completed", expected.completed, engine("recovery.completed")),
-        ("exhausted", expected.exhausted, engine("recovery.exhausted")),
+        ("exhausted", expected.exhausted, crossings(input, |what| matches!(what, Boundary::Exhausted { .. }))),
         ("parked", expected.parked, engine("recovery.parked")),
     ];
     compare_optional("recovery", actual)
@@ -141,16 +149,7 @@ fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violatio
 
 fn check_repaired(input: &CheckInput) -> Option<Violation> {
     let expected = input.scenario.scenario.expect.repaired.as_ref()?;
-    let mut actual: Vec<String> = input
-        .run
-        .events
-        .iter()
-        .filter_map(|traced| match &traced.event {
-            Event::Engine(EngineEvent::Repaired { call_ids }) => Some(call_ids.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let mut actual = repaired_calls(input);
     actual.sort();
     let mut expected = expected.clone();
     expected.sort();
@@ -160,14 +159,40 @@ fn check_repaired(input: &CheckInput) -> Option<Violation> {
     })
 }
 
+/// Tool calls the store turned from unsettled into an error with no result
+/// sent for them (by a client, or by a server-tool run): repaired.
+fn repaired_calls(input: &CheckInput) -> Vec<String> {
+    let history = &input.run.history;
+    let mut before = history.initial.clone();
+    let mut repaired = Vec::new();
+    for (index, after) in history.store_states() {
+        let errored = after.messages.iter().flat_map(|message| message.tools()).filter(|tool| {
+            let was = before.messages.iter().find_map(|message| message.tool(&tool.call_id));
+            tool.state == ToolState::OutputError
+                && was.is_some_and(|was| !was.state.is_settled())
+                && !input.facts.answered_before(&tool.call_id, index)
+                && !ran_on_the_server(history, &tool.call_id, index)
+        });
+        repaired.extend(errored.map(|tool| tool.call_id.clone()));
+        before = after;
+    }
+    repaired
+}
+
+fn ran_on_the_server(history: &crate::history::History, call_id: &str, before: usize) -> bool {
+    history.crossings[..before]
+        .iter()
+        .any(|crossing| matches!(&crossing.what, Boundary::ServerToolDone { call_id: done, .. } if done == call_id))
+}
+
 fn check_posts(input: &CheckInput) -> Option<Violation> {
     let expected = input.scenario.scenario.expect.messenger_posts.as_ref()?;
     let actual: Vec<String> = input
         .run
-        .events
+        .history
         .iter()
-        .filter_map(|traced| match &traced.event {
-            Event::MessengerPost { text, .. } => Some(text.clone()),
+        .filter_map(|crossing| match &crossing.what {
+            Boundary::Post { text, .. } => Some(text.clone()),
             _ => None,
         })
         .collect();
@@ -179,7 +204,7 @@ fn check_posts(input: &CheckInput) -> Option<Violation> {
 
 fn check_final_text(input: &CheckInput) -> Option<Violation> {
     let needle = input.scenario.scenario.expect.final_text_contains.as_ref()?;
-    let messages = &input.run.final_state.messages;
+    let messages = input.run.history.final_store().messages;
     let text = messages
         .iter()
         .rev()
@@ -222,12 +247,11 @@ fn check_terminal_frames(input: &CheckInput) -> Option<Violation> {
     let expected = input.scenario.scenario.expect.terminal_frames.as_ref()?;
     let actual: Vec<String> = input
         .run
-        .events
+        .history
         .iter()
-        .filter_map(|traced| match &traced.event {
-            Event::ClientFrame { what } if what.starts_with("done ") || what.starts_with("error ") => {
-                Some(what.split(' ').take(2).collect::<Vec<_>>().join(" "))
-            }
+        .filter_map(|crossing| match &crossing.what {
+            Boundary::Frame { frame: Frame::Done { request_id, .. }, .. } => Some(format!("done {request_id}")),
+            Boundary::Frame { frame: Frame::Error { request_id, .. }, .. } => Some(format!("error {request_id}")),
             _ => None,
         })
         .collect();

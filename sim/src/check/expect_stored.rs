@@ -1,5 +1,6 @@
-//! Expectations on what the store holds at the end of a run: tool parts by
-//! state or field, the last answer's exact text, a message's exact parts.
+//! Expectations on what the store holds at the end of a run (the history's
+//! commits folded in): tool parts by state or field, the last answer's
+//! exact text, a message's exact parts.
 
 use turnsim_engine::transcript::{Message, ToolPart};
 use turnsim_engine::Role;
@@ -10,7 +11,8 @@ use crate::transcript_view;
 
 pub fn check(input: &CheckInput) -> Vec<Violation> {
     let expect = &input.scenario.scenario.expect;
-    let messages = &input.run.final_state.messages;
+    let store = input.run.history.final_store();
+    let messages = &store.messages;
     let mut violations = Vec::new();
     for (call_id, expected) in &expect.tools {
         let part = messages.iter().find_map(|message| message.tool(call_id));

@@ -1,49 +1,90 @@
-//! Facts derived once from a run's trace, shared by the checkers: turns,
-//! model calls and how they ended, callbacks per chat, posts per delivery.
+//! Facts derived once from a run's boundary history, shared by the
+//! checkers: each model call (what it was shown, what it streamed, how its
+//! stream ended), the callbacks of each `chat()`, the posts of each
+//! delivery, and where the process died. Nothing here reads what the engine
+//! says of itself, so the same facts hold for any engine that speaks the
+//! boundary.
 
 use std::collections::BTreeMap;
 
-use turnsim_engine::durable::TurnKind;
-use turnsim_engine::{EngineEvent, TurnStatus};
+use turnsim_engine::durable::Write;
+use turnsim_engine::ports::{Frame, ModelRequest};
+use turnsim_engine::{Chunk, FinishReason, Message, Part, Role, ToolPart};
 
+use crate::history::{Boundary, CallbackCall, History, StreamEnd};
 use crate::scenario::ScenarioFile;
-use crate::trace::Event;
 use crate::world::RunRecord;
 
-#[derive(Clone, Debug)]
-pub struct TurnFact {
-    pub request_id: String,
-    pub kind: TurnKind,
-    pub message_id: String,
-    pub started_at: usize,
-    pub ended_at: Option<usize>,
-    pub status: Option<TurnStatus>,
-}
-
-/// How a model call's stream ended, as the model lane saw it.
+/// How a model call's stream ended, as the provider and the world saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CallEnd {
     Finished {
-        reason: String,
+        reason: FinishReason,
         output_tokens: u32,
     },
     Parked,
     Cut,
-    Http,
-    Rejected,
+    Http {
+        status: u16,
+    },
+    /// The engine closed the stream before the provider was done.
     Abandoned,
+    /// The engine process died with the stream open.
+    Killed,
     /// Still streaming when the run ended.
     Open,
 }
 
+impl CallEnd {
+    /// The stream stopped without a finish or an error status: stalled,
+    /// cut, closed by the engine, killed with the process, or still open.
+    pub fn is_cut_off(&self) -> bool {
+        matches!(self, Self::Parked | Self::Cut | Self::Abandoned | Self::Killed | Self::Open)
+    }
+
+    /// A failure the provider invites a retry of (429, 5xx).
+    pub fn is_retryable_http(&self) -> bool {
+        matches!(self, Self::Http { status } if *status == 429 || *status >= 500)
+    }
+}
+
+/// What a model request picks up from, read from the transcript it shows:
+/// its last message, once trailing assistant messages with nothing in them
+/// (the reply the call is about to write) are set aside.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Basis {
+    /// Answers a user message: a new turn, or a retry of one that kept nothing.
+    User { message_id: String },
+    /// Continues after a tool batch: the last step of the reply holds tool calls.
+    Batch { message_id: String, call_ids: Vec<String> },
+    /// Continues a reply whose last step holds only text or reasoning.
+    Partial { message_id: String },
+    /// Shows nothing to answer.
+    Empty,
+}
+
 #[derive(Clone, Debug)]
 pub struct CallFact {
+    /// The call's number (from 1, in request order).
     pub call: u32,
-    pub request_id: String,
+    /// Index of the request in the history.
     pub at: usize,
+    /// The assistant message the call streams into, when the request names it.
+    pub target: Option<String>,
+    pub basis: Basis,
     /// Text, reasoning and tool-input chunks the call streamed.
     pub content_chunks: u32,
+    /// Tool calls the call streamed, by call id.
+    pub tools: Vec<String>,
+    /// The tool call whose input started the call's last part, if a tool's did.
+    last_part_tool: Option<String>,
+    /// Tool calls the provider finalised (`tool-call`).
+    finalised_tools: Vec<String>,
     pub end: CallEnd,
+    /// Index of the crossing that ended the stream, if one did.
+    pub ended_at: Option<usize>,
+    /// Index of the last chunk the call streamed.
+    pub last_chunk_at: Option<usize>,
 }
 
 impl CallFact {
@@ -52,156 +93,303 @@ impl CallFact {
     pub fn is_truncated_finish(&self) -> bool {
         match &self.end {
             CallEnd::Finished { reason, output_tokens: 0 } => {
-                reason == "unknown" || (reason == "stop" && self.content_chunks == 0)
+                *reason == FinishReason::Unknown || (*reason == FinishReason::Stop && self.content_chunks == 0)
             }
             _ => false,
         }
     }
+
+    /// A finish the engine should take as the step's answer.
+    pub fn finished_with_output(&self) -> bool {
+        matches!(self.end, CallEnd::Finished { .. }) && !self.is_truncated_finish() && self.content_chunks > 0
+    }
+
+    /// The stream stopped inside a tool call's input: its last part is a
+    /// tool call the provider never finalised, and no finish finalised it.
+    pub fn ends_mid_tool_input(&self) -> bool {
+        let unfinalised = self.last_part_tool.as_ref().is_some_and(|id| !self.finalised_tools.contains(id));
+        unfinalised && !matches!(self.end, CallEnd::Finished { .. })
+    }
+
+    fn add_tool(&mut self, id: &str) {
+        if !self.tools.iter().any(|tool| tool == id) {
+            self.tools.push(id.to_string());
+        }
+    }
+
+    /// The request the call was sent.
+    pub fn request<'a>(&self, history: &'a History) -> &'a ModelRequest {
+        match &history.crossings[self.at].what {
+            Boundary::ModelRequest { request, .. } => request,
+            other => unreachable!("call #{} points at {other:?}", self.call),
+        }
+    }
 }
 
+/// One call on a `chat()` callback, where it crossed.
 #[derive(Clone, Debug)]
 pub struct CallbackFact {
+    /// Index in the history.
     pub at: usize,
     pub name: &'static str,
 }
 
 #[derive(Default)]
 pub struct Facts {
-    pub turns: Vec<TurnFact>,
     pub calls: Vec<CallFact>,
-    /// Indices into `turns` and `calls` by request id, so a checker that
-    /// looks up every turn's calls stays linear in the run.
-    turns_by_request: BTreeMap<String, Vec<usize>>,
-    calls_by_request: BTreeMap<String, Vec<usize>>,
-    /// Callback events per chat id, in order.
+    /// Callback calls per chat id, in order.
     pub callbacks: BTreeMap<u32, Vec<CallbackFact>>,
-    /// Posts per delivery id: (event index, sim µs, text).
-    pub posts: BTreeMap<String, Vec<(usize, u64, String)>>,
-    pub evictions: Vec<usize>,
-    pub restarts: Vec<usize>,
-    /// Where each `chat()` was called, by chat id.
+    /// Where each `chat()` was called (index in the history), by chat id.
     pub chat_called: BTreeMap<u32, usize>,
+    /// Posts per delivery id: (index in the history, sim µs, text).
+    pub posts: BTreeMap<String, Vec<(usize, u64, String)>>,
+    /// Where the engine process was killed (indices in the history).
+    pub kills: Vec<usize>,
+    /// Where an engine process booted (indices in the history).
+    pub boots: Vec<usize>,
+    /// Where an answer to each tool call came in (tool results, approvals).
+    pub answers: BTreeMap<String, Vec<usize>>,
+    /// Where each tool call first waited for an answer (stored or shown to a
+    /// client as `input-available` or `approval-requested`).
+    pub asked: BTreeMap<String, usize>,
 }
 
 impl Facts {
     pub fn derive(_scenario: &ScenarioFile, run: &RunRecord) -> Self {
         let mut facts = Self::default();
-        for (index, traced) in run.events.iter().enumerate() {
-            facts.absorb(index, traced.at_us, &traced.event);
+        for (index, crossing) in run.history.iter().enumerate() {
+            facts.absorb(index, crossing.at_us, &crossing.what);
         }
         facts
     }
 
-    fn absorb(&mut self, index: usize, at_us: u64, event: &Event) {
-        match event {
-            Event::Evicted => self.evictions.push(index),
-            Event::Restarted => self.restarts.push(index),
-            Event::Engine(engine) => self.absorb_engine(index, engine),
-            Event::ModelCall { call, request_id, .. } => {
-                self.calls_by_request.entry(request_id.clone()).or_default().push(self.calls.len());
-                self.calls.push(CallFact {
-                    call: *call,
-                    request_id: request_id.clone(),
-                    at: index,
-                    content_chunks: 0,
-                    end: CallEnd::Open,
-                })
-            }
-            Event::ModelChunk { call, chunk, .. } => self.absorb_chunk(*call, chunk),
-            Event::ModelEnd { call, how } => self.end_call(*call, end_from(how)),
-            Event::ModelRejected { call, .. } => self.end_call(*call, CallEnd::Rejected),
-            Event::CallbackStart { chat, .. } => self.callback(*chat, index, "on_start"),
-            Event::CallbackEvent { chat, .. } => self.callback(*chat, index, "on_event"),
-            Event::CallbackDone { chat } => self.callback(*chat, index, "on_done"),
-            Event::CallbackError { chat, .. } => self.callback(*chat, index, "on_error"),
-            Event::CallbackInterrupted { chat } => self.callback(*chat, index, "on_interrupted"),
-            Event::CallbackDropped { chat, .. } => self.callback(*chat, index, "dropped"),
-            Event::ChatCalled { chat } => {
+    fn absorb(&mut self, index: usize, at_us: u64, what: &Boundary) {
+        match what {
+            Boundary::Killed => self.on_kill(index),
+            Boundary::Boot { .. } => self.boots.push(index),
+            Boundary::ModelRequest { call, request } => self.calls.push(new_call(*call, index, request)),
+            Boundary::ModelChunk { call, chunk } => self.on_chunk(*call, index, chunk),
+            Boundary::ModelEnd { call, end } => self.end_call(*call, index, end_from(end)),
+            Boundary::Chat { chat, .. } => {
                 self.callbacks.entry(*chat).or_default();
                 self.chat_called.insert(*chat, index);
             }
-            Event::MessengerPost { delivery, text } => {
+            Boundary::Callback { chat, call } => {
+                self.callbacks.entry(*chat).or_default().push(CallbackFact { at: index, name: callback_name(call) })
+            }
+            Boundary::Post { delivery, text } => {
                 self.posts.entry(delivery.clone()).or_default().push((index, at_us, text.clone()))
             }
-            _ => {}
-        }
-    }
-
-    fn absorb_engine(&mut self, index: usize, event: &EngineEvent) {
-        match event {
-            EngineEvent::TurnStarted { request_id, kind, message_id } => {
-                self.turns_by_request.entry(request_id.clone()).or_default().push(self.turns.len());
-                self.turns.push(TurnFact {
-                    request_id: request_id.clone(),
-                    kind: *kind,
-                    message_id: message_id.clone(),
-                    started_at: index,
-                    ended_at: None,
-                    status: None,
-                })
-            }
-            EngineEvent::TurnFinished { request_id, status, .. } => {
-                let of_request = self.turns_by_request.get(request_id).map_or(&[][..], Vec::as_slice);
-                let open = of_request.iter().rev().find(|&&at| self.turns[at].ended_at.is_none()).copied();
-                if let Some(turn) = open.map(|at| &mut self.turns[at]) {
-                    turn.ended_at = Some(index);
-                    turn.status = Some(*status);
-                }
+            Boundary::ToolResult { result, .. } => self.answers.entry(result.call_id.clone()).or_default().push(index),
+            Boundary::Approval { call_id, .. } => self.answers.entry(call_id.clone()).or_default().push(index),
+            Boundary::Commit { writes } => self.on_commit(index, writes),
+            Boundary::Frame { frame: Frame::Tool { call_id, state, .. }, .. } if state.is_pending() => {
+                self.asked.entry(call_id.clone()).or_insert(index);
             }
             _ => {}
         }
     }
 
-    fn absorb_chunk(&mut self, call: u32, chunk: &str) {
+    fn on_commit(&mut self, index: usize, writes: &[Write]) {
+        let messages = writes.iter().filter_map(|write| match write {
+            Write::PutMessage(message) => Some(message),
+            _ => None,
+        });
+        for tool in messages.flat_map(|message| message.tools()).filter(|tool| tool.state.is_pending()) {
+            self.asked.entry(tool.call_id.clone()).or_insert(index);
+        }
+    }
+
+    fn on_kill(&mut self, index: usize) {
+        self.kills.push(index);
+        for call in self.calls.iter_mut().filter(|call| call.end == CallEnd::Open) {
+            call.end = CallEnd::Killed;
+            call.ended_at = Some(index);
+        }
+    }
+
+    fn on_chunk(&mut self, call: u32, index: usize, chunk: &Chunk) {
         let Some(fact) = self.calls.iter_mut().rev().find(|fact| fact.call == call) else {
             return;
         };
-        let kind = chunk.split(' ').next().unwrap_or("");
-        if matches!(kind, "text-delta" | "reasoning-delta" | "tool-input-delta" | "tool-call") {
+        if matches!(chunk, Chunk::Finish { .. }) {
+            // The stream's closing formality after `finish-step`: the step
+            // was over, and the engine may have moved on before it arrived.
+            return;
+        }
+        fact.last_chunk_at = Some(index);
+        if chunk.is_output() {
             fact.content_chunks += 1;
         }
-        if kind == "finish-step" {
-            let mut words = chunk.split(' ').skip(1);
-            let reason = words.next().unwrap_or("").to_string();
-            let output_tokens =
-                words.next().and_then(|word| word.strip_prefix("out=")).and_then(|n| n.parse().ok()).unwrap_or(0);
-            fact.end = CallEnd::Finished { reason, output_tokens };
+        match chunk {
+            Chunk::ToolInputStart { id, .. } => {
+                fact.add_tool(id);
+                fact.last_part_tool = Some(id.clone());
+            }
+            Chunk::ToolCall { id, .. } => {
+                fact.add_tool(id);
+                fact.finalised_tools.push(id.clone());
+            }
+            // These start (or grow) a text or reasoning part after any tool input.
+            Chunk::TextStart { .. }
+            | Chunk::TextDelta { .. }
+            | Chunk::ReasoningStart { .. }
+            | Chunk::ReasoningDelta { .. } => {
+                fact.last_part_tool = None;
+            }
+            Chunk::FinishStep { reason, usage } if fact.end == CallEnd::Open => {
+                fact.end = CallEnd::Finished { reason: *reason, output_tokens: usage.output_tokens };
+                fact.ended_at = Some(index);
+            }
+            _ => {}
         }
     }
 
-    fn end_call(&mut self, call: u32, end: CallEnd) {
+    fn end_call(&mut self, call: u32, index: usize, end: CallEnd) {
         if let Some(fact) = self.calls.iter_mut().rev().find(|fact| fact.call == call) {
             if fact.end == CallEnd::Open {
                 fact.end = end;
+                fact.ended_at = Some(index);
             }
         }
     }
 
-    fn callback(&mut self, chat: u32, at: usize, name: &'static str) {
-        self.callbacks.entry(chat).or_default().push(CallbackFact { at, name });
+    /// Whether the engine process was killed at or after history index
+    /// `from` and before `to`.
+    pub fn killed_between(&self, from: usize, to: usize) -> bool {
+        self.kills.iter().any(|&at| at >= from && at < to)
     }
 
-    /// Whether the engine process was killed between two trace indices
-    /// (an eviction at or after `from` and before `to`).
-    pub fn evicted_between(&self, from: usize, to: usize) -> bool {
-        self.evictions.iter().any(|&at| at >= from && at <= to)
+    /// Whether no engine process was up at history index `index`: one was
+    /// killed and none has booted since.
+    pub fn down_at(&self, index: usize) -> bool {
+        let last = |at: &[usize]| at.iter().copied().filter(|&at| at < index).max();
+        match (last(&self.kills), last(&self.boots)) {
+            (Some(killed), Some(booted)) => killed > booted,
+            (Some(_), None) => true,
+            _ => false,
+        }
     }
 
-    pub fn turn(&self, request_id: &str) -> Option<&TurnFact> {
-        self.turns_by_request.get(request_id).and_then(|at| at.first()).map(|&at| &self.turns[at])
+    /// Whether `call_id` waited for an answer before history index `before`.
+    pub fn asked_before(&self, call_id: &str, before: usize) -> bool {
+        self.asked.get(call_id).is_some_and(|&at| at < before)
     }
 
-    pub fn calls_for<'a>(&'a self, request_id: &'a str) -> impl Iterator<Item = &'a CallFact> + 'a {
-        self.calls_by_request.get(request_id).into_iter().flatten().map(|&at| &self.calls[at])
+    /// Whether an answer to `call_id` came in before history index `before`.
+    pub fn answered_before(&self, call_id: &str, before: usize) -> bool {
+        self.answers.get(call_id).is_some_and(|answers| answers.iter().any(|&at| at < before))
+    }
+
+    /// The tool batches a client answered that a model request picked up
+    /// afterwards, each counted once however many attempts it took: (reply,
+    /// call ids). These are the continuations, whatever the engine calls the
+    /// turn that made the request (a recovery that takes a batch is its
+    /// continuation too).
+    pub fn continued_batches(&self) -> Vec<(&str, &[String])> {
+        let mut batches: Vec<(&str, &[String])> = Vec::new();
+        for call in &self.calls {
+            let Basis::Batch { message_id, call_ids } = &call.basis else { continue };
+            let answered = call_ids.iter().any(|call_id| self.answered_before(call_id, call.at));
+            if answered && !batches.contains(&(message_id.as_str(), call_ids.as_slice())) {
+                batches.push((message_id, call_ids));
+            }
+        }
+        batches
+    }
+
+    /// The calls that streamed into message `message_id`, in order.
+    pub fn calls_into<'a>(&'a self, message_id: &'a str) -> impl Iterator<Item = &'a CallFact> + 'a {
+        self.calls.iter().filter(move |call| call.target.as_deref() == Some(message_id))
     }
 }
 
-fn end_from(how: &str) -> CallEnd {
-    match how {
-        "parked" => CallEnd::Parked,
-        "cut" => CallEnd::Cut,
-        "abandoned by the engine" => CallEnd::Abandoned,
-        _ if how.starts_with("http") => CallEnd::Http,
-        _ => CallEnd::Open,
+fn new_call(call: u32, at: usize, request: &ModelRequest) -> CallFact {
+    CallFact {
+        call,
+        at,
+        target: target_message(&request.messages),
+        basis: basis(&request.messages),
+        content_chunks: 0,
+        tools: Vec::new(),
+        last_part_tool: None,
+        finalised_tools: Vec::new(),
+        end: CallEnd::Open,
+        ended_at: None,
+        last_chunk_at: None,
     }
+}
+
+fn end_from(end: &StreamEnd) -> CallEnd {
+    match end {
+        StreamEnd::Parked => CallEnd::Parked,
+        StreamEnd::Cut => CallEnd::Cut,
+        StreamEnd::Http { status, .. } => CallEnd::Http { status: *status },
+        StreamEnd::Abandoned => CallEnd::Abandoned,
+    }
+}
+
+fn callback_name(call: &CallbackCall) -> &'static str {
+    match call {
+        CallbackCall::Start { .. } => "on_start",
+        CallbackCall::Event { .. } => "on_event",
+        CallbackCall::Reset { .. } => "on_reset",
+        CallbackCall::Done => "on_done",
+        CallbackCall::Error { .. } => "on_error",
+        CallbackCall::Interrupted => "on_interrupted",
+        CallbackCall::Dropped => "dropped",
+    }
+}
+
+/// The reply a request's output goes into: its last message, when that is
+/// an assistant message (the reply so far, about to grow).
+fn target_message(messages: &[Message]) -> Option<String> {
+    messages.last().filter(|message| message.role == Role::Assistant).map(|message| message.id.clone())
+}
+
+/// What the request continues, from its last message that has content. A
+/// request that starts a new reply after an earlier one (its last message
+/// is an empty assistant message, not the earlier reply) answers the last
+/// user message afresh, leaving the earlier reply behind.
+pub fn basis(messages: &[Message]) -> Basis {
+    let Some(leaf) = messages.iter().rev().find(|message| message.role == Role::User || has_content(message)) else {
+        return Basis::Empty;
+    };
+    let new_reply = target_message(messages).is_some_and(|target| target != leaf.id);
+    if leaf.role == Role::User || new_reply {
+        return match messages.iter().rev().find(|message| message.role == Role::User) {
+            Some(user) => Basis::User { message_id: user.id.clone() },
+            None => Basis::Empty,
+        };
+    }
+    let message_id = leaf.id.clone();
+    let call_ids: Vec<String> = last_step_tools(leaf).map(|tool| tool.call_id.clone()).collect();
+    if call_ids.is_empty() {
+        Basis::Partial { message_id }
+    } else {
+        Basis::Batch { message_id, call_ids }
+    }
+}
+
+/// The tool calls of a message's last step (after its last `step-start`
+/// that has something after it).
+pub fn last_step_tools(message: &Message) -> impl Iterator<Item = &ToolPart> {
+    let parts: Vec<&Part> = message.parts.iter().collect();
+    let content_end = parts.iter().rposition(|part| !matches!(part, Part::StepStart)).map_or(0, |at| at + 1);
+    let step_start =
+        parts[..content_end].iter().rposition(|part| matches!(part, Part::StepStart)).map_or(0, |at| at + 1);
+    parts.into_iter().take(content_end).skip(step_start).filter_map(|part| match part {
+        Part::Tool(tool) => Some(tool),
+        _ => None,
+    })
+}
+
+/// Text, reasoning or a tool call: a message of only `step-start`s (or
+/// empty text) shows the model nothing.
+pub fn has_content(message: &Message) -> bool {
+    message.parts.iter().any(|part| match part {
+        Part::StepStart => false,
+        Part::Text { text, .. } | Part::Reasoning { text, .. } => !text.is_empty(),
+        Part::Tool(_) => true,
+    })
 }

@@ -56,6 +56,23 @@ impl<'a> CheckInput<'a> {
     pub fn new(scenario: &'a ScenarioFile, run: &'a RunRecord) -> Self {
         Self { scenario, run, facts: Facts::derive(scenario, run) }
     }
+
+    /// The timeline index a violation at history crossing `index` points at.
+    pub fn event_of(&self, index: usize) -> usize {
+        self.run.history.crossings.get(index).map_or(0, |crossing| crossing.at_event)
+    }
+
+    /// Whether the scenario has the client (or a person) answer `tool_name`;
+    /// a tool it does not declare is the client's, as the engine takes it.
+    pub fn is_client_tool(&self, tool_name: &str) -> bool {
+        let tools = &self.scenario.scenario.engine.tools;
+        tools.get(tool_name).map_or(turnsim_engine::ToolKind::Client, |tool| tool.kind).is_client_answered()
+    }
+
+    /// A violation of `check` where history crossing `index` shows it.
+    pub fn violation_at(&self, check: &str, index: usize, message: impl Into<String>) -> Violation {
+        Violation::at(check, self.event_of(index), message)
+    }
 }
 
 /// Every invariant, then the expectations, as they came out.

@@ -1,20 +1,21 @@
-//! Every invariant checker fires on a broken trace. Each test takes a real
+//! Every invariant checker fires on a broken history. Each test takes a real
 //! clean run, shows the invariant reports nothing on it, then breaks exactly
-//! that rule the way an engine bug would (an event inserted, removed or
-//! edited, the stored transcript edited, or the run's end changed) and shows
-//! the checker reports it under its own name.
+//! that rule the way an engine bug would (a crossing of its boundary history
+//! inserted, removed or edited — a commit, a model request, a frame, a
+//! callback — or the run's end changed) and shows the checker reports it
+//! under its own name. The engine's own events are never touched: the
+//! invariants do not read them.
 
 use turnsim::check::invariants::INVARIANTS;
 use turnsim::check::{CheckInput, Violation};
-use turnsim::history::{Boundary, CallbackCall};
+use turnsim::history::{Boundary, CallbackCall, Crossing, StreamEnd};
 use turnsim::scenario::ScenarioFile;
-use turnsim::trace::{Event, TraceEvent};
 use turnsim::world::{self, RunEnd, RunRecord};
-use turnsim_engine::durable::TurnKind;
+use turnsim_engine::durable::Write;
 use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
-use turnsim_engine::ports::Frame;
+use turnsim_engine::ports::{ExhaustedContext, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::transcript::TextState;
-use turnsim_engine::{EngineEvent, Message, Part, RegressionSet, ToolState, TurnStatus};
+use turnsim_engine::{Chunk, FinishReason, Message, Part, RegressionSet, ToolPart, ToolState, Usage};
 
 use crate::common::{inline, scenario};
 
@@ -176,78 +177,6 @@ impl Run {
     }
 }
 
-/// Index of the first event that `matches`; `what` names it for the panic.
-fn index_of(record: &RunRecord, what: &str, matches: impl Fn(&Event) -> bool) -> usize {
-    record
-        .events
-        .iter()
-        .position(|traced| matches(&traced.event))
-        .unwrap_or_else(|| panic!("the clean trace has no {what}"))
-}
-
-/// Inserts `events` at `at`, stamped with the sim time of the event before.
-fn insert(record: &mut RunRecord, at: usize, events: Vec<Event>) {
-    let at_us = record.events[at.saturating_sub(1)].at_us;
-    insert_at_time(record, at, at_us, events);
-}
-
-/// Replaces the event at `at` with `events`, at its sim time.
-fn replace(record: &mut RunRecord, at: usize, events: Vec<Event>) {
-    let at_us = record.events.remove(at).at_us;
-    insert_at_time(record, at, at_us, events);
-}
-
-fn insert_at_time(record: &mut RunRecord, at: usize, at_us: u64, events: Vec<Event>) {
-    for (offset, event) in events.into_iter().enumerate() {
-        let lane = event.lane();
-        record.events.insert(at + offset, TraceEvent { at_us, lane, event });
-    }
-}
-
-fn engine_event(record: &RunRecord, at: usize) -> &EngineEvent {
-    match &record.events[at].event {
-        Event::Engine(event) => event,
-        other => panic!("event {at} is not an engine event: {other:?}"),
-    }
-}
-
-fn engine_event_mut(record: &mut RunRecord, at: usize) -> &mut EngineEvent {
-    match &mut record.events[at].event {
-        Event::Engine(event) => event,
-        other => panic!("event {at} is not an engine event: {other:?}"),
-    }
-}
-
-fn applied(call: &str) -> impl Fn(&Event) -> bool + '_ {
-    move |event| matches!(event, Event::Engine(EngineEvent::ToolApplied { call_id, .. }) if call_id == call)
-}
-
-fn turn_started(request: &str) -> impl Fn(&Event) -> bool + '_ {
-    move |event| matches!(event, Event::Engine(EngineEvent::TurnStarted { request_id, .. }) if request_id == request)
-}
-
-fn turn_finished(request: &str) -> impl Fn(&Event) -> bool + '_ {
-    move |event| matches!(event, Event::Engine(EngineEvent::TurnFinished { request_id, .. }) if request_id == request)
-}
-
-/// The events of a whole continuation-like turn `request` into `message`.
-fn turn(request: &str, kind: TurnKind, message: &str) -> Vec<Event> {
-    vec![
-        Event::Engine(EngineEvent::TurnQueued { request_id: request.into(), kind }),
-        Event::Engine(EngineEvent::TurnStarted { request_id: request.into(), kind, message_id: message.into() }),
-        Event::Engine(EngineEvent::TurnFinished { request_id: request.into(), kind, status: TurnStatus::Completed }),
-    ]
-}
-
-fn message_mut<'a>(record: &'a mut RunRecord, id: &str) -> &'a mut Message {
-    record
-        .final_state
-        .messages
-        .iter_mut()
-        .find(|message| message.id == id)
-        .unwrap_or_else(|| panic!("the stored transcript has no message {id}"))
-}
-
 fn part_kinds(message: &Message) -> Vec<&'static str> {
     let kind = |part: &Part| match part {
         Part::StepStart => "step-start",
@@ -258,31 +187,67 @@ fn part_kinds(message: &Message) -> Vec<&'static str> {
     message.parts.iter().map(kind).collect()
 }
 
+/// Index of the first history crossing that `matches`; `what` names it for
+/// the panic.
+fn crossing_of(record: &RunRecord, what: &str, matches: impl Fn(&Boundary) -> bool) -> usize {
+    record
+        .history
+        .crossings
+        .iter()
+        .position(|crossing| matches(&crossing.what))
+        .unwrap_or_else(|| panic!("the clean history has no {what}"))
+}
+
+/// Inserts `crossings` at `at`, stamped with the time and timeline place of
+/// the crossing before.
+fn insert_crossings(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>) {
+    let before = &record.history.crossings[at.saturating_sub(1)];
+    let (at_us, at_event) = (before.at_us, before.at_event);
+    for (offset, what) in crossings.into_iter().enumerate() {
+        record.history.crossings.insert(at + offset, Crossing { at_us, at_event, what });
+    }
+}
+
+/// Replaces the crossing at `at` with `crossings`, at its time and place.
+fn replace_crossing(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>) {
+    let replaced = record.history.crossings.remove(at);
+    for (offset, what) in crossings.into_iter().enumerate() {
+        let crossing = Crossing { at_us: replaced.at_us, at_event: replaced.at_event, what };
+        record.history.crossings.insert(at + offset, crossing);
+    }
+}
+
 // ---------------------------------------------------------------- callback-contract
 
 /// `server-tools-two-steps`: one `chat()` (chat1) that ends with `on_done`.
 fn chat_run() -> (Run, usize) {
     let run = Run::committed("server-tools-two-steps", CALLBACK_CONTRACT);
-    let done = index_of(&run.record, "on_done of chat1", |event| matches!(event, Event::CallbackDone { chat: 1 }));
+    let done = crossing_of(&run.record, "on_done of chat1", |what| {
+        matches!(what, Boundary::Callback { chat: 1, call: CallbackCall::Done })
+    });
     (run, done)
+}
+
+fn callback(call: CallbackCall) -> Boundary {
+    Boundary::Callback { chat: 1, call }
 }
 
 #[test]
 fn callback_contract_fires_on_a_second_terminal_callback() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    let late_error = Event::CallbackError { chat: 1, message: "late failure".into() };
-    insert(&mut broken, done + 1, vec![late_error]);
+    insert_crossings(&mut broken, done + 1, vec![callback(CallbackCall::Error { message: "late failure".into() })]);
     let violations = run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: on_error after terminal on_done");
-    assert_eq!(violations[0].at_event, Some(done + 1), "the violation points at the second terminal callback");
+    let at = broken.history.crossings[done + 1].at_event;
+    assert_eq!(violations[0].at_event, Some(at), "the violation points where the second terminal callback crossed");
 }
 
 #[test]
 fn callback_contract_fires_on_an_event_after_on_done() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    let late_event = Event::CallbackEvent { chat: 1, chunk: "text-delta".into() };
-    insert(&mut broken, done + 1, vec![late_event]);
+    let late = CallbackCall::Event { chunk: Chunk::TextDelta { id: "t9".into(), delta: "late".into() } };
+    insert_crossings(&mut broken, done + 1, vec![callback(late)]);
     run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: on_event after terminal on_done");
 }
 
@@ -290,8 +255,7 @@ fn callback_contract_fires_on_an_event_after_on_done() {
 fn callback_contract_fires_on_a_silent_return() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    let dropped = Event::CallbackDropped { chat: 1, terminal: false };
-    replace(&mut broken, done, vec![dropped]);
+    replace_crossing(&mut broken, done, vec![callback(CallbackCall::Dropped)]);
     run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: chat() returned with no terminal callback");
 }
 
@@ -299,8 +263,7 @@ fn callback_contract_fires_on_a_silent_return() {
 fn callback_contract_accepts_a_drop_by_an_evicted_process() {
     let (run, done) = chat_run();
     let mut evicted = run.broken();
-    let dropped = Event::CallbackDropped { chat: 1, terminal: false };
-    replace(&mut evicted, done, vec![Event::Evicted, dropped]);
+    replace_crossing(&mut evicted, done, vec![Boundary::Killed, callback(CallbackCall::Dropped)]);
     run.assert_passes(
         CALLBACK_CONTRACT,
         &evicted,
@@ -312,71 +275,130 @@ fn callback_contract_accepts_a_drop_by_an_evicted_process() {
 fn callback_contract_fires_when_a_settled_chat_never_ends() {
     let (run, done) = chat_run();
     let mut broken = run.broken();
-    broken.events.remove(done);
+    broken.history.crossings.remove(done);
     run.assert_fires(CALLBACK_CONTRACT, &broken, "chat1: the run settled but the callback never got a terminal call");
+}
+
+/// `recovery-exhausted-one-terminal-frame`: recovery gives up once, calls
+/// `on_exhausted`, then sends the client the terminal message.
+fn exhausted_run() -> (Run, usize) {
+    let run = Run::committed("recovery-exhausted-one-terminal-frame", CALLBACK_CONTRACT);
+    let hook = crossing_of(&run.record, "on_exhausted", |what| matches!(what, Boundary::Exhausted { .. }));
+    (run, hook)
+}
+
+#[test]
+fn callback_contract_fires_when_on_exhausted_runs_twice_for_one_incident() {
+    let (run, hook) = exhausted_run();
+    let mut broken = run.broken();
+    let again = broken.history.crossings[hook].what.clone();
+    insert_crossings(&mut broken, hook + 1, vec![again]);
+    run.assert_fires(CALLBACK_CONTRACT, &broken, "on_exhausted called again for incident");
+}
+
+#[test]
+fn callback_contract_fires_when_the_terminal_message_goes_out_without_on_exhausted() {
+    let (run, hook) = exhausted_run();
+    let mut broken = run.broken();
+    broken.history.crossings.remove(hook);
+    run.assert_fires(
+        CALLBACK_CONTRACT,
+        &broken,
+        "client connection c1 was sent the terminal recovery message, but on_exhausted was never called",
+    );
 }
 
 // ---------------------------------------------------------------- single-continuation
 
+/// Index of the frame that shows `call_id` with its answer.
+fn answer_shown(record: &RunRecord, call_id: &str) -> usize {
+    crossing_of(record, &format!("the frame showing {call_id} answered"), |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Tool { call_id: id, state: ToolState::OutputAvailable, .. }, .. }
+            if id == call_id)
+    })
+}
+
+/// Inserts, at `at`, a model request (call #9) that picks up `reply` as the
+/// store holds it there, with `edit` applied to what it shows.
+fn pick_up_at(record: &mut RunRecord, at: usize, reply: &str, edit: impl FnOnce(Vec<Message>) -> Vec<Message>) {
+    let messages = edit(picking_up(record.history.store_at(at).messages, reply));
+    insert_crossings(record, at, vec![model_request(9, messages)]);
+}
+
 #[test]
 fn single_continuation_fires_while_a_stream_is_open() {
-    // tc-fast is answered while r1 still streams (tc-slow not yet ready).
+    // tc-fast is answered while call #1 still streams (tc-slow not yet
+    // emitted); a request picks the batch up then.
     let run = Run::committed("barrier-late-sibling", SINGLE_CONTINUATION);
     let mut broken = run.broken();
-    let fast = index_of(&broken, "tool.applied tc-fast", applied("tc-fast"));
-    let fired = Event::Engine(EngineEvent::ContinuationFired { request_id: "r9".into() });
-    insert(&mut broken, fast + 1, vec![fired]);
+    let answered = answer_shown(&broken, "tc-fast");
+    pick_up_at(&mut broken, answered + 1, "m3", |messages| messages);
     let violations =
-        run.assert_fires(SINGLE_CONTINUATION, &broken, "continuation r9 fired while the stream of r1 was open");
+        run.assert_fires(SINGLE_CONTINUATION, &broken, "model call #9 was requested while call #1 was still streaming");
     assert_eq!(violations.len(), 1, "only the open stream is wrong: {violations:#?}");
 }
 
 #[test]
 fn single_continuation_fires_while_a_sibling_is_unanswered() {
-    // r1 has ended; tc-a is answered, tc-b still input-available.
+    // Call #1 has ended; tc-a is answered, tc-b still waits, and a request
+    // picks the batch up showing tc-b as an error nobody sent.
     let run = Run::inline(TWO_CLIENT_TOOLS, SINGLE_CONTINUATION);
     let mut broken = run.broken();
-    let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
-    let fired = Event::Engine(EngineEvent::ContinuationFired { request_id: "r9".into() });
-    insert(&mut broken, answered + 1, vec![fired]);
-    let violations = run.assert_fires(SINGLE_CONTINUATION, &broken, "continuation r9 fired while tc-b was unanswered");
+    let answered = answer_shown(&broken, "tc-a");
+    pick_up_at(&mut broken, answered + 1, "m3", |messages| repaired(messages, "tc-b"));
+    let violations = run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "model call #9 continued the batch of m3 while tc-b was unanswered",
+    );
     assert_eq!(violations.len(), 1, "only the unanswered sibling is wrong: {violations:#?}");
 }
 
-/// `continuation-single-client-tool` with a second continuation-like turn
-/// `r5` of kind `kind` after `r4` completed the batch.
-fn continued_twice(kind: TurnKind) -> (Run, RunRecord) {
+/// `continuation-single-client-tool` with one more request picking up m3
+/// after the continuation (call #2) finished it; with `restarted`, the
+/// process dies and boots again in between.
+fn continued_twice(restarted: bool) -> (Run, RunRecord) {
     let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
     let mut broken = run.broken();
-    let ended = index_of(&broken, "turn.end r4", turn_finished("r4"));
-    let mut second = vec![Event::Engine(EngineEvent::ContinuationFired { request_id: "r5".into() })];
-    second.extend(turn("r5", kind, "m3"));
-    insert(&mut broken, ended + 1, second);
+    let at = broken.history.crossings.len();
+    if restarted {
+        let loaded = Box::new(broken.history.final_store());
+        insert_crossings(&mut broken, at, vec![Boundary::Killed, Boundary::Boot { loaded }]);
+    }
+    let at = broken.history.crossings.len();
+    pick_up_at(&mut broken, at, "m3", |messages| messages);
     (run, broken)
 }
 
 #[test]
 fn single_continuation_fires_on_a_second_continuation_of_one_batch() {
-    let (run, broken) = continued_twice(TurnKind::Continuation);
-    run.assert_fires(SINGLE_CONTINUATION, &broken, "r5 (continuation) continued a batch that r4 had already continued");
+    let (run, broken) = continued_twice(false);
+    run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "model call #9 continued m3 after model call #2 had already finished it",
+    );
 }
 
 #[test]
-fn single_continuation_fires_on_a_recovery_after_a_completed_continuation() {
-    let (run, broken) = continued_twice(TurnKind::Recovery);
-    run.assert_fires(SINGLE_CONTINUATION, &broken, "r5 (recovery) continued a batch that r4 had already continued");
+fn single_continuation_accepts_a_restarted_process_resuming_a_finished_reply() {
+    let (run, edited) = continued_twice(true);
+    run.assert_passes(
+        SINGLE_CONTINUATION,
+        &edited,
+        "a recovery after a restart (the new process cannot know the reply was finished)",
+    );
 }
 
 #[test]
 fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
-    // The coalesce timer never fires: the trace stops before continuation.fire
-    // and the run still settles.
+    // The history stops before the continuation's request, and the run
+    // still settles.
     let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
     let mut broken = run.broken();
-    let fired = index_of(&broken, "continuation.fire", |event| {
-        matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
-    });
-    broken.events.truncate(fired);
+    let continued =
+        crossing_of(&broken, "model call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
+    broken.history.crossings.truncate(continued);
     assert_eq!(broken.end, RunEnd::Quiescent);
     run.assert_fires(
         SINGLE_CONTINUATION,
@@ -387,19 +409,20 @@ fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
 
 #[test]
 fn single_continuation_does_not_count_a_stream_killed_by_an_eviction_as_open() {
-    // r1 never gets turn.end: the eviction killed it. The continuation r5
-    // fires after the restart, when no stream is open.
+    // Call #1 never finishes: the eviction killed it. The recovery's call #2
+    // goes out after the restart, when no stream is open.
     let run = Run::inline(EVICTED_MID_STREAM, SINGLE_CONTINUATION);
     let record = &run.record;
-    let started = index_of(record, "turn.start r1", turn_started("r1"));
-    let evicted = index_of(record, "evict", |event| matches!(event, Event::Evicted));
-    let fired = index_of(record, "continuation.fire", |event| {
-        matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
-    });
-    assert!(started < evicted && evicted < fired, "the base run evicts r1 mid-stream, then continues");
+    let first = crossing_of(record, "model call #1", |what| matches!(what, Boundary::ModelRequest { call: 1, .. }));
+    let killed = crossing_of(record, "the kill", |what| matches!(what, Boundary::Killed));
+    let second = crossing_of(record, "model call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
+    assert!(first < killed && killed < second, "the base run kills call #1 mid-stream, then recovers");
     assert!(
-        !record.events.iter().any(|traced| turn_finished("r1")(&traced.event)),
-        "the base run never ends r1 (the eviction killed it)"
+        !record
+            .history
+            .iter()
+            .any(|crossing| matches!(crossing.what, Boundary::ModelChunk { call: 1, chunk: Chunk::FinishStep { .. } })),
+        "the base run never finishes call #1 (the eviction killed it)"
     );
     let every: Vec<Violation> =
         INVARIANTS.iter().flat_map(|invariant| (invariant.check)(&CheckInput::new(&run.file, &run.record))).collect();
@@ -408,155 +431,247 @@ fn single_continuation_does_not_count_a_stream_killed_by_an_eviction_as_open() {
 
 // ---------------------------------------------------------------- tool-results-present
 
+/// The request of model call `call` in `record`, to edit.
+fn request_mut(record: &mut RunRecord, number: u32) -> &mut ModelRequest {
+    record
+        .history
+        .crossings
+        .iter_mut()
+        .find_map(|crossing| match &mut crossing.what {
+            Boundary::ModelRequest { call, request } if *call == number => Some(request),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the clean history has no model call #{number}"))
+}
+
+/// The tool part `call_id` in `messages`, to edit.
+fn tool_in<'a>(messages: &'a mut [Message], call_id: &str) -> &'a mut ToolPart {
+    messages
+        .iter_mut()
+        .flat_map(|message| message.parts.iter_mut())
+        .find_map(|part| match part {
+            Part::Tool(tool) if tool.call_id == call_id => Some(tool),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no tool part {call_id}"))
+}
+
 #[test]
-fn tool_results_present_fires_on_a_rejected_model_request() {
-    // The continuation's request goes out without tc-client-1's result and
-    // the provider rejects it instead of streaming.
+fn tool_results_present_fires_on_a_request_without_a_result() {
+    // The continuation's request shows tc-client-1 still waiting for its result.
     let run = Run::committed("continuation-single-client-tool", TOOL_RESULTS_PRESENT);
     let mut broken = run.broken();
-    broken.events.retain(|traced| !matches!(traced.event, Event::ModelChunk { call: 2, .. }));
-    let call = index_of(&broken, "model call #2", |event| matches!(event, Event::ModelCall { call: 2, .. }));
-    let rejected = Event::ModelRejected { call: 2, missing: vec!["tc-client-1".into()] };
-    insert(&mut broken, call + 1, vec![rejected]);
+    let tool = tool_in(&mut request_mut(&mut broken, 2).messages, "tc-client-1");
+    tool.state = ToolState::InputAvailable;
+    tool.output = None;
     run.assert_fires(TOOL_RESULTS_PRESENT, &broken, "model call #2 was sent tool calls without results: tc-client-1");
 }
 
 // ---------------------------------------------------------------- parked-tool-kept
 
+/// A model request `call` showing `messages`, as the engine would send it.
+fn model_request(call: u32, messages: Vec<Message>) -> Boundary {
+    let request = ModelRequest { request_id: format!("r{call}"), step: 1, continuation: true, messages };
+    Boundary::ModelRequest { call, request }
+}
+
+/// `messages` with `call_id` turned into the error a repair writes.
+fn repaired(mut messages: Vec<Message>, call_id: &str) -> Vec<Message> {
+    let tool = tool_in(&mut messages, call_id);
+    tool.state = ToolState::OutputError;
+    tool.error_text = Some("The tool call was interrupted before a result was recorded.".into());
+    messages
+}
+
+/// `messages` up to and including `reply`, with a new step opened in it:
+/// a request that picks that reply up again.
+fn picking_up(mut messages: Vec<Message>, reply: &str) -> Vec<Message> {
+    let at = messages.iter().position(|message| message.id == reply).expect("the reply is stored");
+    messages.truncate(at + 1);
+    messages[at].parts.push(Part::StepStart);
+    messages
+}
+
 #[test]
 fn parked_tool_kept_fires_when_a_premature_continuation_repairs_a_waiting_sibling() {
-    // The continuation fires on tc-a's answer and repairs tc-b, still waiting.
+    // Right after tc-a's answer, tc-b (still waiting) is committed as an
+    // error and a request picks the batch up.
     let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
     let mut broken = run.broken();
-    let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
-    let mut premature = turn("r9", TurnKind::Continuation, "m3");
-    premature.insert(1, Event::Engine(EngineEvent::Repaired { call_ids: vec!["tc-b".into()] }));
-    premature.insert(0, Event::Engine(EngineEvent::ContinuationFired { request_id: "r9".into() }));
-    insert(&mut broken, answered + 1, premature);
+    let answered = crossing_of(
+        &broken,
+        "tc-a's result",
+        |what| matches!(what, Boundary::ToolResult { result, .. } if result.call_id == "tc-a"),
+    );
+    let store = repaired(broken.history.store_at(answered + 1).messages, "tc-b");
+    let reply = store.iter().find(|message| message.id == "m3").expect("m3 is stored").clone();
+    let premature =
+        vec![Boundary::Commit { writes: vec![Write::PutMessage(reply)] }, model_request(9, picking_up(store, "m3"))];
+    insert_crossings(&mut broken, answered + 1, premature);
     run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-b repaired to an error while waiting for the client");
 }
 
-/// `PARKED_THEN_USER` and the index of the engine's next event after the
-/// repair of the parked tc-a (its turn.start; only a store commit between).
+/// `PARKED_THEN_USER` and the index of the commit that repairs the parked
+/// tc-a, just before the new user turn's request.
 fn parked_run() -> (Run, usize) {
     let run = Run::inline(PARKED_THEN_USER, PARKED_TOOL_KEPT);
-    let repaired = index_of(
-        &run.record,
-        "repair tc-a",
-        |event| matches!(event, Event::Engine(EngineEvent::Repaired { call_ids }) if call_ids == &["tc-a"]),
-    );
-    let next = (repaired + 1..run.record.events.len())
-        .find(|&at| matches!(run.record.events[at].event, Event::Engine(_)))
-        .expect("an engine event follows the repair");
-    assert!(
-        matches!(engine_event(&run.record, next), EngineEvent::TurnStarted { kind: TurnKind::User, .. }),
-        "the clean run repairs the parked tc-a just before a user turn"
-    );
-    (run, next)
+    let repair = crossing_of(&run.record, "the commit that repairs tc-a", |what| match what {
+        Boundary::Commit { writes } => writes.iter().any(|write| {
+            matches!(write, Write::PutMessage(message)
+                if message.tool("tc-a").is_some_and(|tool| tool.state == ToolState::OutputError))
+        }),
+        _ => false,
+    });
+    let next = run.record.history.crossings[repair..]
+        .iter()
+        .find_map(|crossing| match &crossing.what {
+            Boundary::ModelRequest { request, .. } => request.messages.iter().rev().nth(1),
+            _ => None,
+        })
+        .expect("a model request follows the repair");
+    assert_eq!(next.text(), "never mind", "the clean run repairs the parked tc-a for a new user turn");
+    (run, repair)
 }
 
 #[test]
 fn parked_tool_kept_accepts_the_repair_before_a_new_user_turn() {
-    // Asserted by `Run::clean` inside: the real trace holds that repair.
+    // Asserted by `Run::clean` inside: the real history holds that repair.
     parked_run();
 }
 
 #[test]
 fn parked_tool_kept_fires_when_the_same_repair_precedes_a_continuation() {
-    let (run, next) = parked_run();
+    // The same repair, followed by a request that picks m3 up again.
+    let (run, repair) = parked_run();
     let mut broken = run.broken();
-    if let EngineEvent::TurnStarted { kind, .. } = engine_event_mut(&mut broken, next) {
-        *kind = TurnKind::Continuation;
-    }
+    let store = broken.history.store_at(repair + 1).messages;
+    insert_crossings(&mut broken, repair + 1, vec![model_request(9, picking_up(store, "m3"))]);
     run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-a repaired to an error while waiting for the client");
+}
+
+#[test]
+fn parked_tool_kept_fires_when_the_server_executes_a_client_tool() {
+    // The client's answer to tc-a is followed by a server execution of it.
+    let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
+    let mut broken = run.broken();
+    let answered = crossing_of(
+        &broken,
+        "tc-a's result",
+        |what| matches!(what, Boundary::ToolResult { result, .. } if result.call_id == "tc-a"),
+    );
+    let call =
+        ServerToolCall { call_id: "tc-a".into(), tool_name: "tool_a".into(), input: serde_json::json!({ "n": 1 }) };
+    insert_crossings(&mut broken, answered + 1, vec![Boundary::ServerToolCall { call }]);
+    run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-a (tool_a) is a client tool but was executed by the server");
 }
 
 // ---------------------------------------------------------------- transcript-shape
 
 /// `server-tools-two-steps`, whose answer m3 is step 1 (text, tool) then
-/// step 2 (text).
-fn two_step_run() -> Run {
+/// step 2 (text), and that stored answer to break.
+fn two_step_run() -> (Run, Message) {
     let run = Run::committed("server-tools-two-steps", TRANSCRIPT_SHAPE);
-    let answer =
-        run.record.final_state.messages.iter().find(|message| message.id == "m3").expect("the answer m3 is stored");
-    assert_eq!(part_kinds(answer), ["step-start", "text", "tool", "step-start", "text"], "the base answer's shape");
-    run
+    let store = run.record.history.final_store();
+    let answer = store.message("m3").expect("the answer m3 is stored").clone();
+    assert_eq!(part_kinds(&answer), ["step-start", "text", "tool", "step-start", "text"], "the base answer's shape");
+    (run, answer)
+}
+
+/// The clean record with one more commit at its end: `message` written over
+/// the stored one, as an engine bug would write it.
+fn committed_over(run: &Run, message: Message) -> RunRecord {
+    let mut broken = run.broken();
+    let at = broken.history.crossings.len();
+    insert_crossings(&mut broken, at, vec![Boundary::Commit { writes: vec![Write::PutMessage(message)] }]);
+    broken
 }
 
 #[test]
 fn transcript_shape_fires_on_an_orphan_step_start() {
-    let run = two_step_run();
-    let mut broken = run.broken();
-    message_mut(&mut broken, "m3").parts.pop();
-    let violations = run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: orphan step-start at part 3");
+    let (run, mut answer) = two_step_run();
+    answer.parts.pop();
+    let violations =
+        run.assert_fires(TRANSCRIPT_SHAPE, &committed_over(&run, answer), "m3: orphan step-start at part 3");
     assert_eq!(violations.len(), 1, "only the orphan is wrong: {violations:#?}");
 }
 
 #[test]
 fn transcript_shape_fires_on_a_duplicated_tool_call() {
-    let run = two_step_run();
-    let mut broken = run.broken();
-    let answer = message_mut(&mut broken, "m3");
+    let (run, mut answer) = two_step_run();
     let tool = answer.parts[2].clone();
     answer.parts.insert(3, tool);
-    run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: tool call tc-lookup-1 appears twice");
+    run.assert_fires(TRANSCRIPT_SHAPE, &committed_over(&run, answer), "m3: tool call tc-lookup-1 appears twice");
 }
 
 #[test]
 fn transcript_shape_fires_on_a_retried_attempts_extra_step_start() {
-    let run = two_step_run();
-    let mut broken = run.broken();
-    let answer = message_mut(&mut broken, "m3");
+    let (run, mut answer) = two_step_run();
     answer.parts.push(Part::StepStart);
     answer.parts.push(Part::Text { id: "t9".into(), text: "It is 2".into(), state: TextState::Done });
-    run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: 3 step-starts but only 2 model calls kept their output");
+    run.assert_fires(
+        TRANSCRIPT_SHAPE,
+        &committed_over(&run, answer),
+        "m3: 3 step-starts but only 2 model calls kept their output",
+    );
 }
 
 // ---------------------------------------------------------------- mid-tool-input-recovers
 
-/// `EVICTED_MID_STREAM` with its recovery's strategy set to `strategy` and
-/// the incident exhausted instead of completed.
-fn exhausted_recovery(strategy: &str) -> (Run, RunRecord) {
+/// `EVICTED_MID_STREAM` with the host's `on_exhausted` called right after
+/// the restart, before the recovery's call #2; with `mid_tool_input`, call
+/// #1's stream also stops inside a tool call's input when the process dies.
+fn exhausted_recovery(mid_tool_input: bool) -> (Run, RunRecord) {
     let run = Run::inline(EVICTED_MID_STREAM, MID_TOOL_INPUT_RECOVERS);
     let mut broken = run.broken();
-    let scheduled = index_of(&broken, "recovery.scheduled", |event| {
-        matches!(event, Event::Engine(EngineEvent::RecoveryScheduled { .. }))
-    });
-    if let EngineEvent::RecoveryScheduled { strategy: set, .. } = engine_event_mut(&mut broken, scheduled) {
-        *set = strategy.into();
-    }
-    let completed = index_of(
-        &broken,
-        "recovery.completed r1:m2",
-        |event| matches!(event, Event::Engine(EngineEvent::RecoveryCompleted { incident_id }) if incident_id == "r1:m2"),
-    );
-    let exhausted = Event::Engine(EngineEvent::RecoveryExhausted {
+    let killed = crossing_of(&broken, "the kill", |what| matches!(what, Boundary::Killed));
+    let booted = killed + 1;
+    assert!(matches!(broken.history.crossings[booted].what, Boundary::Boot { .. }), "the process restarts next");
+    let context = ExhaustedContext {
         incident_id: "r1:m2".into(),
+        root_request_id: "r1".into(),
         attempt: 3,
-        reason: "no progress".into(),
-    });
-    replace(&mut broken, completed, vec![exhausted]);
+        max_attempts: 2,
+        reason: "max_attempts_exceeded".into(),
+        terminal_message: "gave up".into(),
+        partial_text: "Working on it".into(),
+    };
+    insert_crossings(&mut broken, booted + 1, vec![Boundary::Exhausted { context }]);
+    if mid_tool_input {
+        let started = Chunk::ToolInputStart { id: "tc-x".into(), name: "tool_a".into() };
+        insert_crossings(&mut broken, killed, vec![Boundary::ModelChunk { call: 1, chunk: started }]);
+    }
     (run, broken)
 }
 
 #[test]
-fn mid_tool_input_recovers_fires_when_a_truncate_recovery_exhausts() {
-    let (run, broken) = exhausted_recovery("truncate");
+fn mid_tool_input_recovers_fires_when_a_recovery_from_a_cut_tool_input_exhausts() {
+    let (run, broken) = exhausted_recovery(true);
     run.assert_fires(
         MID_TOOL_INPUT_RECOVERS,
         &broken,
-        "incident r1:m2 began mid tool input and exhausted after 3 attempts",
+        "incident r1:m2 began mid tool input (model call #1 stopped inside a tool call's input) and exhausted after 3 attempts",
     );
 }
 
 #[test]
-fn mid_tool_input_recovers_ignores_a_continue_recovery_that_exhausts() {
-    let (run, edited) = exhausted_recovery("continue");
+fn mid_tool_input_recovers_ignores_the_exhaustion_of_a_recovery_from_text() {
+    let (run, edited) = exhausted_recovery(false);
     run.assert_passes(
         MID_TOOL_INPUT_RECOVERS,
         &edited,
         "the exhaustion of a recovery that did not begin mid tool input",
     );
+}
+
+#[test]
+fn mid_tool_input_recovers_ignores_an_exhaustion_after_a_call_kept_output() {
+    // The cut tool input was regenerated (call #2 streamed a tool call) before
+    // the hook ran.
+    let (run, mut edited) = exhausted_recovery(true);
+    let hook = crossing_of(&edited, "on_exhausted", |what| matches!(what, Boundary::Exhausted { .. }));
+    let exhausted = edited.history.crossings.remove(hook);
+    edited.history.crossings.push(exhausted);
+    run.assert_passes(MID_TOOL_INPUT_RECOVERS, &edited, "an exhaustion after the truncated step was regenerated");
 }
 
 // ---------------------------------------------------------------- no-empty-answer
@@ -566,14 +681,12 @@ fn mid_tool_input_recovers_ignores_a_continue_recovery_that_exhausts() {
 fn empty_finish_run() -> (Run, RunRecord) {
     let run = Run::committed("continuation-single-client-tool", NO_EMPTY_ANSWER);
     let mut broken = run.broken();
-    let finish = index_of(
-        &broken,
-        "call #2's finish-step",
-        |event| matches!(event, Event::ModelChunk { call: 2, chunk, .. } if chunk.starts_with("finish-step ")),
-    );
-    if let Event::ModelChunk { chunk, .. } = &mut broken.events[finish].event {
-        *chunk = "finish-step unknown out=0".into();
-    }
+    let finish = crossing_of(&broken, "call #2's finish-step", |what| {
+        matches!(what, Boundary::ModelChunk { call: 2, chunk: Chunk::FinishStep { .. } })
+    });
+    let usage = Usage { input_tokens: 10, output_tokens: 0 };
+    broken.history.crossings[finish].what =
+        Boundary::ModelChunk { call: 2, chunk: Chunk::FinishStep { reason: FinishReason::Unknown, usage } };
     (run, broken)
 }
 
@@ -583,7 +696,7 @@ fn no_empty_answer_fires_when_a_turn_completes_on_a_cut_stream() {
     run.assert_fires(
         NO_EMPTY_ANSWER,
         &broken,
-        "r4 completed on model call #2 that ended with a zero-token finish (1 content chunks cut)",
+        "model call #2 ended with a zero-token finish (1 content chunks cut), yet client connection c1 was sent done",
     );
 }
 
@@ -591,39 +704,34 @@ fn no_empty_answer_fires_when_a_turn_completes_on_a_cut_stream() {
 fn no_empty_answer_accepts_an_empty_unknown_finish_after_earlier_output() {
     // Call #2 adds nothing after call #1's tool call: a benign end.
     let (run, mut edited) = empty_finish_run();
-    edited.events.retain(|traced| {
-        !matches!(&traced.event, Event::ModelChunk { call: 2, chunk, .. } if !chunk.starts_with("finish-step "))
-    });
+    edited
+        .history
+        .crossings
+        .retain(|crossing| !matches!(&crossing.what, Boundary::ModelChunk { call: 2, chunk } if chunk.is_output()));
     run.assert_passes(NO_EMPTY_ANSWER, &edited, "an empty unknown finish that cut nothing after earlier output");
 }
 
 // ---------------------------------------------------------------- messenger-once
 
-/// `DELIVERY` and the index of its one post.
+/// `DELIVERY` and the index of its one post in the history.
 fn delivery_run() -> (Run, usize) {
     let run = Run::inline(DELIVERY, MESSENGER_ONCE);
-    let post = index_of(
-        &run.record,
-        "post d1",
-        |event| matches!(event, Event::MessengerPost { delivery, .. } if delivery == "d1"),
-    );
+    let post =
+        crossing_of(&run.record, "post d1", |what| matches!(what, Boundary::Post { delivery, .. } if delivery == "d1"));
     (run, post)
 }
 
-fn post(text: &str) -> Event {
-    Event::MessengerPost { delivery: "d1".into(), text: text.into() }
+fn post(text: &str) -> Boundary {
+    Boundary::Post { delivery: "d1".into(), text: text.into() }
 }
 
 #[test]
 fn messenger_once_fires_on_a_second_post_later() {
     let (run, _) = delivery_run();
     let mut broken = run.broken();
-    let last = broken.events.last().expect("events").at_us;
-    broken.events.push(TraceEvent {
-        at_us: last + 5_000_000,
-        lane: post("Hello there.").lane(),
-        event: post("Hello there."),
-    });
+    let last = broken.history.crossings.last().expect("crossings");
+    let again = Crossing { at_us: last.at_us + 5_000_000, at_event: last.at_event, what: post("Hello there.") };
+    broken.history.crossings.push(again);
     run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
 }
 
@@ -631,32 +739,50 @@ fn messenger_once_fires_on_a_second_post_later() {
 fn messenger_once_counts_a_split_reply_as_one_post() {
     let (run, at) = delivery_run();
     let mut edited = run.broken();
-    insert(&mut edited, at + 1, vec![post("(continued)")]);
+    insert_crossings(&mut edited, at + 1, vec![post("(continued)")]);
     run.assert_passes(MESSENGER_ONCE, &edited, "a long reply posted in one burst of consecutive posts");
 }
 
-/// `DELIVERY` with its turn r1 ended as interrupted.
+/// `DELIVERY` with its one model call parked before it finished: the
+/// reply was cut off.
 fn interrupted_delivery() -> (Run, RunRecord, usize) {
-    let (run, post) = delivery_run();
+    let (run, _) = delivery_run();
     let mut broken = run.broken();
-    let ended = index_of(&broken, "turn.end r1", turn_finished("r1"));
-    if let EngineEvent::TurnFinished { status, .. } = engine_event_mut(&mut broken, ended) {
-        *status = TurnStatus::Interrupted;
-    }
+    let finish = crossing_of(&broken, "call #1's finish-step", |what| {
+        matches!(what, Boundary::ModelChunk { call: 1, chunk: Chunk::FinishStep { .. } })
+    });
+    broken.history.crossings[finish].what = Boundary::ModelEnd { call: 1, end: StreamEnd::Parked };
+    broken
+        .history
+        .crossings
+        .retain(|crossing| !matches!(crossing.what, Boundary::ModelChunk { call: 1, chunk: Chunk::Finish { .. } }));
+    let post = crossing_of(&broken, "post d1", |what| matches!(what, Boundary::Post { .. }));
     (run, broken, post)
 }
 
 #[test]
 fn messenger_once_fires_when_an_interrupted_delivery_posts_its_partial() {
     let (run, broken, _) = interrupted_delivery();
-    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 was interrupted but posted \"Hello there.\" as its answer");
+    run.assert_fires(
+        MESSENGER_ONCE,
+        &broken,
+        "delivery d1 was cut off (model call #1 never finished) but posted \"Hello there.\" as its answer",
+    );
 }
 
 #[test]
 fn messenger_once_accepts_the_apology_for_an_interrupted_delivery() {
     let (run, mut edited, at) = interrupted_delivery();
-    edited.events[at].event = post(INTERRUPTED_MESSENGER_RESPONSE);
+    edited.history.crossings[at].what = post(INTERRUPTED_MESSENGER_RESPONSE);
     run.assert_passes(MESSENGER_ONCE, &edited, "an interrupted delivery that posts the apology");
+}
+
+#[test]
+fn messenger_once_fires_when_an_accepted_delivery_never_posts() {
+    let (run, at) = delivery_run();
+    let mut broken = run.broken();
+    broken.history.crossings.remove(at);
+    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 was accepted but never posted");
 }
 
 // ---------------------------------------------------------------- converges
@@ -687,6 +813,20 @@ fn converges_fires_when_the_run_panicked() {
 }
 
 #[test]
+fn converges_names_what_the_history_shows_outstanding() {
+    // The run is cut at its horizon before the continuation's stream ends
+    // and before the caller hears an outcome.
+    let run = Run::committed("server-tools-two-steps", CONVERGES);
+    let mut broken = run.broken();
+    let ended = crossing_of(&broken, "call #2's finish-step", |what| {
+        matches!(what, Boundary::ModelChunk { call: 2, chunk: Chunk::FinishStep { .. } })
+    });
+    broken.history.crossings.truncate(ended);
+    broken.end = RunEnd::Horizon;
+    run.assert_fires(CONVERGES, &broken, "at the end: model call #2 streaming, chat1 without an outcome");
+}
+
+#[test]
 fn converges_fires_when_the_event_budget_runs_out() {
     let run = Run::committed("continuation-single-client-tool", CONVERGES);
     let mut broken = run.broken();
@@ -696,41 +836,53 @@ fn converges_fires_when_the_event_budget_runs_out() {
 
 // ---------------------------------------------------------------- no-lost-work
 
+/// `continuation-single-client-tool`, whose answer m3 holds tc-client-1,
+/// and that stored answer to break.
+fn answered_tool_run() -> (Run, Message) {
+    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
+    let store = run.record.history.final_store();
+    let answer = store.message("m3").expect("the answer m3 is stored").clone();
+    assert_eq!(answer.tool("tc-client-1").map(|tool| tool.state), Some(ToolState::OutputAvailable));
+    (run, answer)
+}
+
+/// Removes every commit that writes message `id`.
+fn without_commits_of(record: &mut RunRecord, id: &str) {
+    remove_crossings(record, &format!("a commit of {id}"), |what| match what {
+        Boundary::Commit { writes } => {
+            writes.iter().any(|write| matches!(write, Write::PutMessage(message) if message.id == id))
+        }
+        _ => false,
+    });
+}
+
 #[test]
 fn no_lost_work_fires_when_a_stored_user_message_is_gone() {
     let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
     let mut broken = run.broken();
-    broken.final_state.messages.retain(|message| message.id != "m2");
+    without_commits_of(&mut broken, "m2");
     run.assert_fires(NO_LOST_WORK, &broken, "user message m2 was acknowledged but is gone");
 }
 
 #[test]
 fn no_lost_work_fires_when_an_applied_call_is_gone_from_the_store() {
-    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
-    let mut broken = run.broken();
-    message_mut(&mut broken, "m3")
-        .parts
-        .retain(|part| !matches!(part, Part::Tool(tool) if tool.call_id == "tc-client-1"));
-    run.assert_fires(NO_LOST_WORK, &broken, "tc-client-1 was applied as output-available but is gone");
+    let (run, mut answer) = answered_tool_run();
+    answer.parts.retain(|part| !matches!(part, Part::Tool(tool) if tool.call_id == "tc-client-1"));
+    run.assert_fires(
+        NO_LOST_WORK,
+        &committed_over(&run, answer),
+        "tc-client-1 was shown as output-available but is gone from the store",
+    );
 }
 
 #[test]
 fn no_lost_work_fires_when_an_applied_result_is_stored_as_an_error() {
-    let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
-    let mut broken = run.broken();
-    let tool = message_mut(&mut broken, "m3")
-        .parts
-        .iter_mut()
-        .find_map(|part| match part {
-            Part::Tool(tool) if tool.call_id == "tc-client-1" => Some(tool),
-            _ => None,
-        })
-        .expect("m3 stores tc-client-1");
-    tool.state = ToolState::OutputError;
+    let (run, answer) = answered_tool_run();
+    let answer = repaired(vec![answer], "tc-client-1").remove(0);
     run.assert_fires(
         NO_LOST_WORK,
-        &broken,
-        "tc-client-1 was applied as output-available but is stored as output-error",
+        &committed_over(&run, answer),
+        "tc-client-1 was shown as output-available but then stored as output-error",
     );
 }
 
@@ -738,9 +890,10 @@ fn no_lost_work_fires_when_an_applied_result_is_stored_as_an_error() {
 fn no_lost_work_fires_when_a_completed_server_tool_runs_again() {
     let run = Run::committed("server-tools-two-steps", NO_LOST_WORK);
     let mut broken = run.broken();
-    let stored = index_of(&broken, "tool.applied tc-lookup-1", applied("tc-lookup-1"));
-    let again = Event::ServerToolRun { call_id: "tc-lookup-1".into(), tool_name: "lookup".into() };
-    insert(&mut broken, stored + 1, vec![again]);
+    let call = crossing_of(&broken, "the server-tool call", |what| matches!(what, Boundary::ServerToolCall { .. }));
+    let again = broken.history.crossings[call].what.clone();
+    let at = broken.history.crossings.len();
+    insert_crossings(&mut broken, at, vec![again]);
     run.assert_fires(NO_LOST_WORK, &broken, "server tool tc-lookup-1 ran again after its result was stored");
 }
 
@@ -748,19 +901,8 @@ fn no_lost_work_fires_when_a_completed_server_tool_runs_again() {
 fn no_lost_work_fires_when_the_last_user_message_is_never_answered() {
     let run = Run::committed("continuation-single-client-tool", NO_LOST_WORK);
     let mut broken = run.broken();
-    broken.final_state.messages.retain(|message| message.id != "m3");
+    without_commits_of(&mut broken, "m3");
     run.assert_fires(NO_LOST_WORK, &broken, "user message m2 was never answered");
-}
-
-#[test]
-fn parked_tool_kept_fires_when_the_server_executes_a_client_tool() {
-    // The client's answer to tc-a is followed by a server execution of it.
-    let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
-    let mut broken = run.broken();
-    let answered = index_of(&broken, "tool.applied tc-a", applied("tc-a"));
-    let executed = Event::Engine(EngineEvent::ServerToolStarted { call_id: "tc-a".into() });
-    insert(&mut broken, answered + 1, vec![executed]);
-    run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-a (tool_a) is a client tool but was executed by the server");
 }
 
 // ---------------------------------------------------------------- consumer views
@@ -844,4 +986,30 @@ fn messenger_view_fires_on_a_post_with_a_discarded_attempts_text() {
         }
     }
     run.assert_passes(MESSENGER_VIEW, &apology, "the interrupted apology in place of the answer");
+}
+
+// ---------------------------------------------------------------- the oracle's inputs
+
+/// What an invariant may not read: the engine's account of itself (its
+/// events, its in-memory inspection) or the store as the world kept it
+/// rather than as the commits that crossed built it.
+const ENGINE_ACCOUNT: [&str; 5] = ["EngineEvent", "Event::Engine", "run.events", "final_inspection", "final_state"];
+
+#[test]
+fn the_invariants_read_only_the_boundary_history() {
+    let check = crate::common::workspace_root().join("sim/src/check");
+    let invariants = std::fs::read_dir(check.join("invariants")).expect("the invariants directory");
+    let mut files: Vec<std::path::PathBuf> = invariants.map(|entry| entry.expect("an entry").path()).collect();
+    files.extend([check.join("facts.rs"), check.join("views.rs")]);
+    assert!(files.len() > 3, "the invariants are where this test looks: {files:?}");
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a readable source file");
+        for (number, line) in text.lines().enumerate() {
+            if let Some(name) = ENGINE_ACCOUNT.iter().find(|name| line.contains(*name)) {
+                found.push(format!("{}:{}: {name}", file.display(), number + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "an invariant reads the engine's account of itself: {found:#?}");
 }

@@ -6,8 +6,8 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common::workspace_root;
 
-const FAILING: &str = "scenarios/barrier-late-sibling.yaml";
-const REGRESSION: &str = "no-stream-active-gate";
+const FAILING: &str = "scenarios/errored-sibling-completes-batch.yaml";
+const REGRESSION: &str = "no-errored-sibling-rearm";
 
 fn turnsim(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_turnsim"));
@@ -132,7 +132,9 @@ fn a_replay_numbers_its_events_and_marks_the_failing_one() {
         failed.rsplit("(event ").next().and_then(|rest| rest.trim_end_matches(')').parse().ok()).expect("N");
     let marked = text.lines().find(|line| line.starts_with(">>")).expect("a marked event");
     assert!(marked[2..].trim_start().starts_with(&format!("{number} ")), "event {number} is the marked one: {marked}");
-    assert!(marked.contains("continuation.fire"), "the marked event is the premature continuation: {marked}");
+    // The batch is stranded from the moment the engine took the answer
+    // that completed it.
+    assert!(marked.contains("tc-run"), "the marked event is the batch's last answer: {marked}");
     assert!(text.contains("final transcript (stored):\n  m"), "the transcript follows: {text}");
 }
 
@@ -200,7 +202,7 @@ fn ctrl_c_ends_a_sweep_with_a_partial_summary_and_exit_130() {
 fn explore_prints_its_finding_even_when_it_cannot_write_it() {
     let blocked = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("explore-out-is-a-file");
     std::fs::write(&blocked, "not a directory").expect("a file where the output folder should go");
-    let args = ["explore", "--cases", "200", "--seed", "1", "--jobs", "1", "--regression", "no-finalize-recheck"];
+    let args = ["explore", "--cases", "200", "--seed", "1", "--jobs", "1", "--regression", "no-errored-sibling-rearm"];
     let output = turnsim(&args).arg("--out").arg(&blocked).output().expect("run turnsim");
     assert_eq!(output.status.code(), Some(1), "a finding is exit 1: {}", stderr(&output));
     let text = stdout(&output);

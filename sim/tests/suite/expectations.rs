@@ -110,3 +110,19 @@ fn texts_a_client_or_caller_received_and_host_hooks() {
     assert_fires(EXHAUSTED, "  caller_errors: [\"boom\"]\n", "no on_error a caller received contains \"boom\"");
     assert_fires(EXHAUSTED, "  hooks: { on_exhausted: 0 }\n", "expected 0 `on_exhausted` calls, got 1");
 }
+
+#[test]
+fn continuations_count_the_answered_batches_a_model_request_picked_up() {
+    // The recovery the restarted engine runs picks up the answered batch:
+    // whatever the engine calls that turn, it is the batch's continuation.
+    assert_holds("bench-standard-story", "  continuations: 1\n  model_calls: 2\n");
+    assert_fires("bench-standard-story", "  continuations: 0\n", "expect.continuations: expected 0, got 1");
+}
+
+#[test]
+fn repaired_calls_are_read_from_the_store() {
+    // The server tool died with the process; the recovery stores it as an
+    // error nobody sent.
+    assert_holds("eviction-during-server-tool", "  repaired: [tc-build]\n");
+    assert_fires("eviction-during-server-tool", "  repaired: []\n", "expected repaired calls none, got tc-build");
+}

@@ -12,8 +12,8 @@ use turnsim_engine::{Regression, RegressionSet};
 use crate::common::{all_scenarios, inline, scenario};
 
 fn failing_replay() -> (turnsim::scenario::ScenarioFile, RegressionSet, turnsim::world::RunRecord, Vec<Violation>) {
-    let file = scenario("barrier-late-sibling");
-    let regressions = RegressionSet::of([Regression::NoStreamActiveGate]);
+    let file = scenario("errored-sibling-completes-batch");
+    let regressions = RegressionSet::of([Regression::NoErroredSiblingRearm]);
     let (record, violations) = run_one(&file, 0, &regressions);
     assert!(!violations.is_empty(), "the regression must make seed 0 fail");
     (file, regressions, record, violations)
@@ -100,7 +100,7 @@ fn model_labels_keep_their_text_after_the_call_number() {
     let (_, _, record, violations) = failing_replay();
     let diagram = turnsim::mermaid::render(&record.events, &violations);
     assert!(diagram.contains("Engine->>Model: 0.000s #35;1 r1 step=1"), "{diagram}");
-    assert!(diagram.contains("Model-->>Engine: 0.000s #35;1.1 tool-input-start tc-fast fast_tool"), "{diagram}");
+    assert!(diagram.contains("Model-->>Engine: 0.000s #35;1.1 tool-input-start tc-read read_file"), "{diagram}");
 }
 
 #[test]

@@ -1,9 +1,15 @@
 //! Invariant 1: each `chat()` callback sees `on_start`, then events, then
 //! exactly one terminal callback and nothing after it — or a transport break
-//! because the process died.
+//! because the process died. And the host's `on_exhausted` hook runs once
+//! per incident recovery gave up on, before anyone is told it gave up.
+
+use std::collections::BTreeMap;
 
 use super::Invariant;
+use crate::check::facts::CallbackFact;
 use crate::check::{CheckInput, Violation};
+use crate::history::Boundary;
+use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "callback-contract",
@@ -23,31 +29,28 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     violations
 }
 
-fn check_chat(input: &CheckInput, chat: u32, callbacks: &[crate::check::facts::CallbackFact]) -> Option<Violation> {
+fn check_chat(input: &CheckInput, chat: u32, callbacks: &[CallbackFact]) -> Option<Violation> {
     let mut terminal: Option<&str> = None;
     for (position, callback) in callbacks.iter().enumerate() {
+        let at = callback.at;
         if let Some(first) = terminal {
-            return Some(Violation::at(
-                NAME,
-                callback.at,
-                format!("chat{chat}: {} after terminal {first}", callback.name),
-            ));
+            return Some(input.violation_at(NAME, at, format!("chat{chat}: {} after terminal {first}", callback.name)));
         }
         match callback.name {
             "on_start" if position != 0 => {
-                return Some(Violation::at(NAME, callback.at, format!("chat{chat}: on_start twice")))
+                return Some(input.violation_at(NAME, at, format!("chat{chat}: on_start twice")))
             }
             "on_start" => {}
-            "dropped" => return check_drop(input, chat, callback.at),
+            "dropped" => return check_drop(input, chat, at, position > 0),
             _ if position == 0 => {
-                return Some(Violation::at(NAME, callback.at, format!("chat{chat}: {} before on_start", callback.name)))
+                return Some(input.violation_at(NAME, at, format!("chat{chat}: {} before on_start", callback.name)))
             }
-            "on_event" => {}
+            "on_event" | "on_reset" => {}
             name => terminal = Some(name),
         }
     }
-    if terminal.is_none() && input.run.end == crate::world::RunEnd::Quiescent {
-        let at = callbacks.last().map(|callback| callback.at);
+    if terminal.is_none() && input.run.end == RunEnd::Quiescent {
+        let at = callbacks.last().map(|callback| input.event_of(callback.at));
         let message = format!("chat{chat}: the run settled but the callback never got a terminal call");
         return Some(Violation { check: NAME.into(), message, at_event: at });
     }
@@ -55,55 +58,60 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[crate::check::facts::C
 }
 
 /// A callback dropped without a terminal call is a transport break only if
-/// its process died: an eviction came after the chat began and before the
-/// drop. (A killed process's tasks are dropped lazily, so the drop may be
-/// traced after the restart; the callback cannot outlive its process.)
-fn check_drop(input: &CheckInput, chat: u32, dropped_at: usize) -> Option<Violation> {
+/// its process died: a kill came after the chat began and before the drop,
+/// or the chat was sent while no process was up, or it never started and
+/// raced a kill (the history records a chat as it reaches the link it was
+/// sent on, which may be after the restart when the process it was sent to
+/// died in the same instant).
+/// (A killed process's tasks are dropped lazily, so the drop may cross
+/// after the restart; the callback cannot outlive its process.)
+fn check_drop(input: &CheckInput, chat: u32, dropped_at: usize, started: bool) -> Option<Violation> {
     // From the chat() call itself: an RPC sent into a dying process is
     // dropped before on_start, and that too is a transport break.
     let began = input.facts.chat_called.get(&chat).copied().unwrap_or(0);
-    if input.facts.evicted_between(began, dropped_at) {
+    if input.facts.killed_between(began, dropped_at)
+        || input.facts.down_at(began)
+        || (!started && raced_a_kill(input, began))
+    {
         return None;
     }
     let message =
         format!("chat{chat}: chat() returned with no terminal callback (no on_done, on_error or on_interrupted)");
-    Some(Violation::at(NAME, dropped_at, message))
+    Some(input.violation_at(NAME, dropped_at, message))
+}
+
+fn raced_a_kill(input: &CheckInput, chat_at: usize) -> bool {
+    let crossings = &input.run.history.crossings;
+    let sent_us = crossings[chat_at].at_us;
+    input.facts.kills.iter().any(|&killed| killed < chat_at && crossings[killed].at_us == sent_us)
 }
 
 /// The host's `on_exhausted` runs exactly once for each incident recovery
-/// gave up on, and never for one it did not.
+/// gave up on, and before a client is sent the terminal recovery message.
 fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
-    use std::collections::BTreeMap;
-    use turnsim_engine::EngineEvent;
-    let mut hooks: BTreeMap<&str, (usize, u32)> = BTreeMap::new();
-    let mut exhausted: BTreeMap<&str, usize> = BTreeMap::new();
-    for (index, traced) in input.run.events.iter().enumerate() {
-        match &traced.event {
-            crate::trace::Event::OnExhausted { incident, .. } => hooks.entry(incident).or_insert((index, 0)).1 += 1,
-            crate::trace::Event::Engine(EngineEvent::RecoveryExhausted { incident_id, .. }) => {
-                exhausted.insert(incident_id, index);
+    let terminal = input.scenario.scenario.engine_config().recovery.terminal_message;
+    let mut hooks: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut violations = Vec::new();
+    let mut told_without_hook = false;
+    for (index, crossing) in input.run.history.iter().enumerate() {
+        match &crossing.what {
+            Boundary::Exhausted { context } => {
+                let calls = hooks.entry(&context.incident_id).or_default();
+                *calls += 1;
+                if *calls == 2 {
+                    let message = format!("on_exhausted called again for incident {}", context.incident_id);
+                    violations.push(input.violation_at(NAME, index, message));
+                }
+            }
+            Boundary::Frame { connection, frame: turnsim_engine::Frame::Error { message, .. } }
+                if *message == terminal && hooks.is_empty() && !told_without_hook =>
+            {
+                told_without_hook = true;
+                let message =
+                    format!("client connection c{connection} was sent the terminal recovery message, but on_exhausted was never called");
+                violations.push(input.violation_at(NAME, index, message));
             }
             _ => {}
-        }
-    }
-    let mut violations = Vec::new();
-    for (incident, at) in &exhausted {
-        let calls = hooks.get(incident).map_or(0, |(_, calls)| *calls);
-        if calls != 1 {
-            violations.push(Violation::at(
-                NAME,
-                *at,
-                format!("incident {incident} exhausted with {calls} on_exhausted calls"),
-            ));
-        }
-    }
-    for (incident, (at, _)) in &hooks {
-        if !exhausted.contains_key(incident) {
-            violations.push(Violation::at(
-                NAME,
-                *at,
-                format!("on_exhausted for incident {incident}, which never exhausted"),
-            ));
         }
     }
     violations

@@ -2,18 +2,19 @@
 //! is open; none while a sibling is unanswered; and, once the batch is
 //! complete and a result opted in, exactly one (liveness).
 //!
-//! A recovery turn continues the same transcript, so it counts as the
-//! batch's continuation too: a recovery after a completed continuation of the
-//! same batch is a second model invocation for one batch.
+//! Read from the model requests: what each picks up from (its basis, see
+//! [`crate::check::facts::Basis`]). A request after a tool batch continues
+//! it, whether the engine calls it a continuation, a next step or a
+//! recovery: each shows the model the same batch. A request that picks up
+//! a reply whose last call already finished it, with no restart in
+//! between, is a second model invocation for what was already answered.
 
-use std::collections::BTreeMap;
-
-use turnsim_engine::durable::TurnKind;
-use turnsim_engine::{EngineEvent, ToolState, TurnStatus};
+use turnsim_engine::Role;
 
 use super::Invariant;
-use crate::check::{CheckInput, Facts, Violation};
-use crate::trace::Event;
+use crate::check::facts::{last_step_tools, Basis, CallFact};
+use crate::check::{CheckInput, Violation};
+use crate::history::Boundary;
 use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
@@ -24,134 +25,115 @@ pub const INVARIANT: Invariant = Invariant {
 
 const NAME: &str = "single-continuation";
 
-/// Whether any model call of the request streamed content it kept.
-fn produced_output(facts: &Facts, request_id: &str) -> bool {
-    facts.calls_for(request_id).any(|call| call.content_chunks > 0 && !call.is_truncated_finish())
-}
-
-/// The batch being answered: its tools and who continued it.
-#[derive(Default)]
-struct Batch {
-    tools: BTreeMap<String, ToolState>,
-    opted_in: bool,
-    /// Index of the last applied result.
-    last_result_at: Option<usize>,
-    /// The continuation-like turn that took this batch, and how it ended.
-    consumer: Option<(String, Option<TurnStatus>)>,
-}
-
-impl Batch {
-    fn pending(&self) -> Vec<&str> {
-        self.tools.iter().filter(|(_, state)| state.is_pending()).map(|(id, _)| id.as_str()).collect()
-    }
-
-    fn settled(&self) -> bool {
-        self.tools.values().any(|state| state.is_settled())
-    }
-}
-
-#[derive(Default)]
-struct Walk {
-    batch: Batch,
-    open_turns: Vec<String>,
-    violations: Vec<Violation>,
-}
-
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let mut walk = Walk::default();
-    for (index, traced) in input.run.events.iter().enumerate() {
-        match &traced.event {
-            Event::Engine(event) => walk.on_event(&input.facts, index, event),
-            // The process died: the turns it was streaming never end, but
-            // none of their streams is open any more.
-            Event::Evicted => walk.open_turns.clear(),
-            _ => {}
-        }
+    let mut violations = Vec::new();
+    for call in &input.facts.calls {
+        violations.extend(while_streaming(input, call));
+        violations.extend(unanswered_siblings(input, call));
+        violations.extend(continued_twice(input, call));
     }
     if input.run.end == RunEnd::Quiescent {
-        walk.check_liveness();
+        violations.extend(stranded_batch(input));
     }
-    walk.violations
+    violations
 }
 
-impl Walk {
-    fn on_event(&mut self, facts: &Facts, index: usize, event: &EngineEvent) {
-        match event {
-            EngineEvent::ToolReady { call_id, state, .. } => {
-                if self.batch.consumer.is_some() {
-                    self.batch = Batch::default();
-                }
-                self.batch.tools.insert(call_id.clone(), *state);
-            }
-            EngineEvent::ToolApplied { call_id, state, auto_continue, .. } => {
-                self.batch.tools.insert(call_id.clone(), *state);
-                self.batch.opted_in |= *auto_continue;
-                self.batch.last_result_at = Some(index);
-            }
-            EngineEvent::Repaired { call_ids } => {
-                for call_id in call_ids {
-                    self.batch.tools.insert(call_id.clone(), ToolState::OutputError);
-                }
-            }
-            EngineEvent::EmptyFinish { discarded_tools, .. } | EngineEvent::ProviderRetry { discarded_tools, .. } => {
-                for call_id in discarded_tools {
-                    self.batch.tools.remove(call_id);
-                }
-            }
-            EngineEvent::ContinuationFired { request_id } => self.on_fire(index, request_id),
-            EngineEvent::TurnStarted { request_id, kind, .. } => self.on_turn_start(facts, index, request_id, *kind),
-            EngineEvent::TurnFinished { request_id, status, .. } => self.on_turn_end(request_id, *status),
-            _ => {}
-        }
-    }
+/// A request made while an earlier call was still streaming to the engine
+/// (a chunk of it crossed after the request, with no restart between).
+fn while_streaming(input: &CheckInput, call: &CallFact) -> Option<Violation> {
+    let facts = &input.facts;
+    let earlier = facts.calls.iter().take_while(|earlier| earlier.at < call.at);
+    let open = earlier.filter(|earlier| {
+        earlier.last_chunk_at.is_some_and(|last| last > call.at && !facts.killed_between(call.at, last))
+    });
+    let open = open.map(|earlier| format!("#{}", earlier.call)).collect::<Vec<_>>();
+    (!open.is_empty()).then(|| {
+        let message =
+            format!("model call #{} was requested while call {} was still streaming", call.call, open.join(", "));
+        input.violation_at(NAME, call.at, message)
+    })
+}
 
-    fn on_fire(&mut self, index: usize, request_id: &str) {
-        if let Some(open) = self.open_turns.first() {
-            let message = format!("continuation {request_id} fired while the stream of {open} was open");
-            self.violations.push(Violation::at(NAME, index, message));
-        }
-        let pending = self.batch.pending();
-        if !pending.is_empty() && self.batch.settled() {
-            let message = format!("continuation {request_id} fired while {} was unanswered", pending.join(", "));
-            self.violations.push(Violation::at(NAME, index, message));
-        }
-    }
+/// A request continuing a batch that shows a client tool of it, one the
+/// client was asked for, with a result nobody sent (or none at all): the
+/// continuation went ahead of the client's answer. (A call cut off while
+/// its input streamed was never the client's to answer.)
+fn unanswered_siblings(input: &CheckInput, call: &CallFact) -> Option<Violation> {
+    let Basis::Batch { message_id, .. } = &call.basis else { return None };
+    let request = call.request(&input.run.history);
+    let reply = request.messages.iter().find(|message| &message.id == message_id)?;
+    let unanswered: Vec<&str> = last_step_tools(reply)
+        .filter(|tool| input.is_client_tool(&tool.tool_name) && input.facts.asked_before(&tool.call_id, call.at))
+        .filter(|tool| tool.state.is_pending() || !input.facts.answered_before(&tool.call_id, call.at))
+        .map(|tool| tool.call_id.as_str())
+        .collect();
+    (!unanswered.is_empty()).then(|| {
+        let message = format!(
+            "model call #{} continued the batch of {message_id} while {} was unanswered",
+            call.call,
+            unanswered.join(", ")
+        );
+        input.violation_at(NAME, call.at, message)
+    })
+}
 
-    fn on_turn_start(&mut self, facts: &Facts, index: usize, request_id: &str, kind: TurnKind) {
-        self.open_turns.push(request_id.to_string());
-        if matches!(kind, TurnKind::User | TurnKind::Chat) {
-            self.batch = Batch::default();
-            return;
-        }
-        if let Some((previous, Some(TurnStatus::Completed))) = &self.batch.consumer {
-            // A continuation that produced nothing may be retried by recovery.
-            if !self.batch.tools.is_empty() && produced_output(facts, previous) {
-                let message =
-                    format!("{request_id} ({}) continued a batch that {previous} had already continued", kind.as_str());
-                self.violations.push(Violation::at(NAME, index, message));
-            }
-        }
-        self.batch.consumer = Some((request_id.to_string(), None));
+/// A request picking up a reply (text last) whose latest call had already
+/// finished it with output, with no process restart in between: the reply
+/// was complete, and nothing asked for more.
+fn continued_twice(input: &CheckInput, call: &CallFact) -> Option<Violation> {
+    let Basis::Partial { message_id } = &call.basis else { return None };
+    let facts = &input.facts;
+    let previous = facts.calls_into(message_id).take_while(|earlier| earlier.at < call.at).last()?;
+    let finished_at = previous.ended_at?;
+    if !previous.finished_with_output() || facts.killed_between(finished_at, call.at) {
+        return None;
     }
+    let message = format!(
+        "model call #{} continued {message_id} after model call #{} had already finished it",
+        call.call, previous.call
+    );
+    Some(input.violation_at(NAME, call.at, message))
+}
 
-    fn on_turn_end(&mut self, request_id: &str, status: TurnStatus) {
-        self.open_turns.retain(|open| open != request_id);
-        if let Some((consumer, ended)) = self.batch.consumer.as_mut() {
-            if consumer == request_id {
-                *ended = Some(status);
-            }
-        }
+/// At the end of a settled run, the last reply's batch is complete, a
+/// result opted in to continue, and no request picked it up after its last
+/// answer.
+fn stranded_batch(input: &CheckInput) -> Option<Violation> {
+    let history = &input.run.history;
+    let store = history.final_store();
+    let leaf = store.messages.last().filter(|message| message.role == Role::Assistant)?;
+    let tools: Vec<&str> = last_step_tools(leaf).map(|tool| tool.call_id.as_str()).collect();
+    let complete = !tools.is_empty() && last_step_tools(leaf).all(|tool| tool.state.is_output());
+    let (last_answer, opted_in) = answers_to(history, &tools);
+    if !complete || !opted_in {
+        return None;
     }
+    let continued = input.facts.calls.iter().any(|call| {
+        call.at > last_answer
+            && matches!(&call.basis, Basis::Batch { message_id, call_ids }
+                if *message_id == leaf.id && call_ids.iter().any(|id| tools.contains(&id.as_str())))
+    });
+    (!continued).then(|| {
+        let message = format!("batch {} is complete and a result opted in, but no continuation ran", tools.join(", "));
+        input.violation_at(NAME, last_answer, message)
+    })
+}
 
-    /// A complete batch with an opted-in result must have been continued.
-    fn check_liveness(&mut self) {
-        let batch = &self.batch;
-        let complete = !batch.tools.is_empty() && batch.tools.values().all(|state| state.is_output());
-        if complete && batch.opted_in && batch.consumer.is_none() {
-            let tools: Vec<&str> = batch.tools.keys().map(String::as_str).collect();
-            let message =
-                format!("batch {} is complete and a result opted in, but no continuation ran", tools.join(", "));
-            self.violations.push(Violation { check: NAME.into(), message, at_event: batch.last_result_at });
+/// Where the last answer to any of `call_ids` came in, and whether any of
+/// their answers asked to continue.
+fn answers_to(history: &crate::history::History, call_ids: &[&str]) -> (usize, bool) {
+    let mut last = 0;
+    let mut opted_in = false;
+    for (index, crossing) in history.iter().enumerate() {
+        let (call_id, auto_continue) = match &crossing.what {
+            Boundary::ToolResult { result, auto_continue } => (result.call_id.as_str(), *auto_continue),
+            Boundary::Approval { call_id, auto_continue, .. } => (call_id.as_str(), *auto_continue),
+            _ => continue,
+        };
+        if call_ids.contains(&call_id) {
+            last = index;
+            opted_in |= auto_continue;
         }
     }
+    (last, opted_in)
 }

@@ -1,13 +1,16 @@
 //! Invariant 8: the messenger posts exactly once per delivery, and never a
-//! truncated partial as the final answer: a delivery whose turn was
-//! interrupted gets the apology.
+//! truncated partial as the final answer: a delivery whose reply was cut
+//! off (its last model call before the post stalled, was cut, or died with
+//! the process) gets the apology.
 
+use turnsim_engine::durable::Write;
 use turnsim_engine::messenger::{ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
-use turnsim_engine::{EngineEvent, TurnStatus};
+use turnsim_engine::Role;
 
 use super::Invariant;
+use crate::check::facts::CallEnd;
 use crate::check::{CheckInput, Violation};
-use crate::trace::Event;
+use crate::history::Boundary;
 use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
@@ -18,41 +21,58 @@ pub const INVARIANT: Invariant = Invariant {
 
 const NAME: &str = "messenger-once";
 
+/// One delivery as the history shows it.
+struct Delivery<'a> {
+    id: &'a str,
+    /// The user message the engine stored for it (accepted), if it did.
+    message_id: Option<String>,
+}
+
 fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
-    for (delivery, requests) in deliveries(input) {
-        let posts = input.facts.posts.get(&delivery).cloned().unwrap_or_default();
-        let bursts = count_bursts(&posts);
+    for delivery in deliveries(input) {
+        let posts = input.facts.posts.get(delivery.id).map_or(&[][..], Vec::as_slice);
+        let bursts = count_bursts(posts);
         if bursts > 1 {
-            let at = posts.last().map(|post| post.0);
-            violations.push(Violation {
-                check: NAME.into(),
-                message: format!("delivery {delivery} posted {bursts} times"),
-                at_event: at,
-            });
+            let at = posts.last().map(|post| input.event_of(post.0));
+            let message = format!("delivery {} posted {bursts} times", delivery.id);
+            violations.push(Violation { check: NAME.into(), message, at_event: at });
         }
-        if bursts == 0 && input.run.end == RunEnd::Quiescent {
-            violations.push(Violation::new(NAME, format!("delivery {delivery} was accepted but never posted")));
+        if bursts == 0 && delivery.message_id.is_some() && input.run.end == RunEnd::Quiescent {
+            violations.push(Violation::new(NAME, format!("delivery {} was accepted but never posted", delivery.id)));
         }
-        if let Some(violation) = check_interrupted(input, &delivery, &requests, &posts) {
+        if let Some(violation) = check_interrupted(input, &delivery, posts) {
             violations.push(violation);
         }
     }
     violations
 }
 
-/// Delivery ids with the requests that answered them, in order.
-fn deliveries(input: &CheckInput) -> Vec<(String, Vec<String>)> {
-    let mut found: Vec<(String, Vec<String>)> = Vec::new();
-    for traced in &input.run.events {
-        if let Event::Engine(EngineEvent::DeliveryAccepted { delivery_id, request_id }) = &traced.event {
-            match found.iter_mut().find(|(id, _)| id == delivery_id) {
-                Some((_, requests)) => requests.push(request_id.clone()),
-                None => found.push((delivery_id.clone(), vec![request_id.clone()])),
-            }
+/// Every delivery the engine took, in order, with the message it stored
+/// for it: a user message with the delivery's text in a commit after it,
+/// before the process died.
+fn deliveries<'a>(input: &CheckInput<'a>) -> Vec<Delivery<'a>> {
+    let crossings = &input.run.history.crossings;
+    let mut found: Vec<Delivery> = Vec::new();
+    for (index, crossing) in crossings.iter().enumerate() {
+        let Boundary::Deliver { delivery, text } = &crossing.what else { continue };
+        if found.iter().any(|known| known.id == delivery) {
+            continue;
         }
+        let later = crossings[index + 1..].iter().take_while(|crossing| crossing.what != Boundary::Killed);
+        let message_id = later.filter_map(|crossing| stored_user_message(&crossing.what, text)).next();
+        found.push(Delivery { id: delivery, message_id });
     }
     found
+}
+
+/// The id of a user message reading `text` that a commit stores.
+fn stored_user_message(what: &Boundary, text: &str) -> Option<String> {
+    let Boundary::Commit { writes } = what else { return None };
+    writes.iter().find_map(|write| match write {
+        Write::PutMessage(message) if message.role == Role::User && message.text() == text => Some(message.id.clone()),
+        _ => None,
+    })
 }
 
 /// Posts made in one go (consecutive, at one sim time) are one delivery.
@@ -69,21 +89,29 @@ fn count_bursts(posts: &[(usize, u64, String)]) -> usize {
     bursts
 }
 
-fn check_interrupted(
-    input: &CheckInput,
-    delivery: &str,
-    requests: &[String],
-    posts: &[(usize, u64, String)],
-) -> Option<Violation> {
-    let interrupted = requests
-        .iter()
-        .filter_map(|request| input.facts.turn(request))
-        .any(|turn| turn.status == Some(TurnStatus::Interrupted));
-    let first = posts.first()?;
+/// The delivery's first post, when the last model call answering its
+/// message before that post was cut off, must be an apology.
+fn check_interrupted(input: &CheckInput, delivery: &Delivery, posts: &[(usize, u64, String)]) -> Option<Violation> {
+    let (posted_at, _, text) = posts.first()?;
+    let message_id = delivery.message_id.as_deref()?;
+    let mut answering = input.facts.calls.iter().filter(|call| call.at < *posted_at).filter(|call| {
+        let request = call.request(&input.run.history);
+        let last_user = request.messages.iter().rev().find(|message| message.role == Role::User);
+        last_user.is_some_and(|message| message.id == message_id)
+    });
+    let last = answering.next_back()?;
+    let cut_off = match last.end {
+        CallEnd::Parked | CallEnd::Cut | CallEnd::Abandoned | CallEnd::Open => true,
+        CallEnd::Killed => last.ended_at.is_some_and(|killed| killed < *posted_at),
+        _ => false,
+    };
     let allowed = [INTERRUPTED_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE];
-    if interrupted && !allowed.contains(&first.2.as_str()) {
-        let message = format!("delivery {delivery} was interrupted but posted {:?} as its answer", first.2);
-        return Some(Violation::at(NAME, first.0, message));
+    if cut_off && !allowed.contains(&text.as_str()) {
+        let message = format!(
+            "delivery {} was cut off (model call #{} never finished) but posted {text:?} as its answer",
+            delivery.id, last.call
+        );
+        return Some(input.violation_at(NAME, *posted_at, message));
     }
     None
 }

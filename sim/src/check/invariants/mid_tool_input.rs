@@ -1,14 +1,14 @@
 //! Invariant 6: an interruption that lands mid tool input recovers (by
 //! truncating the half-streamed call and regenerating) without spending the
-//! attempt budget.
-
-use std::collections::BTreeSet;
-
-use turnsim_engine::EngineEvent;
+//! attempt budget. Read from the history: a model call whose stream stopped
+//! inside a tool call's input (stalled, cut, or killed with the process),
+//! then the host's `on_exhausted` hook before any later call kept output
+//! and before a new user message moved the conversation on.
 
 use super::Invariant;
+use crate::check::facts::CallFact;
 use crate::check::{CheckInput, Violation};
-use crate::trace::Event;
+use crate::history::Boundary;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "mid-tool-input-recovers",
@@ -17,23 +17,35 @@ pub const INVARIANT: Invariant = Invariant {
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let mut mid_tool_input = BTreeSet::new();
     let mut violations = Vec::new();
-    for (index, traced) in input.run.events.iter().enumerate() {
-        match &traced.event {
-            Event::Engine(EngineEvent::RecoveryScheduled { incident_id, strategy, .. }) if strategy == "truncate" => {
-                mid_tool_input.insert(incident_id.clone());
-            }
-            Event::Engine(EngineEvent::RecoveryExhausted { incident_id, attempt, reason })
-                if mid_tool_input.contains(incident_id) =>
-            {
-                let message = format!(
-                    "incident {incident_id} began mid tool input and exhausted after {attempt} attempts ({reason})"
-                );
-                violations.push(Violation::at(INVARIANT.name, index, message));
-            }
-            _ => {}
-        }
+    for (index, crossing) in input.run.history.iter().enumerate() {
+        let Boundary::Exhausted { context } = &crossing.what else { continue };
+        let Some(cut) = unrecovered_cut(input, index) else { continue };
+        let message = format!(
+            "incident {} began mid tool input (model call #{} stopped inside a tool call's input) and exhausted \
+             after {} attempts ({})",
+            context.incident_id, cut.call, context.attempt, context.reason
+        );
+        violations.push(input.violation_at(INVARIANT.name, index, message));
     }
     violations
+}
+
+/// The latest model call before history index `before` whose stream
+/// stopped mid tool input, if nothing has recovered from it since: no later
+/// call kept output, and no new message came in.
+fn unrecovered_cut<'a>(input: &'a CheckInput, before: usize) -> Option<&'a CallFact> {
+    let calls = &input.facts.calls;
+    let earlier = calls.iter().take_while(|call| call.at < before);
+    let cut = earlier.filter(|call| call.end.is_cut_off() && call.ends_mid_tool_input()).last()?;
+    let recovered = calls.iter().any(|call| call.at > cut.at && call.at < before && kept_output(call));
+    let moved_on = input.run.history.crossings[cut.at..before].iter().any(|crossing| {
+        matches!(crossing.what, Boundary::UserMessage { .. } | Boundary::Chat { .. } | Boundary::Deliver { .. })
+    });
+    (!recovered && !moved_on).then_some(cut)
+}
+
+/// The call streamed output the engine had no reason to discard.
+fn kept_output(call: &CallFact) -> bool {
+    call.content_chunks > 0 && !call.is_truncated_finish() && !call.end.is_retryable_http()
 }

@@ -1,15 +1,20 @@
 //! Invariant 4: a parked client or human tool is never repaired to an error
-//! while its batch lives. Only a new user message abandons a batch; a
-//! continuation or recovery that repairs a waiting client tool fired early.
-//! Nor is a client or human tool ever handed to the server-tool port: an
-//! approved client tool is the client's to run.
+//! while its batch lives. Only a new answer to a user message abandons a
+//! batch: a commit that turns a waiting client tool into an error nobody
+//! sent, followed by a model request that picks the reply up again (rather
+//! than answering a user message afresh), repaired it early. Nor is a
+//! client or human tool ever handed to the server-tool port: an approved
+//! client tool is the client's to run.
 
-use turnsim_engine::durable::TurnKind;
-use turnsim_engine::{EngineEvent, ToolKind, ToolState};
+use std::collections::BTreeMap;
+
+use turnsim_engine::durable::DurableState;
+use turnsim_engine::ToolState;
 
 use super::Invariant;
+use crate::check::facts::Basis;
 use crate::check::{CheckInput, Violation};
-use crate::trace::Event;
+use crate::history::Boundary;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "parked-tool-kept",
@@ -18,69 +23,67 @@ pub const INVARIANT: Invariant = Invariant {
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let events = &input.run.events;
-    let mut waiting = std::collections::BTreeMap::new();
-    let mut names = tool_names(input);
+    let mut violations = executed_by_the_server(input);
+    violations.extend(repaired_while_waiting(input));
+    violations
+}
+
+fn executed_by_the_server(input: &CheckInput) -> Vec<Violation> {
+    let executions = input.run.history.iter().enumerate().filter_map(|(index, crossing)| match &crossing.what {
+        Boundary::ServerToolCall { call } if input.is_client_tool(&call.tool_name) => Some((index, call)),
+        _ => None,
+    });
+    executions
+        .map(|(index, call)| {
+            let message =
+                format!("{} ({}) is a client tool but was executed by the server", call.call_id, call.tool_name);
+            input.violation_at(INVARIANT.name, index, message)
+        })
+        .collect()
+}
+
+/// Walks the store commit by commit: a client tool that was waiting and is
+/// now an error with no answer sent for it was repaired; it was repaired
+/// while its batch lived when the next model request continues the reply.
+fn repaired_while_waiting(input: &CheckInput) -> Vec<Violation> {
+    let history = &input.run.history;
+    let mut waiting: BTreeMap<String, bool> = client_tools_waiting(input, &history.initial);
     let mut violations = Vec::new();
-    for (index, traced) in events.iter().enumerate() {
-        let Event::Engine(event) = &traced.event else {
-            continue;
-        };
-        match event {
-            EngineEvent::ServerToolStarted { call_id } => {
-                let name = names.get(call_id).cloned().unwrap_or_default();
-                if names.contains_key(call_id) && is_client_tool(input, &name) {
-                    let message = format!("{call_id} ({name}) is a client tool but was executed by the server");
-                    violations.push(Violation::at(INVARIANT.name, index, message));
-                }
-            }
-            EngineEvent::ToolReady { call_id, tool_name, state } => {
-                names.insert(call_id.clone(), tool_name.clone());
-                let client = is_client_tool(input, tool_name);
-                waiting.insert(call_id.clone(), client && state.is_pending());
-            }
-            EngineEvent::ToolApplied { call_id, state, .. } => {
-                let was_client = waiting.get(call_id).copied().unwrap_or(false);
-                waiting.insert(call_id.clone(), was_client && *state == ToolState::InputAvailable);
-            }
-            EngineEvent::Repaired { call_ids } => {
-                let parked: Vec<&str> = call_ids
-                    .iter()
-                    .filter(|id| waiting.get(*id).copied().unwrap_or(false))
-                    .map(String::as_str)
-                    .collect();
-                if !parked.is_empty() && repaired_by_continuation(events, index) {
-                    let message = format!("{} repaired to an error while waiting for the client", parked.join(", "));
-                    violations.push(Violation::at(INVARIANT.name, index, message));
-                }
-                for call_id in call_ids {
-                    waiting.insert(call_id.clone(), false);
-                }
-            }
-            _ => {}
+    for (index, store) in history.store_states() {
+        let now = client_tools_waiting(input, &store);
+        let repaired: Vec<&str> = waiting
+            .iter()
+            .filter(|(call_id, was_waiting)| **was_waiting && is_unsent_error(input, &store, call_id, index))
+            .map(|(call_id, _)| call_id.as_str())
+            .collect();
+        if !repaired.is_empty() && continued_after(input, index) {
+            let message = format!("{} repaired to an error while waiting for the client", repaired.join(", "));
+            violations.push(input.violation_at(INVARIANT.name, index, message));
         }
+        waiting = now;
     }
     violations
 }
 
-/// Tool names by call id, from the stored transcript (ready events add
-/// calls a truncation later discarded).
-fn tool_names(input: &CheckInput) -> std::collections::BTreeMap<String, String> {
-    let messages = &input.run.final_state.messages;
-    let tools = messages.iter().flat_map(|message| message.tools());
-    tools.map(|tool| (tool.call_id.clone(), tool.tool_name.clone())).collect()
+/// Client tools in the store, by call id: whether each waits for its answer.
+fn client_tools_waiting(input: &CheckInput, store: &DurableState) -> BTreeMap<String, bool> {
+    let tools = store.messages.iter().flat_map(|message| message.tools());
+    let client = tools.filter(|tool| input.is_client_tool(&tool.tool_name));
+    let waits = |state: ToolState| state.is_pending() || state == ToolState::ApprovalResponded;
+    client.map(|tool| (tool.call_id.clone(), waits(tool.state))).collect()
 }
 
-fn is_client_tool(input: &CheckInput, tool_name: &str) -> bool {
-    let kind = input.scenario.scenario.engine.tools.get(tool_name).map_or(ToolKind::Client, |tool| tool.kind);
-    kind.is_client_answered()
+/// The call is an error in `store` that no answer explains.
+fn is_unsent_error(input: &CheckInput, store: &DurableState, call_id: &str, index: usize) -> bool {
+    let state = store.messages.iter().find_map(|message| message.tool(call_id)).map(|tool| tool.state);
+    matches!(state, Some(ToolState::OutputError | ToolState::OutputDenied))
+        && !input.facts.answered_before(call_id, index)
 }
 
-/// Repair runs just before its turn's `turn.start`.
-fn repaired_by_continuation(events: &[crate::trace::TraceEvent], repaired_at: usize) -> bool {
-    let next_turn = events[repaired_at..].iter().find_map(|traced| match &traced.event {
-        Event::Engine(EngineEvent::TurnStarted { kind, .. }) => Some(*kind),
-        _ => None,
-    });
-    matches!(next_turn, Some(TurnKind::Continuation | TurnKind::Recovery))
+/// Whether the first model request after history index `index` picks up a
+/// reply (a continuation or a recovery) rather than answering a user
+/// message afresh.
+fn continued_after(input: &CheckInput, index: usize) -> bool {
+    let next = input.facts.calls.iter().find(|call| call.at > index);
+    next.is_some_and(|call| !matches!(call.basis, Basis::User { .. } | Basis::Empty))
 }

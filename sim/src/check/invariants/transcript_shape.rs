@@ -2,13 +2,15 @@
 //! duplicated tool call, and no parts left by a retried attempt: each
 //! assistant message holds at most one `step-start` per model call whose
 //! output was kept (a truncated attempt's parts are replaced, not appended).
+//! The store is the history's commits folded in; the calls are the model
+//! requests that named the message as the reply they write into.
 
 use std::collections::BTreeSet;
 
 use turnsim_engine::{Message, Part, Role};
 
 use super::Invariant;
-use crate::check::facts::CallEnd;
+use crate::check::facts::{CallEnd, CallFact};
 use crate::check::{CheckInput, Violation};
 
 pub const INVARIANT: Invariant = Invariant {
@@ -20,7 +22,7 @@ pub const INVARIANT: Invariant = Invariant {
 const NAME: &str = "transcript-shape";
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let messages = &input.run.final_state.messages;
+    let messages = input.run.history.final_store().messages;
     let mut violations = Vec::new();
     let mut seen_calls = BTreeSet::new();
     for message in messages.iter().filter(|message| message.role == Role::Assistant) {
@@ -45,45 +47,36 @@ fn orphan_step_start(message: &Message) -> Option<usize> {
         .find(|&at| matches!(parts[at], Part::StepStart) && matches!(parts.get(at + 1), None | Some(Part::StepStart)))
 }
 
-/// `step-start`s of `message` that were stored before the engine booted.
+fn step_starts(message: &Message) -> usize {
+    message.parts.iter().filter(|part| matches!(part, Part::StepStart)).count()
+}
+
+/// `step-start`s of `message` the store held before the engine booted.
 fn stored_step_starts(input: &CheckInput, message_id: &str) -> usize {
-    let stored = crate::scenario::durable_state(&input.scenario.scenario.stored).unwrap_or_default();
-    stored
-        .messages
-        .iter()
-        .filter(|stored| stored.id == message_id)
-        .flat_map(|stored| stored.parts.iter())
-        .filter(|part| matches!(part, Part::StepStart))
-        .count()
+    input.run.history.initial.message(message_id).map_or(0, step_starts)
 }
 
 fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation> {
-    let all_step_starts = message.parts.iter().filter(|part| matches!(part, Part::StepStart)).count();
     // Steps a stored transcript brought with it were not made by this run's model calls.
-    let step_starts = all_step_starts.saturating_sub(stored_step_starts(input, &message.id));
-    let facts = &input.facts;
-    let requests: Vec<&str> =
-        facts.turns.iter().filter(|turn| turn.message_id == message.id).map(|turn| turn.request_id.as_str()).collect();
-    let kept_calls: usize = requests
-        .iter()
-        .map(|request| {
-            let calls: Vec<_> = facts.calls_for(request).collect();
-            // An HTTP-failed call followed by another call of its request was
-            // retried: like a truncated attempt, its parts are discarded.
-            let retried = |at: usize| matches!(calls[at].end, CallEnd::Http) && at + 1 < calls.len();
-            (0..calls.len())
-                .filter(|&at| !calls[at].is_truncated_finish() && !retried(at))
-                .filter(|&at| {
-                    !(matches!(calls[at].end, CallEnd::Http | CallEnd::Rejected) && calls[at].content_chunks == 0)
-                })
-                .count()
-        })
-        .sum();
-    (step_starts > kept_calls).then(|| {
+    let made = step_starts(message).saturating_sub(stored_step_starts(input, &message.id));
+    let calls: Vec<&CallFact> = input.facts.calls_into(&message.id).collect();
+    let kept_calls = (0..calls.len()).filter(|&at| kept_output(&calls, at)).count();
+    (made > kept_calls).then(|| {
         let message = format!(
-            "{}: {step_starts} step-starts but only {kept_calls} model calls kept their output (a retried attempt's parts were kept)",
+            "{}: {made} step-starts but only {kept_calls} model calls kept their output (a retried attempt's parts were kept)",
             message.id
         );
         Violation::new(NAME, message)
     })
+}
+
+/// Whether call `at` of a reply's calls may have left a step in it: not a
+/// truncated finish, not an HTTP failure that streamed nothing, and not a
+/// retryable HTTP failure the next call retried (a retry replaces what the
+/// failed attempt streamed, as after a truncated finish).
+fn kept_output(calls: &[&CallFact], at: usize) -> bool {
+    let call = calls[at];
+    let retried = call.end.is_retryable_http() && at + 1 < calls.len();
+    let http_empty = matches!(call.end, CallEnd::Http { .. }) && call.content_chunks == 0;
+    !call.is_truncated_finish() && !retried && !http_empty
 }
