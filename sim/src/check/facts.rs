@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use turnsim_engine::durable::Write;
 use turnsim_engine::ports::{Frame, ModelRequest};
-use turnsim_engine::{Chunk, FinishReason, Message, Part, Role, ToolPart};
+use turnsim_engine::{Chunk, FinishReason, Message, Part, Role, ToolPart, ToolState};
 
 use crate::history::{Boundary, CallbackCall, History, StreamEnd};
 use crate::scenario::ScenarioFile;
@@ -76,10 +76,10 @@ pub struct CallFact {
     pub content_chunks: u32,
     /// Tool calls the call streamed, by call id.
     pub tools: Vec<String>,
-    /// The tool call whose input started the call's last part, if a tool's did.
-    last_part_tool: Option<String>,
-    /// Tool calls the provider finalised (`tool-call`).
-    finalised_tools: Vec<String>,
+    /// The reply as the call's chunks build it onto what the request showed
+    /// (the shared message format's own chunk rules), when the request
+    /// names the reply.
+    reply: Option<Message>,
     pub end: CallEnd,
     /// Index of the crossing that ended the stream, if one did.
     pub ended_at: Option<usize>,
@@ -104,11 +104,14 @@ impl CallFact {
         matches!(self.end, CallEnd::Finished { .. }) && !self.is_truncated_finish() && self.content_chunks > 0
     }
 
-    /// The stream stopped inside a tool call's input: its last part is a
-    /// tool call the provider never finalised, and no finish finalised it.
+    /// The stream stopped inside a tool call's input: the last part the
+    /// call built is a tool call whose input was still streaming, and no
+    /// finish finalised it.
     pub fn ends_mid_tool_input(&self) -> bool {
-        let unfinalised = self.last_part_tool.as_ref().is_some_and(|id| !self.finalised_tools.contains(id));
-        unfinalised && !matches!(self.end, CallEnd::Finished { .. })
+        let Some(reply) = &self.reply else { return false };
+        let last = reply.parts.iter().rev().find(|part| !matches!(part, Part::StepStart));
+        let streaming = matches!(last, Some(Part::Tool(tool)) if tool.state == ToolState::InputStreaming);
+        streaming && !matches!(self.end, CallEnd::Finished { .. })
     }
 
     fn add_tool(&mut self, id: &str) {
@@ -221,22 +224,11 @@ impl Facts {
         if chunk.is_output() {
             fact.content_chunks += 1;
         }
+        if let Some(reply) = fact.reply.as_mut() {
+            reply.apply_chunk(chunk);
+        }
         match chunk {
-            Chunk::ToolInputStart { id, .. } => {
-                fact.add_tool(id);
-                fact.last_part_tool = Some(id.clone());
-            }
-            Chunk::ToolCall { id, .. } => {
-                fact.add_tool(id);
-                fact.finalised_tools.push(id.clone());
-            }
-            // These start (or grow) a text or reasoning part after any tool input.
-            Chunk::TextStart { .. }
-            | Chunk::TextDelta { .. }
-            | Chunk::ReasoningStart { .. }
-            | Chunk::ReasoningDelta { .. } => {
-                fact.last_part_tool = None;
-            }
+            Chunk::ToolInputStart { id, .. } | Chunk::ToolCall { id, .. } => fact.add_tool(id),
             Chunk::FinishStep { reason, usage } if fact.end == CallEnd::Open => {
                 fact.end = CallEnd::Finished { reason: *reason, output_tokens: usage.output_tokens };
                 fact.ended_at = Some(index);
@@ -312,8 +304,7 @@ fn new_call(call: u32, at: usize, request: &ModelRequest) -> CallFact {
         basis: basis(&request.messages),
         content_chunks: 0,
         tools: Vec::new(),
-        last_part_tool: None,
-        finalised_tools: Vec::new(),
+        reply: request.messages.last().filter(|message| message.role == Role::Assistant).cloned(),
         end: CallEnd::Open,
         ended_at: None,
         last_chunk_at: None,

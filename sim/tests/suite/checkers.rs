@@ -408,6 +408,26 @@ fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
 }
 
 #[test]
+fn single_continuation_fires_on_a_stranded_batch_beside_a_half_streamed_call() {
+    // The reply also holds a call whose input never finished streaming: no
+    // call yet, so the batch is still complete and still stranded.
+    let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
+    let mut broken = run.broken();
+    let continued =
+        crossing_of(&broken, "model call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
+    broken.history.crossings.truncate(continued);
+    let mut reply = broken.history.final_store().message("m3").expect("m3 is stored").clone();
+    reply.apply_chunk(&Chunk::ToolInputStart { id: "tc-half".into(), name: "client_action".into() });
+    let at = broken.history.crossings.len();
+    insert_crossings(&mut broken, at, vec![Boundary::Commit { writes: vec![Write::PutMessage(reply)] }]);
+    run.assert_fires(
+        SINGLE_CONTINUATION,
+        &broken,
+        "batch tc-client-1 is complete and a result opted in, but no continuation ran",
+    );
+}
+
+#[test]
 fn single_continuation_does_not_count_a_stream_killed_by_an_eviction_as_open() {
     // Call #1 never finishes: the eviction killed it. The recovery's call #2
     // goes out after the restart, when no stream is open.

@@ -9,7 +9,7 @@
 //! a reply whose last call already finished it, with no restart in
 //! between, is a second model invocation for what was already answered.
 
-use turnsim_engine::Role;
+use turnsim_engine::{Role, ToolPart, ToolState};
 
 use super::Invariant;
 use crate::check::facts::{last_step_tools, Basis, CallFact};
@@ -102,8 +102,11 @@ fn stranded_batch(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
     let store = history.final_store();
     let leaf = store.messages.last().filter(|message| message.role == Role::Assistant)?;
-    let tools: Vec<&str> = last_step_tools(leaf).map(|tool| tool.call_id.as_str()).collect();
-    let complete = !tools.is_empty() && last_step_tools(leaf).all(|tool| tool.state.is_output());
+    // A call whose input never finished streaming is no call yet: it is
+    // neither waiting nor answered.
+    let batch: Vec<&ToolPart> = last_step_tools(leaf).filter(|tool| tool.state != ToolState::InputStreaming).collect();
+    let tools: Vec<&str> = batch.iter().map(|tool| tool.call_id.as_str()).collect();
+    let complete = !tools.is_empty() && batch.iter().all(|tool| tool.state.is_output());
     let (last_answer, opted_in) = answers_to(history, &tools);
     if !complete || !opted_in {
         return None;
