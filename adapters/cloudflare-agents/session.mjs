@@ -45,6 +45,12 @@ export class Session {
     this.host = host;
     this.config = host.config;
     this.messages = host.store.state.messages.map(stored.toUIMessage);
+    // Each model request carries the transcript as stored (ids included),
+    // with the streaming message as it stands.
+    host.model.transcript = () => {
+      const live = this.streaming ? this.streaming.accumulator.mergeInto(this.messages) : this.messages;
+      return live.map((message) => stored.fromUIMessage(message));
+    };
     this.nextId = host.store.state.next_id ?? 0;
     /** The turn streaming now: {requestId, messageId, accumulator}, or null. */
     this.streaming = null;

@@ -127,7 +127,10 @@ export class ModelProxy {
       request_id: requestId,
       step,
       continuation: meta.continuation ?? false,
-      messages: fromPrompt(options.prompt),
+      // The engine's transcript with its stored ids when it gives one (the
+      // oracle links a request to the stored messages by id); else the
+      // prompt's messages under made-up ids.
+      messages: this.transcript ? this.transcript() : fromPrompt(options.prompt),
     };
     const { call: number } = this.host.request({ type: "model_request", request });
     const call = new Call(number);

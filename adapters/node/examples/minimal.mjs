@@ -18,6 +18,9 @@ runEngine((host) => {
     parts: [{ type: "step-start" }, ...(text ? [{ type: "text", id: "text-1", text, state: "done" }] : [])],
   });
   const transcript = () => [...host.store.state.messages, ...(live ? [assistantMessage(live.id, live.text)] : [])];
+  // Each model request carries the transcript as stored, ids included: the
+  // oracle ties a model call to the messages it was shown by them.
+  host.model.transcript = transcript;
 
   async function turn(text, chat) {
     const requestId = newId("r");
@@ -26,7 +29,7 @@ runEngine((host) => {
     const assistantId = newId("m");
     await host.store.commit([{ NextId: nextId }, Write.putMessage(user)]);
     await host.broadcast({ Messages: host.store.state.messages });
-    // The oracle ties model calls to the message they stream into by these.
+    // Annotations for the timeline (never judged).
     const kind = chat ? "chat" : "user";
     host.observe({ event: "turn-started", request_id: requestId, kind, message_id: assistantId });
     const history = host.store.state.messages.map(messages.toUIMessage);
