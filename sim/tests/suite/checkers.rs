@@ -390,15 +390,22 @@ fn single_continuation_accepts_a_restarted_process_resuming_a_finished_reply() {
     );
 }
 
-#[test]
-fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
-    // The history stops before the continuation's request, and the run
-    // still settles.
+/// `continuation-single-client-tool` with its history cut just before the
+/// continuation's model request.
+fn stopped_before_the_continuation() -> (Run, RunRecord) {
     let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
     let mut broken = run.broken();
     let continued =
         crossing_of(&broken, "model call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
     broken.history.crossings.truncate(continued);
+    (run, broken)
+}
+
+#[test]
+fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
+    // The history stops before the continuation's request, and the run
+    // still settles.
+    let (run, mut broken) = stopped_before_the_continuation();
     assert_eq!(broken.end, RunEnd::Quiescent);
     run.assert_fires(
         SINGLE_CONTINUATION,
@@ -411,11 +418,7 @@ fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
 fn single_continuation_fires_on_a_stranded_batch_beside_a_half_streamed_call() {
     // The reply also holds a call whose input never finished streaming: no
     // call yet, so the batch is still complete and still stranded.
-    let run = Run::committed("continuation-single-client-tool", SINGLE_CONTINUATION);
-    let mut broken = run.broken();
-    let continued =
-        crossing_of(&broken, "model call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
-    broken.history.crossings.truncate(continued);
+    let (run, mut broken) = stopped_before_the_continuation();
     let mut reply = broken.history.final_store().message("m3").expect("m3 is stored").clone();
     reply.apply_chunk(&Chunk::ToolInputStart { id: "tc-half".into(), name: "client_action".into() });
     let at = broken.history.crossings.len();
