@@ -405,7 +405,7 @@ fn stopped_before_the_continuation() -> (Run, RunRecord) {
 fn single_continuation_fires_when_a_complete_opted_in_batch_is_stranded() {
     // The history stops before the continuation's request, and the run
     // still settles.
-    let (run, mut broken) = stopped_before_the_continuation();
+    let (run, broken) = stopped_before_the_continuation();
     assert_eq!(broken.end, RunEnd::Quiescent);
     run.assert_fires(
         SINGLE_CONTINUATION,
