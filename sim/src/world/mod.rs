@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use turnsim_engine::durable::DurableState;
-use turnsim_engine::{Activity, EngineConfig, Ports, RegressionSet, SessionHandle};
+use turnsim_engine::{Activity, Engine, EngineConfig, InputSink, Ports, RegressionSet, SessionHandle};
 
 use crate::history::History;
 use crate::scenario::ScenarioFile;
@@ -209,7 +209,13 @@ impl World {
             )),
         };
         let launcher = engine_command().map(|command| Launcher::new(command, seed, config.clone()));
-        let engine_node = engine_node(&handle, config, ports, switchboard.clone(), launcher.clone());
+        let rust_engine = RUST_ENGINE.with(|engine| engine.borrow().clone());
+        let booter = match (&launcher, rust_engine) {
+            (_, Some(boot)) => Booter::Rust(boot),
+            (Some(launcher), None) => Booter::Process(launcher.clone()),
+            (None, None) => Booter::BuiltIn,
+        };
+        let engine_node = engine_node(&handle, config, ports, switchboard.clone(), booter);
         let clients = clients(&scenario, seed, &switchboard, &trace);
         let caller_node = handle.create_node().name("caller").build();
         Self {
@@ -345,26 +351,52 @@ pub fn engine_flag() -> String {
 
 /// The engine process. Its init re-runs on every restart: a fresh engine
 /// booted from the durable store (with `--engine-cmd`, a fresh process).
+/// Boots a Rust engine of one's own in the world, in-process: what
+/// [`run_with_engine`] takes.
+pub type BootEngine = Arc<dyn Fn(EngineConfig, Ports, InputSink) -> Box<dyn Engine> + Send + Sync>;
+
+thread_local! {
+    static RUST_ENGINE: std::cell::RefCell<Option<BootEngine>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs one scenario on one seed with the engine `boot` makes (through the
+/// same seam the built-in engine and the process proxy go through).
+pub fn run_with_engine(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet, boot: BootEngine) -> RunRecord {
+    RUST_ENGINE.with(|engine| *engine.borrow_mut() = Some(boot));
+    let record = run(scenario, seed, regressions);
+    RUST_ENGINE.with(|engine| *engine.borrow_mut() = None);
+    record
+}
+
+/// Which engine each generation boots.
+#[derive(Clone)]
+enum Booter {
+    BuiltIn,
+    Process(Launcher),
+    Rust(BootEngine),
+}
+
 fn engine_node(
     handle: &Handle,
     config: EngineConfig,
     ports: Ports,
     switchboard: Switchboard,
-    launcher: Option<Launcher>,
+    booter: Booter,
 ) -> NodeHandle {
     handle
         .create_node()
         .name("engine")
         .init(move || {
             let (config, ports, switchboard) = (config.clone(), ports.clone(), switchboard.clone());
-            let launcher = launcher.clone();
+            let booter = booter.clone();
             async move {
                 // A new process: whatever killed the last one is behind it.
                 switchboard.revive();
                 let (observer, trace) = (ports.observer.clone(), switchboard.trace());
-                let boot = move |sink| match launcher {
-                    None => taken::Taken::wrap(turnsim_engine::session::boot(config, ports, sink), trace),
-                    Some(launcher) => taken::Taken::wrap(launcher.boot(ports, sink), trace),
+                let boot = move |sink| match booter {
+                    Booter::BuiltIn => taken::Taken::wrap(turnsim_engine::session::boot(config, ports, sink), trace),
+                    Booter::Process(launcher) => taken::Taken::wrap(launcher.boot(ports, sink), trace),
+                    Booter::Rust(boot) => taken::Taken::wrap(boot(config, ports, sink), trace),
                 };
                 let handle = SessionHandle::drive(boot, move || observer.idle());
                 switchboard.install(handle);

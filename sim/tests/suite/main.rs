@@ -13,5 +13,6 @@ mod hostile;
 mod library;
 mod regressions;
 mod replay_views;
+mod rust_engine;
 mod scenarios;
 mod snapshots;
