@@ -18,7 +18,6 @@ use crate::format::malformed_corpus;
 /// within 60 MB here; the process's own threads (the Ctrl-C handler's, each
 /// with its stack and allocator reservation) start at their own pace and
 /// took an occasional run past 100 MB, so the limit leaves room for them.
-/// The corpus's bombs would take gigabytes unbounded.
 const MEMORY_LIMIT_KIB: u32 = 150_000;
 /// A run still going after this long has hung (a guard, not a speed target).
 const HANG_GUARD: Duration = Duration::from_secs(30);
