@@ -14,17 +14,20 @@ use crate::trace::Trace;
 #[derive(Clone)]
 pub struct Switchboard {
     engine: Arc<Mutex<Option<SessionHandle>>>,
+    /// Bumped at every install and clear: a link from before is stale.
+    generation: Arc<std::sync::atomic::AtomicU64>,
     installed: Arc<Notify>,
     trace: Trace,
 }
 
 impl Switchboard {
     pub fn new(trace: Trace) -> Self {
-        Self { engine: Default::default(), installed: Default::default(), trace }
+        Self { engine: Default::default(), generation: Default::default(), installed: Default::default(), trace }
     }
 
     pub fn install(&self, handle: SessionHandle) {
         *self.engine.lock().expect("switchboard lock") = Some(handle);
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.installed.notify_waiters();
     }
 
@@ -39,6 +42,7 @@ impl Switchboard {
 
     pub fn clear(&self) {
         *self.engine.lock().expect("switchboard lock") = None;
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The live engine, if the process is up.
@@ -47,7 +51,8 @@ impl Switchboard {
             return None;
         }
         let handle = self.engine.lock().expect("switchboard lock").clone().filter(SessionHandle::is_alive)?;
-        Some(EngineLink { handle, trace: self.trace.clone() })
+        let generation = self.generation.load(std::sync::atomic::Ordering::SeqCst);
+        Some(EngineLink { handle, trace: self.trace.clone(), generation, current: self.generation.clone() })
     }
 
     /// The live engine, waiting for the process to (re)start if it is down.
@@ -71,6 +76,9 @@ impl Switchboard {
 pub struct EngineLink {
     handle: SessionHandle,
     trace: Trace,
+    /// The switchboard's generation when this link was made, and its now.
+    generation: u64,
+    current: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl EngineLink {
@@ -87,6 +95,11 @@ impl EngineLink {
     }
 
     pub fn chat(&self, chat: u32, text: &str, options: TurnOptions, callback: Box<dyn StreamCallback>) -> bool {
+        // The RPC leaves later than the link was made: a process evicted in
+        // between never gets it (the dropped callback is the transport break).
+        if self.current.load(std::sync::atomic::Ordering::SeqCst) != self.generation {
+            return false;
+        }
         self.trace.cross(Boundary::Chat { chat, text: text.into() });
         self.handle.chat(text, options, callback)
     }
