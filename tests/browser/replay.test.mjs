@@ -20,7 +20,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
 const turnsim = process.env.TURNSIM_BIN ?? path.join(root, 'target', 'release', 'turnsim');
 const screenshots = path.join(root, 'target', 'browser');
-const failing = ['scenarios/barrier-late-sibling.yaml', '--seed', '0', '--regression', 'no-stream-active-gate'];
+const failing = ['scenarios/errored-sibling-completes-batch.yaml', '--seed', '0', '--regression', 'no-errored-sibling-rearm'];
 
 let browser;
 let scratch;
@@ -77,7 +77,7 @@ test('the HTML replay of a failing run shows the violation and each event on cli
 
   const violation = page.locator('#violations li.violation').first();
   await violation.waitFor({ state: 'visible' });
-  assert.match(await violation.innerText(), /^single-continuation: continuation r4 fired while the stream of r1 was open/);
+  assert.match(await violation.innerText(), /^single-continuation: batch tc-read, tc-run is complete and a result opted in, but no continuation ran/);
   const check = violation.locator('.check');
   assert.equal(await check.evaluate((element) => getComputedStyle(element).color), 'rgb(207, 34, 46)', 'the check name is red');
 
@@ -95,7 +95,7 @@ test('the HTML replay of a failing run shows the violation and each event on cli
   const headerTop = await page.locator('header').evaluate((element) => element.getBoundingClientRect().top);
   assert.equal(headerTop, 0, 'the page itself did not scroll');
   assert.equal(new URL(page.url()).hash, `#${await row.getAttribute('id')}`);
-  assert.match(await row.innerText(), /continuation\.fire r4.*✗ single-continuation/s);
+  assert.match(await row.innerText(), /tool\.applied tc-run output-error.*✗ single-continuation/s);
   const background = await row.evaluate((element) => getComputedStyle(element).backgroundColor);
   assert.equal(background, 'rgb(255, 215, 213)', 'the violating row is red');
   const shown = JSON.parse(await page.locator('#details-json').innerText());
@@ -116,7 +116,7 @@ test('the HTML replay of a failing run shows the violation and each event on cli
 
   await page.locator('#transcript details summary').scrollIntoViewIfNeeded();
   assert.match(await page.locator('#transcript').innerText(), /Final stored transcript[\s\S]*m3 · assistant/);
-  assert.match(await page.locator('#replay-command').innerText(), /replay scenarios\/barrier-late-sibling\.yaml --seed 0 --regression no-stream-active-gate$/);
+  assert.match(await page.locator('#replay-command').innerText(), /replay scenarios\/errored-sibling-completes-batch\.yaml --seed 0 --regression no-errored-sibling-rearm$/);
 
   assert.deepEqual(requests, [pageUrl], 'the page loads nothing but itself');
   assert.deepEqual(errors, [], 'no script errors');
@@ -151,9 +151,9 @@ test('Mermaid parses every scenario diagram and keeps the model labels whole', a
     return [...document.querySelectorAll('#diagram text, #diagram .noteText')].map((node) => node.textContent);
   }, stdout);
   assert.ok(texts.includes('0.000s #1 r1 step=1'), 'the model call label is whole and unescaped');
-  assert.ok(texts.includes('0.000s #1.1 tool-input-start tc-fast fast_tool'), 'a chunk label is whole');
+  assert.ok(texts.includes('0.000s #1.1 tool-input-start tc-read read_file'), 'a chunk label is whole');
   assert.ok(
-    texts.some((text) => text.startsWith('FAILED single-continuation: continuation r4 fired while the stream of r1 was open')),
+    texts.some((text) => text.startsWith('FAILED single-continuation: batch tc-read, tc-run is complete and a result opted in, but no continuation ran')),
     'the failure note is drawn',
   );
   const failureFill = await page.locator('#diagram rect.rect').first().getAttribute('fill');
