@@ -55,22 +55,20 @@ fn with_crash_at(file: &ScenarioFile, write: usize, at_once: bool) -> ScenarioFi
 /// run: such duplicates are run but counted (and returned) once, under the
 /// first write that reaches them.
 pub fn sweep(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> Vec<CrashOutcome> {
-    // The eviction's trigger counts traced commits (bookkeeping-only
-    // commits are not traced): so does the sweep.
-    let traced = |record: &world::RunRecord| {
-        record.events.iter().filter(|traced| matches!(traced.event, Event::StoreCommit { .. })).count()
-    };
-    sweep_writes(file, seed, regressions, traced, with_crash_after)
+    sweep_writes(file, seed, regressions, traced_commits, with_crash_after)
+}
+
+/// The eviction's trigger counts traced commits (bookkeeping-only commits
+/// are not traced): so do the sweeps that evict.
+fn traced_commits(record: &world::RunRecord) -> usize {
+    record.events.iter().filter(|traced| matches!(traced.event, Event::StoreCommit { .. })).count()
 }
 
 /// As [`sweep`], with the process dying as each commit returns rather than
 /// at its next await: every commit boundary is a crash point, even one in
 /// the middle of a synchronous step.
 pub fn sweep_at_commit(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> Vec<CrashOutcome> {
-    let traced = |record: &world::RunRecord| {
-        record.events.iter().filter(|traced| matches!(traced.event, Event::StoreCommit { .. })).count()
-    };
-    sweep_writes(file, seed, regressions, traced, with_crash_at_commit)
+    sweep_writes(file, seed, regressions, traced_commits, with_crash_at_commit)
 }
 
 /// The scenario with its `commit`-th store commit refused (once).

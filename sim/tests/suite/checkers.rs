@@ -515,17 +515,22 @@ fn picking_up(mut messages: Vec<Message>, reply: &str) -> Vec<Message> {
     messages
 }
 
+/// Where tc-a's result crossed in a `TWO_CLIENT_TOOLS` run.
+fn tc_a_answered(run: &RunRecord) -> usize {
+    crossing_of(
+        run,
+        "tc-a's result",
+        |what| matches!(what, Boundary::ToolResult { result, .. } if result.call_id == "tc-a"),
+    )
+}
+
 #[test]
 fn parked_tool_kept_fires_when_a_premature_continuation_repairs_a_waiting_sibling() {
     // Right after tc-a's answer, tc-b (still waiting) is committed as an
     // error and a request picks the batch up.
     let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
     let mut broken = run.broken();
-    let answered = crossing_of(
-        &broken,
-        "tc-a's result",
-        |what| matches!(what, Boundary::ToolResult { result, .. } if result.call_id == "tc-a"),
-    );
+    let answered = tc_a_answered(&broken);
     let store = repaired(broken.history.store_at(answered + 1).messages, "tc-b");
     let reply = store.iter().find(|message| message.id == "m3").expect("m3 is stored").clone();
     let premature =
@@ -577,11 +582,7 @@ fn parked_tool_kept_fires_when_the_server_executes_a_client_tool() {
     // The client's answer to tc-a is followed by a server execution of it.
     let run = Run::inline(TWO_CLIENT_TOOLS, PARKED_TOOL_KEPT);
     let mut broken = run.broken();
-    let answered = crossing_of(
-        &broken,
-        "tc-a's result",
-        |what| matches!(what, Boundary::ToolResult { result, .. } if result.call_id == "tc-a"),
-    );
+    let answered = tc_a_answered(&broken);
     let call =
         ServerToolCall { call_id: "tc-a".into(), tool_name: "tool_a".into(), input: serde_json::json!({ "n": 1 }) };
     insert_crossings(&mut broken, answered + 1, vec![Boundary::ServerToolCall { call }]);
