@@ -88,6 +88,9 @@ pub struct Incident {
     pub last_progress_ms: u64,
     pub progress: u64,
     pub status: String,
+    /// Spent (why), and the host's `on_exhausted` has not run yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_owed: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +107,9 @@ pub struct Alarm {
 pub enum DeliveryStage {
     Accepted,
     Streaming,
+    /// The reply is decided and stored in `posts`; it has not all been
+    /// posted. A restarted process posts it.
+    Posting,
     Completed,
 }
 
@@ -112,6 +118,9 @@ pub struct DeliveryCheckpoint {
     pub id: String,
     pub user_text: String,
     pub stage: DeliveryStage,
+    /// The posts a `posting` delivery still owes, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub posts: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -121,6 +121,11 @@ pub enum Boundary {
         call: u32,
         request: ModelRequest,
     },
+    /// The engine let go of model call `call`: what of it was already on
+    /// its way may still arrive, and is not the stream going on.
+    ModelCancel {
+        call: u32,
+    },
     /// A frame the engine sent on a client connection.
     Frame {
         connection: u64,

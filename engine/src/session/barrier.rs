@@ -55,6 +55,8 @@ impl Session {
         match self.barrier.pending.as_ref() {
             Some(pending) if pending.past_coalesce => {
                 self.barrier.deferred = true;
+                // Owed as durably as any other: it commits with the result.
+                self.commit_intent(self.turn_message_id());
                 self.observe(EngineEvent::ContinuationDeferred);
             }
             Some(pending) => {
@@ -72,16 +74,28 @@ impl Session {
     }
 
     fn open_pending(&mut self) {
-        let message_id = match self.turn.as_ref() {
-            Some(turn) => turn.assistant.id.clone(),
-            None => leaf_assistant(&self.durable.messages).map(|leaf| leaf.id.clone()).unwrap_or_default(),
-        };
-        if !self.config.regressions.has(Regression::VolatileContinuationIntent) {
-            let intent = ContinuationIntent { message_id: message_id.clone() };
-            self.commit(vec![Write::Intent(Some(intent))]);
-        }
+        let message_id = self.turn_message_id();
+        self.commit_intent(message_id.clone());
         self.observe(EngineEvent::ContinuationPending { message_id });
         self.barrier.pending = Some(Pending { fired: false, past_coalesce: false });
+    }
+
+    /// The message whose batch a continuation asked for now would take.
+    fn turn_message_id(&self) -> String {
+        match self.turn.as_ref() {
+            Some(turn) => turn.assistant.id.clone(),
+            None => leaf_assistant(&self.durable.messages).map(|leaf| leaf.id.clone()).unwrap_or_default(),
+        }
+    }
+
+    fn commit_intent(&mut self, message_id: String) {
+        if self.config.regressions.has(Regression::VolatileContinuationIntent) {
+            return;
+        }
+        let intent = ContinuationIntent { message_id };
+        if self.durable.continuation_intent.as_ref() != Some(&intent) {
+            self.commit(vec![Write::Intent(Some(intent))]);
+        }
     }
 
     /// An `auto_continue: false` result (or a finalized stream) re-arms an

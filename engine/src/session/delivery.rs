@@ -15,8 +15,12 @@ impl Session {
         if self.durable.deliveries.contains_key(&delivery_id) {
             return;
         }
-        let checkpoint =
-            DeliveryCheckpoint { id: delivery_id.clone(), user_text: text.clone(), stage: DeliveryStage::Accepted };
+        let checkpoint = DeliveryCheckpoint {
+            id: delivery_id.clone(),
+            user_text: text.clone(),
+            stage: DeliveryStage::Accepted,
+            posts: Vec::new(),
+        };
         let callback = Box::new(MessengerCallback::new(&delivery_id, self.reports.clone()));
         if !self.store_and_enqueue(&text, Default::default(), Some(callback), vec![Write::PutDelivery(checkpoint)]) {
             // Nothing was stored, not even a checkpoint to post from: say so
@@ -35,11 +39,14 @@ impl Session {
         let Some(checkpoint) = self.durable.deliveries.get(delivery_id).cloned() else {
             return;
         };
-        if checkpoint.stage == DeliveryStage::Completed {
+        if matches!(checkpoint.stage, DeliveryStage::Posting | DeliveryStage::Completed) {
             return;
         }
         let posts = match event {
-            DeliveryEvent::FirstText => return self.checkpoint(checkpoint, DeliveryStage::Streaming),
+            DeliveryEvent::FirstText => {
+                self.checkpoint(checkpoint, DeliveryStage::Streaming);
+                return;
+            }
             DeliveryEvent::Done { text } | DeliveryEvent::Returned { text } if text.trim().is_empty() => {
                 vec![EMPTY_MESSENGER_RESPONSE.to_string()]
             }
@@ -47,30 +54,44 @@ impl Session {
             DeliveryEvent::Error => vec![ERROR_MESSENGER_RESPONSE.to_string()],
             DeliveryEvent::Interrupted => vec![INTERRUPTED_MESSENGER_RESPONSE.to_string()],
         };
-        self.post_once(checkpoint, &posts);
+        self.post_once(checkpoint, posts);
     }
 
-    /// Checkpoints `completed` first: a crash between the two loses a post
-    /// rather than doubling it. A checkpoint the store refused still posts:
-    /// the process is alive, and silence is the worse failure.
-    fn post_once(&mut self, checkpoint: DeliveryCheckpoint, posts: &[String]) {
+    /// The reply is checkpointed (`posting`, with its text) before it is
+    /// posted and `completed` after: a crash before the posts leaves them
+    /// for the restarted process to post, and one after leaves nothing
+    /// owed. Only a crash in the middle of the posts themselves (a real
+    /// surface call in flight) can post one twice. A checkpoint the store
+    /// refused still posts: the process is alive, and silence is the worse
+    /// failure.
+    fn post_once(&mut self, checkpoint: DeliveryCheckpoint, posts: Vec<String>) {
+        let posting = DeliveryCheckpoint { stage: DeliveryStage::Posting, posts, ..checkpoint };
+        self.checkpoint(posting.clone(), DeliveryStage::Posting);
+        self.post_owed(posting);
+    }
+
+    fn post_owed(&mut self, checkpoint: DeliveryCheckpoint) {
+        if !self.unrecorded.posted.contains(&checkpoint.id) {
+            for post in &checkpoint.posts {
+                self.ports.surface.post(&checkpoint.id, post);
+            }
+        }
         let delivery_id = checkpoint.id.clone();
-        self.checkpoint_committed(checkpoint, DeliveryStage::Completed);
-        for post in posts {
-            self.ports.surface.post(&delivery_id, post);
+        let completed = DeliveryCheckpoint { posts: Vec::new(), ..checkpoint };
+        if self.checkpoint(completed, DeliveryStage::Completed) {
+            self.unrecorded.posted.remove(&delivery_id);
+        } else {
+            self.unrecorded.posted.insert(delivery_id);
         }
     }
 
-    fn checkpoint(&mut self, checkpoint: DeliveryCheckpoint, stage: DeliveryStage) {
-        self.checkpoint_committed(checkpoint, stage);
-    }
-
-    fn checkpoint_committed(&mut self, checkpoint: DeliveryCheckpoint, stage: DeliveryStage) -> bool {
+    fn checkpoint(&mut self, checkpoint: DeliveryCheckpoint, stage: DeliveryStage) -> bool {
         self.commit(vec![Write::PutDelivery(DeliveryCheckpoint { stage, ..checkpoint })])
     }
 
     /// After a restart: a delivery that never showed text is answered again;
-    /// one that was mid-stream gets the apology; a completed one, nothing.
+    /// one that was mid-stream gets the apology; one whose reply was decided
+    /// gets it posted; a completed one, nothing.
     pub(super) fn recover_deliveries(&mut self) {
         let open: Vec<DeliveryCheckpoint> = self
             .durable
@@ -82,7 +103,10 @@ impl Session {
         for checkpoint in open {
             match checkpoint.stage {
                 DeliveryStage::Accepted => self.answer_again(checkpoint),
-                DeliveryStage::Streaming => self.post_once(checkpoint, &[INTERRUPTED_MESSENGER_RESPONSE.to_string()]),
+                DeliveryStage::Streaming => {
+                    self.post_once(checkpoint, vec![INTERRUPTED_MESSENGER_RESPONSE.to_string()])
+                }
+                DeliveryStage::Posting => self.post_owed(checkpoint),
                 DeliveryStage::Completed => {}
             }
         }

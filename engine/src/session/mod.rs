@@ -79,6 +79,23 @@ pub(crate) struct Session {
     staged: Option<(Vec<Write>, DurableState)>,
     /// The store refused a commit while the current input was handled.
     refused: bool,
+    /// What this process did whose record the store refused: never done
+    /// again while it lives, only recorded again.
+    unrecorded: Unrecorded,
+}
+
+/// Effects this process produced whose durable record was refused. Putting
+/// the store right later (as boot does) must not repeat them: the process
+/// knows they happened even though the store does not.
+#[derive(Default)]
+pub(crate) struct Unrecorded {
+    /// Deliveries posted whose `completed` checkpoint was refused.
+    pub posted: std::collections::BTreeSet<String>,
+    /// Spent incidents whose `on_exhausted` hook ran.
+    pub hooks_called: std::collections::BTreeSet<String>,
+    /// Turns that ended here while the store still holds them in flight:
+    /// not dead turns to recover.
+    pub ended_turns: std::collections::BTreeSet<String>,
 }
 
 /// Rounds of refused commits handled before the session waits for its next
@@ -87,7 +104,7 @@ const MAX_REFUSAL_ROUNDS: usize = 8;
 
 /// How long after boot's writes were refused the session looks again for
 /// work to recover.
-const RECONCILE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+pub(super) const RECONCILE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a turn whose reply could not be saved tells its user.
 pub const STORE_REFUSED_MESSAGE: &str = "Your conversation could not be saved. Please send your message again.";
@@ -111,6 +128,7 @@ impl Session {
             timers: Timers::default(),
             staged: None,
             refused: false,
+            unrecorded: Default::default(),
         };
         session.recover();
         session.reconcile_if_refused();
@@ -193,8 +211,13 @@ impl Session {
             self.on_stable_deadline();
         }
         if due(&mut self.timers.reconcile) {
-            self.recover_what_died();
-            self.reconcile_if_refused();
+            if self.turn.is_some() || !self.queue.is_empty() {
+                // A running turn is not a dead one: look once it is over.
+                self.timers.reconcile = Some(clock::now() + RECONCILE_AFTER);
+            } else {
+                self.recover_what_died();
+                self.reconcile_if_refused();
+            }
         }
     }
 

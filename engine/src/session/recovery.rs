@@ -12,7 +12,7 @@ use crate::regression::Regression;
 use crate::transcript::{has_pending_interaction, leaf_assistant, Message, Part, Role, ToolState};
 
 use super::turn::{drop_trailing_step_start, QueuedTurn};
-use super::Session;
+use super::{Session, RECONCILE_AFTER};
 
 /// The requests a recovery is about: the root of its chain (the incident's
 /// key) and the request whose stream an exhaustion ends.
@@ -76,11 +76,19 @@ impl Session {
             self.commit_staged();
         }
         self.recover_deliveries();
+        self.call_owed_exhausted_hooks();
         self.arm_alarm_timer();
     }
 
     /// The process died mid-turn: retry before the stream started, continue after.
     fn recover_evicted_turn(&mut self, turn: InFlightTurn) {
+        if self.unrecorded.ended_turns.contains(&turn.request_id) {
+            // It ended here; only its end was not recorded.
+            if self.commit(vec![Write::InFlight(None)]) {
+                self.unrecorded.ended_turns.remove(&turn.request_id);
+            }
+            return;
+        }
         let answered_again = turn.delivery_id.is_some() && self.delivery_will_answer(turn.delivery_id.as_deref());
         let mut writes = vec![Write::InFlight(None)];
         // A delivery that never showed text is answered again from its user
@@ -164,13 +172,14 @@ impl Session {
         cause: Cause,
         delay_ms: u64,
     ) -> bool {
-        let exhausted_before =
-            |id: &str| self.durable.incidents.get(id).is_some_and(|incident| incident.status == "exhausted");
-        if incident.is_some_and(exhausted_before) {
-            // Re-entry after the budget was spent: the terminal message went out once.
+        // An incident keeps its id for life: a newer user message must not split it.
+        let id = incident.map_or_else(|| self.incident_id(ends.root), str::to_string);
+        if self.durable.incidents.get(&id).is_some_and(|incident| incident.status == "exhausted") {
+            // Re-entry after the budget was spent (a restart found the
+            // stream it gave up on): the terminal message went out once.
             return false;
         }
-        let (incident, exhausted) = self.advance_incident(incident, ends.root, cause);
+        let (incident, exhausted) = self.advance_incident(&id, ends.root, cause);
         if let Some(reason) = exhausted {
             self.exhaust(incident, reason, ends.request);
             return false;
@@ -183,7 +192,15 @@ impl Session {
             root_request_id: ends.root.to_string(),
             message_id: message_id.to_string(),
         };
-        self.commit(vec![Write::PutAlarm(alarm)]);
+        // The attempt and its alarm land together: a crash between them
+        // would leave an attempt spent and nothing scheduled.
+        if !self.commit(vec![Write::PutIncident(incident.clone()), Write::PutAlarm(alarm)]) {
+            // Nothing was scheduled: a pending continuation is not left
+            // waiting for a recovery that will never run, and what needs
+            // one is looked for again shortly, as after a refused boot.
+            self.timers.reconcile.get_or_insert(clock::now() + RECONCILE_AFTER);
+            return false;
+        }
         self.observe(EngineEvent::RecoveryScheduled { incident_id: incident.id, attempt: incident.attempt, strategy });
         self.broadcast(Frame::Recovering(true));
         self.arm_alarm_timer();
@@ -195,20 +212,13 @@ impl Session {
         format!("{root}:{}", latest_user.map(|message| message.id.as_str()).unwrap_or(""))
     }
 
-    fn advance_incident(
-        &mut self,
-        incident: Option<&str>,
-        root: &str,
-        cause: Cause,
-    ) -> (Incident, Option<&'static str>) {
+    fn advance_incident(&mut self, id: &str, root: &str, cause: Cause) -> (Incident, Option<&'static str>) {
         let recovery = &self.config.recovery;
-        // An incident keeps its id for life: a newer user message must not split it.
-        let id = incident.map_or_else(|| self.incident_id(root), str::to_string);
         let now = clock::wall_ms();
         let progress = self.durable.progress;
-        let mut incident = match self.durable.incidents.get(&id) {
+        let mut incident = match self.durable.incidents.get(id) {
             None => Incident {
-                id: id.clone(),
+                id: id.to_string(),
                 root_request_id: root.to_string(),
                 attempt: 1,
                 first_seen_ms: now,
@@ -216,6 +226,7 @@ impl Session {
                 last_progress_ms: now,
                 progress,
                 status: String::new(),
+                hook_owed: None,
             },
             Some(existing) => {
                 let made_progress = progress > existing.progress && cause != Cause::StableTimeout;
@@ -241,13 +252,14 @@ impl Session {
             None
         };
         incident.status = if exhausted.is_some() { "exhausted" } else { "attempting" }.to_string();
-        self.commit(vec![Write::PutIncident(incident.clone())]);
+        incident.hook_owed = exhausted.map(str::to_string);
         (incident, exhausted)
     }
 
     /// The budget is spent: the terminal message goes out of band, as the
     /// terminal frame of `request_id`'s stream, and is recorded durably for
-    /// clients that connect later.
+    /// clients that connect later, in the same commit as the spent incident
+    /// (which owes the host its `on_exhausted` until the hook has run).
     fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str) {
         let terminal = self.config.recovery.terminal_message.clone();
         let status = TerminalStatus { request_id: request_id.to_string(), message: terminal.clone() };
@@ -258,21 +270,10 @@ impl Session {
             .filter(|alarm| alarm.incident_id == incident.id)
             .map(|alarm| Write::RemoveAlarm(alarm.id.clone()))
             .collect();
-        let mut writes = vec![Write::Terminal(Some(status))];
+        let mut writes = vec![Write::PutIncident(incident.clone()), Write::Terminal(Some(status))];
         writes.extend(alarms);
         self.commit(writes);
-        let partial_text =
-            self.durable.messages.iter().rev().find(|message| message.role == Role::Assistant).map(Message::text);
-        let context = ExhaustedContext {
-            incident_id: incident.id.clone(),
-            root_request_id: incident.root_request_id.clone(),
-            attempt: incident.attempt,
-            max_attempts: self.config.recovery.effective_max_attempts(),
-            reason: reason.to_string(),
-            terminal_message: terminal.clone(),
-            partial_text: partial_text.unwrap_or_default(),
-        };
-        self.ports.observer.on_exhausted(&context);
+        self.call_exhausted_hook(&incident, reason);
         let event = EngineEvent::RecoveryExhausted {
             incident_id: incident.id,
             attempt: incident.attempt,
@@ -281,6 +282,42 @@ impl Session {
         self.observe(event);
         self.broadcast(Frame::Error { request_id: request_id.to_string(), message: terminal });
         self.broadcast(Frame::Recovering(false));
+    }
+
+    /// Tells the host the incident gave up, then records that it was told:
+    /// a crash before the record calls the hook again after the restart.
+    fn call_exhausted_hook(&mut self, incident: &Incident, reason: &str) {
+        let partial_text =
+            self.durable.messages.iter().rev().find(|message| message.role == Role::Assistant).map(Message::text);
+        let context = ExhaustedContext {
+            incident_id: incident.id.clone(),
+            root_request_id: incident.root_request_id.clone(),
+            attempt: incident.attempt,
+            max_attempts: self.config.recovery.effective_max_attempts(),
+            reason: reason.to_string(),
+            terminal_message: self.config.recovery.terminal_message.clone(),
+            partial_text: partial_text.unwrap_or_default(),
+        };
+        if !self.unrecorded.hooks_called.contains(&incident.id) {
+            self.ports.observer.on_exhausted(&context);
+        }
+        let told = Incident { hook_owed: None, ..incident.clone() };
+        // A record the store refused is written again later; the hook ran.
+        if self.commit(vec![Write::PutIncident(told)]) {
+            self.unrecorded.hooks_called.remove(&incident.id);
+        } else {
+            self.unrecorded.hooks_called.insert(incident.id.clone());
+        }
+    }
+
+    /// After a restart: the hook a dead process owed for a spent incident.
+    pub(super) fn call_owed_exhausted_hooks(&mut self) {
+        let owed: Vec<Incident> =
+            self.durable.incidents.values().filter(|incident| incident.hook_owed.is_some()).cloned().collect();
+        for incident in owed {
+            let reason = incident.hook_owed.clone().unwrap_or_default();
+            self.call_exhausted_hook(&incident, &reason);
+        }
     }
 
     /// A recovery is scheduled or waiting to run.
@@ -324,7 +361,11 @@ impl Session {
         self.timers.stable = None;
         let alarm = wait.alarm;
         let config = &self.config;
-        if self.durable.messages.last().is_none_or(|last| last.id != alarm.message_id) {
+        if !self.durable.incidents.contains_key(&alarm.incident_id) {
+            // Another of its alarms already ran the recovery that closed it
+            // (one the store refused to remove ran again).
+            self.skip(&alarm, "incident_closed");
+        } else if self.durable.messages.last().is_none_or(|last| last.id != alarm.message_id) {
             self.skip(&alarm, "conversation_changed");
         } else if has_pending_interaction(&self.durable.messages, |name| config.is_client_tool(name)) {
             self.park(&alarm);
@@ -345,9 +386,14 @@ impl Session {
     }
 
     fn skip(&mut self, alarm: &Alarm, reason: &str) {
-        self.commit(vec![Write::RemoveIncident(alarm.incident_id.clone())]);
+        if self.durable.incidents.contains_key(&alarm.incident_id) {
+            self.commit(vec![Write::RemoveIncident(alarm.incident_id.clone())]);
+        }
         self.observe(EngineEvent::RecoverySkipped { incident_id: alarm.incident_id.clone(), reason: reason.into() });
         self.broadcast(Frame::Recovering(false));
+        // What changed the conversation may be a user message nothing
+        // answers (a crash took its turn before it was recorded).
+        self.recover_unanswered_user_message();
     }
 
     fn enqueue_recovery_turn(&mut self, alarm: Alarm) {
@@ -360,7 +406,7 @@ impl Session {
             callback: None,
             delivery_id: None,
             incident_id: Some(alarm.incident_id),
-            options: Default::default(),
+            options: self.stored_turn_options(),
         });
     }
 

@@ -1,7 +1,7 @@
 //! Turn lifecycle: accepting input, the serial queue, starting and ending turns.
 
 use crate::config::TurnOptions;
-use crate::durable::{InFlightTurn, TurnKind, Write};
+use crate::durable::{InFlightTurn, TerminalStatus, TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
 use crate::ports::{Frame, StreamCallback};
 use crate::transcript::{leaf_assistant, Message, Part, Role};
@@ -87,6 +87,7 @@ impl Session {
         let (message_id, message_write) = self.next_id("m");
         let message = Message::user(&message_id, text);
         let mut batch = vec![request_write, message_write, Write::PutMessage(message)];
+        batch.extend(self.turn_options_write(&message_id, options));
         batch.extend(writes);
         if !self.commit(batch) {
             // Nothing was stored: the sender is told, by its callback or as
@@ -102,6 +103,27 @@ impl Session {
         self.broadcast(Frame::Messages(self.live_transcript()));
         self.enqueue_reply(request_id, options, callback, None);
         true
+    }
+
+    /// A message's own turn settings are stored with it, so the turn that
+    /// answers it after a crash, and its recoveries, keep them.
+    fn turn_options_write(&self, message_id: &str, options: TurnOptions) -> Option<Write> {
+        if options == TurnOptions::default() {
+            return self.durable.extra.contains_key(TURN_OPTIONS_KEY).then(|| Write::Remove(TURN_OPTIONS_KEY.into()));
+        }
+        let value = serde_json::json!({ "message_id": message_id, "options": options });
+        Some(Write::Put { key: TURN_OPTIONS_KEY.into(), value })
+    }
+
+    /// The settings the latest user message came with.
+    pub(super) fn stored_turn_options(&self) -> TurnOptions {
+        let latest_user = self.durable.messages.iter().rev().find(|message| message.role == Role::User);
+        let Some(stored) = self.durable.extra.get(TURN_OPTIONS_KEY) else {
+            return TurnOptions::default();
+        };
+        let for_latest = latest_user.is_some_and(|message| stored["message_id"] == message.id.as_str());
+        let options = for_latest.then(|| serde_json::from_value(stored["options"].clone()).ok()).flatten();
+        options.unwrap_or_default()
     }
 
     /// Queues the turn that answers the latest user message.
@@ -250,6 +272,13 @@ impl Session {
         drop_trailing_step_start(&mut turn.assistant);
         turn.assistant.settle_text();
         let mut writes = vec![Write::InFlight(None)];
+        // A failure is stored with the turn's end: a crash before the
+        // consumers are told leaves it for clients that connect later.
+        if status == TurnStatus::Error {
+            let message = error.clone().unwrap_or_else(|| TURN_FAILED_MESSAGE.to_string());
+            let request_id = turn.request_id.clone();
+            writes.push(Write::Terminal(Some(TerminalStatus { request_id, message })));
+        }
         // Write the message unless the store already holds exactly it (the
         // last flush); an emptied one that was flushed is rewritten too.
         let stored = self.durable.message(&turn.assistant.id);
@@ -257,13 +286,18 @@ impl Session {
         if changed || (stored.is_none() && !turn.assistant.parts.is_empty()) {
             writes.insert(0, Write::PutMessage(turn.assistant.clone()));
         }
-        self.commit(writes);
+        if !self.commit(writes) {
+            self.unrecorded.ended_turns.insert(turn.request_id.clone());
+        }
         self.deliver_end(&mut turn, status, error);
         self.observe(EngineEvent::TurnFinished { request_id: turn.request_id.clone(), kind: turn.kind, status });
         if matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery) {
             self.on_continuation_finished();
         }
+        // An interrupted stream's batch goes with its recovery, when one is
+        // scheduled; without one the continuation is still owed.
         let rearms = status != TurnStatus::Interrupted
+            || !self.recovery_pending()
             || self.config.regressions.has(crate::Regression::StallRearmsCoalesceTimer);
         if rearms {
             self.on_stream_finalized();
@@ -285,7 +319,7 @@ impl Session {
         let request_id = turn.request_id.clone();
         match (status, error) {
             (TurnStatus::Error, message) => {
-                let message = message.unwrap_or_else(|| "the turn failed".to_string());
+                let message = message.unwrap_or_else(|| TURN_FAILED_MESSAGE.to_string());
                 self.broadcast(Frame::Error { request_id, message: message.clone() });
                 if let Some(callback) = turn.callback.as_mut() {
                     callback.on_error(&message);
@@ -313,6 +347,12 @@ impl Session {
         }
     }
 }
+
+/// Where the latest user message's own turn settings are stored.
+const TURN_OPTIONS_KEY: &str = "turn-options";
+
+/// What a failed turn's consumers are told when the failure has no text.
+const TURN_FAILED_MESSAGE: &str = "the turn failed";
 
 /// A `step-start` with nothing after it is an orphan: drop it.
 pub(super) fn drop_trailing_step_start(message: &mut Message) {

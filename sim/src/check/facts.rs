@@ -85,6 +85,9 @@ pub struct CallFact {
     pub ended_at: Option<usize>,
     /// Index of the last chunk the call streamed.
     pub last_chunk_at: Option<usize>,
+    /// Index of the crossing where the engine let go of the call: chunks
+    /// taken after it were already on their way, and count for nothing.
+    pub cancelled_at: Option<usize>,
 }
 
 impl CallFact {
@@ -173,6 +176,11 @@ impl Facts {
             Boundary::ModelRequest { call, request } => self.calls.push(new_call(*call, index, request)),
             Boundary::ModelChunk { call, chunk } => self.on_chunk(*call, index, chunk),
             Boundary::ModelEnd { call, end } => self.end_call(*call, index, end_from(end)),
+            Boundary::ModelCancel { call } => {
+                if let Some(fact) = self.calls.iter_mut().rev().find(|fact| fact.call == *call) {
+                    fact.cancelled_at.get_or_insert(index);
+                }
+            }
             Boundary::Chat { chat, .. } => {
                 self.callbacks.entry(*chat).or_default();
                 self.chat_called.insert(*chat, index);
@@ -215,7 +223,7 @@ impl Facts {
         let Some(fact) = self.calls.iter_mut().rev().find(|fact| fact.call == call) else {
             return;
         };
-        if matches!(chunk, Chunk::Finish { .. }) {
+        if fact.cancelled_at.is_some() || matches!(chunk, Chunk::Finish { .. }) {
             // The stream's closing formality after `finish-step`: the step
             // was over, and the engine may have moved on before it arrived.
             return;
@@ -308,6 +316,7 @@ fn new_call(call: u32, at: usize, request: &ModelRequest) -> CallFact {
         end: CallEnd::Open,
         ended_at: None,
         last_chunk_at: None,
+        cancelled_at: None,
     }
 }
 

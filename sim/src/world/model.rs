@@ -122,6 +122,9 @@ impl ModelProvider for MockModel {
     }
 
     fn cancel(&self, call: u32) {
+        if !self.trace.engine_dead() {
+            self.trace.cross(Boundary::ModelCancel { call });
+        }
         self.streams.close(call);
     }
 }

@@ -9,7 +9,8 @@
 //! a reply whose last call already finished it, with no restart in
 //! between, is a second model invocation for what was already answered.
 
-use turnsim_engine::{Role, ToolPart, ToolState};
+use turnsim_engine::transcript::TextState;
+use turnsim_engine::{Part, Role, ToolPart, ToolState};
 
 use super::Invariant;
 use crate::check::facts::{last_step_tools, Basis, CallFact};
@@ -79,7 +80,9 @@ fn unanswered_siblings(input: &CheckInput, call: &CallFact) -> Option<Violation>
 
 /// A request picking up a reply (text last) whose latest call had already
 /// finished it with output, with no process restart in between: the reply
-/// was complete, and nothing asked for more.
+/// was complete, and nothing asked for more. A request that shows the reply
+/// exactly as that call was given it asks again for output that was not
+/// kept (the store refused it): that is a retry, not a second continuation.
 fn continued_twice(input: &CheckInput, call: &CallFact) -> Option<Violation> {
     let Basis::Partial { message_id } = &call.basis else { return None };
     let facts = &input.facts;
@@ -88,11 +91,30 @@ fn continued_twice(input: &CheckInput, call: &CallFact) -> Option<Violation> {
     if !previous.finished_with_output() || facts.killed_between(finished_at, call.at) {
         return None;
     }
+    let history = &input.run.history;
+    let reply = |fact: &CallFact| {
+        let message = fact.request(history).messages.iter().find(|message| &message.id == message_id);
+        message.map(|message| message.parts.iter().map(content).collect::<Vec<_>>())
+    };
+    if reply(previous) == reply(call) {
+        return None;
+    }
     let message = format!(
         "model call #{} continued {message_id} after model call #{} had already finished it",
         call.call, previous.call
     );
     Some(input.violation_at(NAME, call.at, message))
+}
+
+/// What a part says, without whether its text was still streaming.
+fn content(part: &Part) -> Part {
+    match part {
+        Part::Text { id, text, .. } => Part::Text { id: id.clone(), text: text.clone(), state: TextState::Done },
+        Part::Reasoning { id, text, .. } => {
+            Part::Reasoning { id: id.clone(), text: text.clone(), state: TextState::Done }
+        }
+        other => other.clone(),
+    }
 }
 
 /// At the end of a settled run, the last reply's batch is complete, a
@@ -111,8 +133,21 @@ fn stranded_batch(input: &CheckInput) -> Option<Violation> {
     if !complete || !opted_in {
         return None;
     }
+    // From the commit that first stored the batch complete, when that came
+    // before the last answer: an answer after it (a duplicate, a late
+    // retry) completes nothing. (A server tool's output, stored by the
+    // continuation itself, comes after.)
+    let completed_at = history
+        .store_states()
+        .find(|(_, state)| {
+            let stored = state.messages.iter().find(|message| message.id == leaf.id);
+            let output =
+                |id: &&str| stored.and_then(|message| message.tool(id)).is_some_and(|tool| tool.state.is_output());
+            tools.iter().all(output)
+        })
+        .map_or(last_answer, |(index, _)| index.min(last_answer));
     let continued = input.facts.calls.iter().any(|call| {
-        call.at > last_answer
+        call.at > completed_at
             && matches!(&call.basis, Basis::Batch { message_id, call_ids }
                 if *message_id == leaf.id && call_ids.iter().any(|id| tools.contains(&id.as_str())))
     });

@@ -3,7 +3,7 @@
 //! off (its last model call before the post stalled, was cut, or died with
 //! the process) gets the apology.
 
-use turnsim_engine::durable::Write;
+use turnsim_engine::durable::{DeliveryStage, Write};
 use turnsim_engine::messenger::{ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
 use turnsim_engine::Role;
 
@@ -32,7 +32,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     for delivery in deliveries(input) {
         let posts = input.facts.posts.get(delivery.id).map_or(&[][..], Vec::as_slice);
-        let bursts = count_bursts(posts);
+        let bursts = count_bursts(input, delivery.id, posts);
         if bursts > 1 {
             let at = posts.last().map(|post| input.event_of(post.0));
             let message = format!("delivery {} posted {bursts} times", delivery.id);
@@ -76,17 +76,50 @@ fn stored_user_message(what: &Boundary, text: &str) -> Option<String> {
 }
 
 /// Posts made in one go (consecutive, at one sim time) are one delivery.
-fn count_bursts(posts: &[(usize, u64, String)]) -> usize {
-    let mut bursts = 0;
-    let mut previous: Option<(usize, u64)> = None;
-    for (index, at_us, _) in posts {
-        let continues = previous.is_some_and(|(last_index, last_at)| last_at == *at_us && index - last_index <= 1);
-        if !continues {
-            bursts += 1;
+/// A burst repeating the one before it is no second delivery when the store
+/// refused the checkpoint recording that the first was posted and the
+/// process died before it could record it: only a surface that drops
+/// repeats could tell (the engine's documented at-least-once edge).
+fn count_bursts(input: &CheckInput, delivery_id: &str, posts: &[(usize, u64, String)]) -> usize {
+    let mut bursts: Vec<Vec<&(usize, u64, String)>> = Vec::new();
+    for post in posts {
+        let continues = bursts
+            .last()
+            .and_then(|burst| burst.last())
+            .is_some_and(|(last_index, last_at, _)| *last_at == post.1 && post.0 - last_index <= 1);
+        match bursts.last_mut() {
+            Some(burst) if continues => burst.push(post),
+            _ => bursts.push(vec![post]),
         }
-        previous = Some((*index, *at_us));
     }
-    bursts
+    let texts = |burst: &Vec<&(usize, u64, String)>| burst.iter().map(|post| post.2.clone()).collect::<Vec<_>>();
+    let repeats = bursts.windows(2).filter(|pair| {
+        let (first, second) = (&pair[0], &pair[1]);
+        let between = first.last().map_or(0, |post| post.0)..second[0].0;
+        texts(first) == texts(second) && record_refused_then_killed(input, delivery_id, between)
+    });
+    bursts.len() - repeats.count()
+}
+
+/// Whether, in `range` of the history, the store refused the delivery's
+/// `completed` checkpoint and the process then died without storing it.
+fn record_refused_then_killed(input: &CheckInput, delivery_id: &str, range: std::ops::Range<usize>) -> bool {
+    let completes = |writes: &[Write]| {
+        writes.iter().any(|write| {
+            matches!(write, Write::PutDelivery(checkpoint)
+                if checkpoint.id == delivery_id && checkpoint.stage == DeliveryStage::Completed)
+        })
+    };
+    let mut refused = false;
+    for crossing in &input.run.history.crossings[range] {
+        match &crossing.what {
+            Boundary::CommitRefused { writes } if completes(writes) => refused = true,
+            Boundary::Commit { writes } if completes(writes) => refused = false,
+            Boundary::Killed if refused => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The delivery's first post, when the last model call answering its

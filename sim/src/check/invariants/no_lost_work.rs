@@ -160,12 +160,12 @@ fn repeated_server_tools(input: &CheckInput) -> Vec<Violation> {
 
 /// A settled run answers the last user message, or says why not: an error
 /// or a terminal message to a consumer after the last message came in, or
-/// a terminal status stored for clients that connect later.
+/// a terminal status stored since then for clients that connect later.
 fn unanswered_last_message(input: &CheckInput) -> Option<Violation> {
-    let store = input.run.history.final_store();
-    if input.run.end != RunEnd::Quiescent || store.terminal_status.is_some() {
+    if input.run.end != RunEnd::Quiescent {
         return None;
     }
+    let store = input.run.history.final_store();
     let messages = &store.messages;
     let last_user = messages.iter().rposition(|message| message.role == Role::User)?;
     let answered =
@@ -176,7 +176,8 @@ fn unanswered_last_message(input: &CheckInput) -> Option<Violation> {
     Some(Violation::new(NAME, format!("user message {} was never answered", messages[last_user].id)))
 }
 
-/// Whether a failure was reported after the last message came in.
+/// Whether a failure was reported, or stored for later clients, after the
+/// last message came in.
 fn told_why_not(input: &CheckInput) -> bool {
     let crossings = &input.run.history.crossings;
     let sent = |what: &Boundary| {
@@ -188,6 +189,7 @@ fn told_why_not(input: &CheckInput) -> bool {
         Boundary::Frame { frame: Frame::Error { .. }, .. } | Boundary::Exhausted { .. } => true,
         Boundary::Callback { call: CallbackCall::Error { .. }, .. } => true,
         Boundary::Post { text, .. } => apologies.contains(&text.as_str()),
+        Boundary::Commit { writes } => writes.iter().any(|write| matches!(write, Write::Terminal(Some(_)))),
         _ => false,
     })
 }
