@@ -112,6 +112,10 @@ enum Command {
         /// Shrink runs at most.
         #[arg(long, default_value_t = 2000)]
         max_shrink_iters: usize,
+        /// Also draw store faults: a refused commit, the process dying as a
+        /// commit returns.
+        #[arg(long)]
+        store_faults: bool,
     },
     /// Evict the engine after each durable write of each scenario's run (one
     /// run per write boundary) and check every invariant.
@@ -223,8 +227,9 @@ fn main() -> ExitCode {
         }
         Command::CheckDeterminism { paths, seeds } => check_determinism(&paths, seeds),
         Command::List { what, paths } => list(what, &paths),
-        Command::Explore { cases, seed, jobs, regressions, out, max_shrink_iters } => {
-            explore_command(cases, seed, jobs, regressions, &out, max_shrink_iters)
+        Command::Explore { cases, seed, jobs, regressions, out, max_shrink_iters, store_faults } => {
+            let options = ExploreFlags { cases, seed, jobs, regressions, max_shrink_iters, store_faults };
+            explore_command(options, &out)
         }
         Command::CrashPoints { paths, seed, store_errors, at_commit } => {
             crash_points(&paths, seed, store_errors, at_commit)
@@ -257,23 +262,27 @@ fn interrupted_exit() -> ExitCode {
     ExitCode::from(130)
 }
 
-fn explore_command(
+/// `turnsim explore`'s flags.
+struct ExploreFlags {
     cases: usize,
     seed: u64,
     jobs: Option<usize>,
     regressions: Vec<Regression>,
-    out: &std::path::Path,
     max_shrink_iters: usize,
-) -> Result<ExitCode, ScenarioError> {
-    if cases == 0 {
+    store_faults: bool,
+}
+
+fn explore_command(flags: ExploreFlags, out: &std::path::Path) -> Result<ExitCode, ScenarioError> {
+    if flags.cases == 0 {
         return Err(usage_error("nothing to explore: --cases 0"));
     }
     let options = turnsim::explore::ExploreOptions {
-        cases,
-        seed,
-        jobs: jobs_flag(jobs)?,
-        regressions: RegressionSet::of(regressions),
-        max_shrink_iters,
+        cases: flags.cases,
+        seed: flags.seed,
+        jobs: jobs_flag(flags.jobs)?,
+        regressions: RegressionSet::of(flags.regressions),
+        max_shrink_iters: flags.max_shrink_iters,
+        store_faults: flags.store_faults,
     };
     explore(&options, out)
 }

@@ -79,6 +79,7 @@ fn blind_exploration_finds_nothing() {
         jobs: 1,
         regressions: RegressionSet::default(),
         max_shrink_iters: 0,
+        store_faults: true,
     };
     let finding = explore(&options, &|_| {});
     assert!(finding.is_none(), "exploration found a failure: {:?}", finding.map(|finding| finding.yaml));

@@ -9,6 +9,7 @@ use crate::messenger::{
 };
 
 use super::Session;
+use crate::transcript::Role;
 
 impl Session {
     pub(super) fn accept_delivery(&mut self, delivery_id: String, text: String) {
@@ -114,7 +115,9 @@ impl Session {
 
     fn answer_again(&mut self, checkpoint: DeliveryCheckpoint) {
         let (request_id, write) = self.next_id("r");
-        self.commit(vec![write]);
+        let mut writes = vec![write];
+        writes.extend(self.dead_partials(&checkpoint.user_text).into_iter().map(Write::RemoveMessage));
+        self.commit(writes);
         let mut callback = Box::new(MessengerCallback::new(&checkpoint.id, self.reports.clone()));
         crate::ports::StreamCallback::on_start(callback.as_mut(), &request_id);
         self.observe(EngineEvent::DeliveryAccepted {
@@ -122,6 +125,23 @@ impl Session {
             request_id: request_id.clone(),
         });
         self.enqueue_reply(request_id, Default::default(), Some(callback), Some(checkpoint.id));
+    }
+
+    /// Text-only replies to the delivery's message that dead turns left: the
+    /// new answer replaces them, so the transcript holds the one the
+    /// messenger posts. (A reply holding tool calls stays: a client may have
+    /// answered one, and an answer is never dropped.)
+    fn dead_partials(&self, user_text: &str) -> Vec<String> {
+        let messages = &self.durable.messages;
+        let asked = messages.iter().rposition(|message| message.role == Role::User && message.text() == user_text);
+        let Some(asked) = asked else {
+            return Vec::new();
+        };
+        let replies = messages[asked + 1..].iter().take_while(|message| message.role == Role::Assistant);
+        let text_only = |message: &&crate::transcript::Message| {
+            !message.parts.iter().any(|part| matches!(part, crate::transcript::Part::Tool(_)))
+        };
+        replies.filter(text_only).map(|message| message.id.clone()).collect()
     }
 
     /// A delivery still `accepted` will be answered again by its own turn.

@@ -114,8 +114,11 @@ impl Session {
         call_id: &str,
         apply: &impl Fn(&mut Message) -> bool,
     ) -> Option<(&'static str, Message)> {
-        let stored = self.durable.messages.iter().find(|message| message.tool(call_id).is_some())?;
-        let mut candidate = stored.clone();
+        // The message as this process knows it: with what the store refused
+        // of a turn's end, which this commit then records too.
+        let known = self.request_messages();
+        let stored = known.into_iter().find(|message| message.tool(call_id).is_some())?;
+        let mut candidate = stored;
         if !apply(&mut candidate) || !self.commit(vec![Write::PutMessage(candidate.clone())]) {
             return None;
         }

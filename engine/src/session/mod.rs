@@ -84,6 +84,14 @@ pub(crate) struct Session {
     unrecorded: Unrecorded,
 }
 
+/// A turn's end the store refused: the writes that record it, and its
+/// message as the store held it then (a later commit to that message wins
+/// over the refused one).
+pub(crate) struct UnrecordedEnd {
+    pub writes: Vec<Write>,
+    pub message_then: Option<crate::transcript::Message>,
+}
+
 /// Effects this process produced whose durable record was refused. Putting
 /// the store right later (as boot does) must not repeat them: the process
 /// knows they happened even though the store does not.
@@ -94,8 +102,10 @@ pub(crate) struct Unrecorded {
     /// Spent incidents whose `on_exhausted` hook ran.
     pub hooks_called: std::collections::BTreeSet<String>,
     /// Turns that ended here while the store still holds them in flight:
-    /// not dead turns to recover.
-    pub ended_turns: std::collections::BTreeSet<String>,
+    /// not dead turns to recover, only ends to record.
+    pub ended_turns: BTreeMap<String, UnrecordedEnd>,
+    /// Incidents closed here whose removal was refused.
+    pub closed_incidents: std::collections::BTreeSet<String>,
 }
 
 /// Rounds of refused commits handled before the session waits for its next
@@ -215,8 +225,13 @@ impl Session {
                 // A running turn is not a dead one: look once it is over.
                 self.timers.reconcile = Some(clock::now() + RECONCILE_AFTER);
             } else {
+                let before = self.durable.messages.clone();
                 self.recover_what_died();
                 self.reconcile_if_refused();
+                // Clients are shown what putting the store right changed.
+                if self.durable.messages != before {
+                    self.broadcast(Frame::Messages(self.live_transcript()));
+                }
             }
         }
     }

@@ -64,14 +64,19 @@ impl Session {
     /// unanswered user message, open deliveries, due alarms. Run at boot,
     /// and again when the store refused what boot wrote.
     pub(super) fn recover_what_died(&mut self) {
+        self.record_unrecorded_ends();
         let in_flight = self.durable.in_flight.clone();
         // Clearing the dead turn's record and scheduling its recovery commit
         // together: a crash between them would leave nothing to recover.
         let staged = self.stage();
         match in_flight {
             Some(turn) => self.recover_evicted_turn(turn),
-            None => self.recover_unanswered_user_message(),
+            None => {
+                self.rescue_orphaned_incidents();
+                self.recover_unanswered_user_message();
+            }
         }
+        self.settle_stale_text();
         if staged {
             self.commit_staged();
         }
@@ -80,13 +85,80 @@ impl Session {
         self.arm_alarm_timer();
     }
 
+    /// Writes what the store refused of turns that ended here: each write
+    /// still missing (the turn still in flight, its message as it was then,
+    /// its failure not stored), none that a later commit overtook. An entry
+    /// with nothing left to write is forgotten.
+    fn record_unrecorded_ends(&mut self) {
+        let closed = std::mem::take(&mut self.unrecorded.closed_incidents);
+        let open: Vec<String> = closed.into_iter().filter(|id| self.durable.incidents.contains_key(id)).collect();
+        for incident_id in open {
+            self.commit(vec![Write::RemoveIncident(incident_id.clone())]);
+            self.unrecorded.closed_incidents.insert(incident_id);
+        }
+        let ends = std::mem::take(&mut self.unrecorded.ended_turns);
+        for (request_id, end) in ends {
+            let missing: Vec<Write> = end
+                .writes
+                .iter()
+                .filter(|write| match write {
+                    Write::InFlight(None) => {
+                        self.durable.in_flight.as_ref().is_some_and(|turn| turn.request_id == request_id)
+                    }
+                    Write::PutMessage(message) => {
+                        let now = self.durable.message(&message.id);
+                        now == end.message_then.as_ref() && now != Some(message)
+                    }
+                    Write::Terminal(status) => &self.durable.terminal_status != status,
+                    _ => false,
+                })
+                .cloned()
+                .collect();
+            if missing.is_empty() {
+                continue;
+            }
+            self.commit(missing);
+            // Kept until a later pass finds nothing missing: a staged
+            // commit may yet be refused.
+            self.unrecorded.ended_turns.insert(request_id, end);
+        }
+    }
+
+    /// Closes an incident; one the store refused to close stays closed in
+    /// this process (recorded again later, never recovered again).
+    fn close_incident(&mut self, incident_id: &str) {
+        if self.commit(vec![Write::RemoveIncident(incident_id.to_string())]) {
+            self.unrecorded.closed_incidents.remove(incident_id);
+        } else {
+            self.unrecorded.closed_incidents.insert(incident_id.to_string());
+        }
+    }
+
+    /// No turn writes into the store now: text still marked streaming was
+    /// left by one that died or whose end the store refused. A recovery
+    /// that continues it starts a step of its own.
+    fn settle_stale_text(&mut self) {
+        if self.turn.is_some() {
+            return;
+        }
+        let settled: Vec<Write> = self
+            .durable
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::Assistant)
+            .filter_map(|message| {
+                let mut settled = message.clone();
+                settled.settle_text();
+                (&settled != message).then_some(Write::PutMessage(settled))
+            })
+            .collect();
+        self.commit(settled);
+    }
+
     /// The process died mid-turn: retry before the stream started, continue after.
     fn recover_evicted_turn(&mut self, turn: InFlightTurn) {
-        if self.unrecorded.ended_turns.contains(&turn.request_id) {
-            // It ended here; only its end was not recorded.
-            if self.commit(vec![Write::InFlight(None)]) {
-                self.unrecorded.ended_turns.remove(&turn.request_id);
-            }
+        if self.unrecorded.ended_turns.contains_key(&turn.request_id) {
+            // It ended here; `record_unrecorded_ends` records its end.
             return;
         }
         let answered_again = turn.delivery_id.is_some() && self.delivery_will_answer(turn.delivery_id.as_deref());
@@ -101,15 +173,17 @@ impl Session {
         let text_only = partial.is_some_and(|message| !message.parts.iter().any(|part| matches!(part, Part::Tool(_))));
         if answered_again && own_message && text_only {
             writes.push(Write::RemoveMessage(turn.message_id.clone()));
+        } else if let Some(message) = partial.cloned() {
+            // The dead turn's text stops streaming: nothing writes into it
+            // again unless a recovery continues it.
+            let mut settled = message;
+            drop_trailing_step_start(&mut settled);
+            settled.settle_text();
+            writes.push(Write::PutMessage(settled));
         }
         self.commit(writes);
         if answered_again {
             return;
-        }
-        if let Some(message) = self.durable.message(&turn.message_id).cloned() {
-            let mut settled = message;
-            drop_trailing_step_start(&mut settled);
-            self.commit(vec![Write::PutMessage(settled)]);
         }
         // Nothing of the reply was stored, or a newer user message was
         // waiting behind the turn (it was acknowledged, so it must be
@@ -124,6 +198,30 @@ impl Session {
         let delay_ms = self.config.recovery.alarm_delay_ms;
         let ends = Ends { root: &turn.root_request_id, request: &turn.request_id };
         self.begin_recovery(None, ends, &target, Cause::Detected, delay_ms);
+    }
+
+    /// An incident still attempting with no alarm and no turn in flight
+    /// died between taking its alarm and starting its recovery turn (or
+    /// while it waited for the session to go idle): schedule it again.
+    fn rescue_orphaned_incidents(&mut self) {
+        let scheduled = |incident: &Incident| self.durable.alarms.iter().any(|alarm| alarm.incident_id == incident.id);
+        let orphaned: Vec<Incident> = self
+            .durable
+            .incidents
+            .values()
+            .filter(|incident| incident.status == "attempting" && !scheduled(incident))
+            .filter(|incident| !self.unrecorded.closed_incidents.contains(&incident.id))
+            .cloned()
+            .collect();
+        let Some(target) = self.durable.messages.last().map(|last| last.id.clone()) else {
+            return;
+        };
+        let delay_ms = self.config.recovery.alarm_delay_ms;
+        for incident in orphaned {
+            let root = incident.root_request_id.clone();
+            let ends = Ends { root: &root, request: &root };
+            self.begin_recovery(Some(&incident.id), ends, &target, Cause::Detected, delay_ms);
+        }
     }
 
     /// An acknowledged user message whose turn never started (it was queued
@@ -199,8 +297,12 @@ impl Session {
             // waiting for a recovery that will never run, and what needs
             // one is looked for again shortly, as after a refused boot.
             self.timers.reconcile.get_or_insert(clock::now() + RECONCILE_AFTER);
+            // The incident is given up here, not left to be found orphaned.
+            self.unrecorded.closed_incidents.insert(incident.id.clone());
             return false;
         }
+        // Scheduled again under its id: it is open, whatever was refused before.
+        self.unrecorded.closed_incidents.remove(&incident.id);
         self.observe(EngineEvent::RecoveryScheduled { incident_id: incident.id, attempt: incident.attempt, strategy });
         self.broadcast(Frame::Recovering(true));
         self.arm_alarm_timer();
@@ -361,7 +463,8 @@ impl Session {
         self.timers.stable = None;
         let alarm = wait.alarm;
         let config = &self.config;
-        if !self.durable.incidents.contains_key(&alarm.incident_id) {
+        let closed = self.unrecorded.closed_incidents.contains(&alarm.incident_id);
+        if closed || !self.durable.incidents.contains_key(&alarm.incident_id) {
             // Another of its alarms already ran the recovery that closed it
             // (one the store refused to remove ran again).
             self.skip(&alarm, "incident_closed");
@@ -379,7 +482,7 @@ impl Session {
     /// without spending an attempt.
     fn park(&mut self, alarm: &Alarm) {
         if self.durable.incidents.contains_key(&alarm.incident_id) {
-            self.commit(vec![Write::RemoveIncident(alarm.incident_id.clone())]);
+            self.close_incident(&alarm.incident_id);
         }
         self.observe(EngineEvent::RecoveryParked { incident_id: alarm.incident_id.clone() });
         self.broadcast(Frame::Recovering(false));
@@ -387,7 +490,7 @@ impl Session {
 
     fn skip(&mut self, alarm: &Alarm, reason: &str) {
         if self.durable.incidents.contains_key(&alarm.incident_id) {
-            self.commit(vec![Write::RemoveIncident(alarm.incident_id.clone())]);
+            self.close_incident(&alarm.incident_id);
         }
         self.observe(EngineEvent::RecoverySkipped { incident_id: alarm.incident_id.clone(), reason: reason.into() });
         self.broadcast(Frame::Recovering(false));
@@ -466,7 +569,7 @@ impl Session {
         };
         match status {
             TurnStatus::Completed if produced_output => {
-                self.commit(vec![Write::RemoveIncident(incident_id.clone())]);
+                self.close_incident(&incident_id);
                 self.observe(EngineEvent::RecoveryCompleted { incident_id });
                 self.broadcast(Frame::Recovering(false));
             }

@@ -41,6 +41,17 @@ impl Session {
     /// The durable transcript with the in-flight message in its place.
     pub(super) fn request_messages(&self) -> Vec<crate::transcript::Message> {
         let mut messages = self.durable.messages.clone();
+        // A turn's end the store refused is still this process's account of
+        // its message (recorded again shortly): what was shown stays shown.
+        for end in self.unrecorded.ended_turns.values() {
+            for write in &end.writes {
+                let Write::PutMessage(ended) = write else { continue };
+                let Some(existing) = messages.iter_mut().find(|message| message.id == ended.id) else { continue };
+                if Some(&*existing) == end.message_then.as_ref() {
+                    *existing = ended.clone();
+                }
+            }
+        }
         let Some(turn) = self.turn.as_ref() else {
             return messages;
         };

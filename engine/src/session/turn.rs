@@ -1,5 +1,6 @@
 //! Turn lifecycle: accepting input, the serial queue, starting and ending turns.
 
+use crate::clock;
 use crate::config::TurnOptions;
 use crate::durable::{InFlightTurn, TerminalStatus, TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
@@ -228,9 +229,12 @@ impl Session {
     /// user message gets a fresh one.
     fn turn_accumulator(&mut self, kind: TurnKind) -> Message {
         let extends_leaf = matches!(kind, TurnKind::Continuation | TurnKind::Recovery);
-        let last_is_assistant = self.durable.messages.last().is_some_and(|message| message.role == Role::Assistant);
+        // The messages as this process knows them (a turn's end the store
+        // refused included): the new turn extends what consumers were shown.
+        let known = self.request_messages();
+        let last_is_assistant = known.last().is_some_and(|message| message.role == Role::Assistant);
         if extends_leaf && last_is_assistant {
-            if let Some(leaf) = leaf_assistant(&self.durable.messages) {
+            if let Some(leaf) = leaf_assistant(&known) {
                 return leaf.clone();
             }
         }
@@ -262,7 +266,7 @@ impl Session {
     }
 
     /// Persists what the turn produced and ends it with `status`.
-    pub(super) fn end_turn(&mut self, status: TurnStatus, error: Option<String>) {
+    pub(super) fn end_turn(&mut self, mut status: TurnStatus, mut error: Option<String>) {
         let Some(mut turn) = self.turn.take() else {
             return;
         };
@@ -283,11 +287,31 @@ impl Session {
         // last flush); an emptied one that was flushed is rewritten too.
         let stored = self.durable.message(&turn.assistant.id);
         let changed = stored.is_some_and(|stored| stored != &turn.assistant);
+        // Whether the store already holds the reply, if only still marked
+        // streaming: refusing the end then loses nothing of it.
+        let saved = stored.is_some_and(|stored| {
+            let mut settled = stored.clone();
+            settled.settle_text();
+            settled == turn.assistant
+        }) || (stored.is_none() && turn.assistant.parts.is_empty());
         if changed || (stored.is_none() && !turn.assistant.parts.is_empty()) {
             writes.insert(0, Write::PutMessage(turn.assistant.clone()));
         }
-        if !self.commit(writes) {
-            self.unrecorded.ended_turns.insert(turn.request_id.clone());
+        let message_then = stored.cloned();
+        if !self.commit(writes.clone()) {
+            // The reply was not saved: a turn that would have completed
+            // fails and says so, and its end is recorded once the store
+            // takes writes again.
+            let mut writes = writes;
+            if status == TurnStatus::Completed && !saved {
+                let message = super::STORE_REFUSED_MESSAGE.to_string();
+                status = TurnStatus::Error;
+                error = Some(message.clone());
+                writes.push(Write::Terminal(Some(TerminalStatus { request_id: turn.request_id.clone(), message })));
+            }
+            let end = super::UnrecordedEnd { writes, message_then };
+            self.unrecorded.ended_turns.insert(turn.request_id.clone(), end);
+            self.timers.reconcile.get_or_insert(clock::now() + super::RECONCILE_AFTER);
         }
         self.deliver_end(&mut turn, status, error);
         self.observe(EngineEvent::TurnFinished { request_id: turn.request_id.clone(), kind: turn.kind, status });

@@ -9,8 +9,8 @@ use turnsim_engine::{FinishReason, ToolKind};
 
 use crate::scenario::{
     Action, ActionKind, AnswerSpec, ChunkPoint, ClientSpec, Delivery, Disconnect, EngineSpec, EvictFault, Expect,
-    Fault, FinishStep, HttpFault, RangeMs, RecoverySpec, Reply, Scenario, Step, ToolSpec, ToolStep, Trigger,
-    UserMessage, Via, When, DEFAULT_HORIZON_MS,
+    Fault, FinishStep, HttpFault, RangeMs, RecoverySpec, Reply, Scenario, Step, StoreFault, ToolSpec, ToolStep,
+    Trigger, UserMessage, Via, When, DEFAULT_HORIZON_MS,
 };
 
 /// How the user's message reaches the engine.
@@ -77,6 +77,17 @@ pub enum FaultCase {
     Disconnect {
         at_ms: u64,
         reconnect_after_ms: u64,
+    },
+    /// The store refuses the engine's `commit`-th commit and `times - 1`
+    /// after it.
+    StoreError {
+        commit: u32,
+        times: u32,
+    },
+    /// The process dies as its `commit`-th commit returns.
+    CrashAtCommit {
+        commit: u32,
+        restart_after_ms: u64,
     },
 }
 
@@ -197,7 +208,11 @@ impl Case {
         let mut call = 0;
         let mut faults = Vec::new();
         for fault in scripted {
-            if !matches!(fault, FaultCase::Evict { .. }) {
+            let on_a_call = !matches!(
+                fault,
+                FaultCase::Evict { .. } | FaultCase::StoreError { .. } | FaultCase::CrashAtCommit { .. }
+            );
+            if on_a_call {
                 call += 1;
             }
             faults.push(self.fault(fault, call));
@@ -230,6 +245,18 @@ impl Case {
                 when: evict_when(when),
                 restart_after_ms: RangeMs::exact(*restart_after_ms),
                 at_once: false,
+            }),
+            FaultCase::StoreError { commit, times } => Fault::StoreError(StoreFault { commit: *commit, times: *times }),
+            FaultCase::CrashAtCommit { commit, restart_after_ms } => Fault::Evict(EvictFault {
+                when: When::Trigger(Trigger {
+                    tool: None,
+                    state: None,
+                    event: Some("store.commit".into()),
+                    nth: *commit,
+                    delay_ms: RangeMs::ZERO,
+                }),
+                restart_after_ms: RangeMs::exact(*restart_after_ms),
+                at_once: true,
             }),
             FaultCase::Disconnect { .. } => unreachable!("disconnects are actions"),
         }

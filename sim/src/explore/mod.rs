@@ -37,6 +37,9 @@ pub struct ExploreOptions {
     pub jobs: usize,
     pub regressions: RegressionSet,
     pub max_shrink_iters: usize,
+    /// Also draw store faults: refused commits and the process dying as a
+    /// commit returns.
+    pub store_faults: bool,
 }
 
 /// A failing case, before and after shrinking.
@@ -81,7 +84,7 @@ pub fn explore_with_coverage(
                 if index >= options.cases || known.is_some_and(|at| at < index) || crate::runner::interrupted() {
                     break;
                 }
-                let case = generate_case(options.seed, index);
+                let case = generate_case(options.seed, index, options.store_faults);
                 let (violation, case_coverage) = run_case(&case, &options.regressions);
                 coverage.lock().expect("lock").add(index, case_coverage, violation.is_some());
                 if let Some(violation) = violation {
@@ -147,14 +150,14 @@ fn case_rng(seed: u64, index: usize) -> TestRng {
     TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
 }
 
-fn case_tree(seed: u64, index: usize) -> impl ValueTree<Value = Case> {
+fn case_tree(seed: u64, index: usize, store_faults: bool) -> impl ValueTree<Value = Case> {
     let config = Config { failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new_with_rng(config, case_rng(seed, index));
-    generate::case().new_tree(&mut runner).expect("case strategy never rejects")
+    generate::case(store_faults).new_tree(&mut runner).expect("case strategy never rejects")
 }
 
-pub fn generate_case(seed: u64, index: usize) -> Case {
-    case_tree(seed, index).current()
+pub fn generate_case(seed: u64, index: usize, store_faults: bool) -> Case {
+    case_tree(seed, index, store_faults).current()
 }
 
 /// The scenario file a case runs as (its YAML, read back through the parser,
@@ -218,7 +221,7 @@ pub fn bench_rate() -> f64 {
     let started = crate::bench::wall_now();
     let mut cases = 0;
     while started.elapsed() < std::time::Duration::from_millis(600) {
-        let case = generate_case(0xbe4c, cases);
+        let case = generate_case(0xbe4c, cases, false);
         let _ = failure(&case, &RegressionSet::default());
         cases += 1;
     }

@@ -9,7 +9,7 @@ use super::{case_tree, failure, Case, ExploreOptions};
 /// Returns the smallest case found that still fails `check`, and the number
 /// of shrink runs it took.
 pub fn shrink(seed: u64, case_index: usize, check: &str, options: &ExploreOptions) -> (Case, usize) {
-    let mut tree = case_tree(seed, case_index);
+    let mut tree = case_tree(seed, case_index, options.store_faults);
     let fails = |case: &Case| failure(case, &options.regressions).is_some_and(|violation| violation.check == check);
     let mut best = tree.current();
     let mut steps = 0;

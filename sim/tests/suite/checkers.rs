@@ -639,6 +639,19 @@ fn transcript_shape_fires_on_a_retried_attempts_extra_step_start() {
     );
 }
 
+#[test]
+fn transcript_shape_fires_on_text_left_streaming_after_the_run_settled() {
+    let (run, mut answer) = two_step_run();
+    let Some(Part::Text { id, text, .. }) = answer.parts.pop() else { panic!("the answer ends with its text") };
+    answer.parts.push(Part::Text { id, text, state: TextState::Streaming });
+    let last = answer.parts.len() - 1;
+    run.assert_fires(
+        TRANSCRIPT_SHAPE,
+        &committed_over(&run, answer),
+        &format!("m3: part {last} is still streaming after the run settled"),
+    );
+}
+
 // ---------------------------------------------------------------- mid-tool-input-recovers
 
 /// `EVICTED_MID_STREAM` with the host's `on_exhausted` called right after

@@ -13,7 +13,7 @@ const CASE_BUDGET: usize = 1000;
 const SWEEP_SEED: u64 = 1;
 
 fn options(regressions: RegressionSet, cases: usize) -> ExploreOptions {
-    ExploreOptions { cases, seed: SWEEP_SEED, jobs: 2, regressions, max_shrink_iters: 300 }
+    ExploreOptions { cases, seed: SWEEP_SEED, jobs: 2, regressions, max_shrink_iters: 300, store_faults: false }
 }
 
 #[test]

@@ -46,3 +46,35 @@ fn every_regression_is_guarded_by_a_committed_scenario_that_catches_it() {
         }
     }
 }
+
+/// The invariant that names each historical bug: the suite must catch it
+/// through that rule (not only through a scenario's own expectations), on
+/// some seed of some scenario that guards it.
+fn caught_by(regression: Regression) -> &'static str {
+    match regression {
+        Regression::BarrierFixedTimeout => "parked-tool-kept",
+        Regression::NoStreamActiveGate
+        | Regression::AccumulatorScanBarrier
+        | Regression::NoFinalizeRecheck
+        | Regression::StallRearmsCoalesceTimer
+        | Regression::NoErroredSiblingRearm
+        | Regression::VolatileContinuationIntent => "single-continuation",
+        Regression::SilentInterrupt => "callback-contract",
+        Regression::ContinueMidToolInput => "mid-tool-input-recovers",
+        Regression::AcceptEmptyFinish => "no-empty-answer",
+        Regression::KeepFailedAttemptParts => "transcript-shape",
+    }
+}
+
+#[test]
+fn every_regression_is_caught_by_the_invariant_named_for_it() {
+    let files = all_scenarios();
+    for regression in ALL_REGRESSIONS {
+        let invariant = caught_by(regression);
+        let on = RegressionSet::of([regression]);
+        let caught = files.iter().filter(|file| guarded_by(file).contains(&regression)).any(|file| {
+            (0..SEEDS).any(|seed| run_one(file, seed, &on).1.iter().any(|violation| violation.check == invariant))
+        });
+        assert!(caught, "no scenario guarding {regression} fails {invariant} with it on");
+    }
+}

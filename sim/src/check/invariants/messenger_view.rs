@@ -24,7 +24,7 @@ const APOLOGIES: [&str; 3] = [EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE
 fn check(input: &CheckInput) -> Vec<Violation> {
     let history = &input.run.history;
     let mut sends: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
-    // Per delivery: the last post's crossing, and the posts joined.
+    // Per delivery: the last post's crossing, and the first burst's posts joined.
     let mut posts: BTreeMap<&str, (usize, String)> = BTreeMap::new();
     for (index, crossing) in history.iter().enumerate() {
         match &crossing.what {
@@ -32,9 +32,15 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                 sends.entry(delivery.as_str()).or_insert((index, text.as_str()));
             }
             Boundary::Post { delivery, text } => {
+                // The first burst (consecutive posts in one instant) is the
+                // reply; a later burst is the messenger-once check's.
                 let joined = posts.entry(delivery.as_str()).or_insert((index, String::new()));
-                joined.0 = index;
-                joined.1.push_str(text);
+                let first_burst = joined.1.is_empty()
+                    || (joined.0 + 1 == index && history.crossings[joined.0].at_us == crossing.at_us);
+                if first_burst {
+                    joined.0 = index;
+                    joined.1.push_str(text);
+                }
             }
             _ => {}
         }

@@ -7,15 +7,17 @@
 
 use std::collections::BTreeSet;
 
+use turnsim_engine::transcript::TextState;
 use turnsim_engine::{Message, Part, Role};
 
 use super::Invariant;
 use crate::check::facts::{CallEnd, CallFact};
 use crate::check::{CheckInput, Violation};
+use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "transcript-shape",
-    rule: "no orphan step-start, no duplicated tool call, no parts of a retried attempt in the stored transcript",
+    rule: "no orphan step-start, no duplicated tool call, no parts of a retried attempt, no text left streaming in the stored transcript",
     check,
 };
 
@@ -36,8 +38,27 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             }
         }
         violations.extend(check_step_starts(input, message));
+        violations.extend(still_streaming(input, message));
     }
     violations
+}
+
+/// Once the run has settled no model call writes into the store, so no
+/// stored text may still be marked streaming (a consumer would show it
+/// as unfinished forever). Text a stored transcript brought with it and
+/// nothing touched is the earlier process's.
+fn still_streaming(input: &CheckInput, message: &Message) -> Option<Violation> {
+    if input.run.end != RunEnd::Quiescent || input.run.history.initial.message(&message.id) == Some(message) {
+        return None;
+    }
+    let streaming = message.parts.iter().position(|part| {
+        matches!(
+            part,
+            Part::Text { state: TextState::Streaming, .. } | Part::Reasoning { state: TextState::Streaming, .. }
+        )
+    })?;
+    let text = format!("{}: part {streaming} is still streaming after the run settled", message.id);
+    Some(Violation::new(NAME, text))
 }
 
 /// A `step-start` followed by another or by the end of the message.
