@@ -301,7 +301,17 @@ export class Session {
     this.messages = this.host.store.state.messages.map(stored.toUIMessage);
     this.host.observe({ event: "store-refused" });
     if (turn.messageId) {
-      const kept = this.host.store.state.messages.find((m) => m.id === turn.messageId);
+      let kept = this.host.store.state.messages.find((m) => m.id === turn.messageId);
+      // Nothing streams into the kept partial any more: its text is done.
+      // (If the store refuses this too, the next turn's write settles it.)
+      if (kept?.parts.some((part) => part.state === "streaming")) {
+        const settled = settleText(kept);
+        const reply = await this.host.store.commit([Write.putMessage(settled)]);
+        if (reply.ok) {
+          kept = settled;
+          this.messages = this.host.store.state.messages.map(stored.toUIMessage);
+        }
+      }
       const shown = kept ?? { id: turn.messageId, role: "assistant", parts: [] };
       await this.host.broadcast({ Reset: { request_id: turn.requestId, message: shown } });
     }
