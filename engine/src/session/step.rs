@@ -116,8 +116,9 @@ impl Session {
             self.flush_in_flight(true);
         }
         // Told only after the flush: an approval request is durable before
-        // the client is asked.
-        if let Some(frame) = ready {
+        // the client is asked, and one the store refused is not asked at all
+        // (the turn fails on the refusal).
+        if let Some(frame) = ready.filter(|_| !self.refused) {
             self.broadcast(frame);
         }
     }
@@ -184,8 +185,11 @@ impl Session {
         };
         let frames: Vec<Frame> = finalised.iter().filter_map(|call_id| self.ready_tool(call_id)).collect();
         self.flush_in_flight(true);
-        for frame in frames {
-            self.broadcast(frame);
+        // Clients are asked only for what the store kept.
+        if !self.refused {
+            for frame in frames {
+                self.broadcast(frame);
+            }
         }
         if !self.run_step_server_tools() {
             self.end_turn(TurnStatus::Completed, None);

@@ -11,7 +11,7 @@ use turnsim::check::{CheckInput, Violation};
 use turnsim::history::{Boundary, CallbackCall, Crossing, StreamEnd};
 use turnsim::scenario::ScenarioFile;
 use turnsim::world::{self, RunEnd, RunRecord};
-use turnsim_engine::durable::Write;
+use turnsim_engine::durable::{DeliveryCheckpoint, DeliveryStage, Write};
 use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
 use turnsim_engine::ports::{ExhaustedContext, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::transcript::TextState;
@@ -769,6 +769,38 @@ fn messenger_once_fires_on_a_second_post_later() {
     let last = broken.history.crossings.last().expect("crossings");
     let again = Crossing { at_us: last.at_us + 5_000_000, at_event: last.at_event, what: post("Hello there.") };
     broken.history.crossings.push(again);
+    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
+}
+
+/// `delivery_run` with the store refusing the `completed` record after the
+/// post, then (with `killed`) the process dying, then a second post.
+fn posted_again_after_a_refused_record(killed: bool) -> (Run, RunRecord) {
+    let (run, _) = delivery_run();
+    let mut broken = run.broken();
+    let last = broken.history.crossings.last().expect("crossings").clone();
+    let completed = DeliveryCheckpoint {
+        id: "d1".into(),
+        user_text: "hi".into(),
+        stage: DeliveryStage::Completed,
+        posts: Vec::new(),
+    };
+    let mut later = vec![Boundary::CommitRefused { writes: vec![Write::PutDelivery(completed)] }];
+    if killed {
+        later.push(Boundary::Killed);
+    }
+    later.push(post(INTERRUPTED_MESSENGER_RESPONSE));
+    for (offset, what) in later.into_iter().enumerate() {
+        let at_us = last.at_us + 1_000_000 * (offset as u64 + 1);
+        broken.history.crossings.push(Crossing { at_us, at_event: last.at_event, what });
+    }
+    (run, broken)
+}
+
+#[test]
+fn messenger_once_excuses_a_repeat_only_when_the_record_was_refused_and_the_process_died() {
+    let (run, excused) = posted_again_after_a_refused_record(true);
+    run.assert_passes(MESSENGER_ONCE, &excused, "the next process could not know the delivery was posted");
+    let (run, broken) = posted_again_after_a_refused_record(false);
     run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
 }
 

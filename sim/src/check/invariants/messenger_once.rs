@@ -76,10 +76,11 @@ fn stored_user_message(what: &Boundary, text: &str) -> Option<String> {
 }
 
 /// Posts made in one go (consecutive, at one sim time) are one delivery.
-/// A burst repeating the one before it is no second delivery when the store
-/// refused the checkpoint recording that the first was posted and the
-/// process died before it could record it: only a surface that drops
-/// repeats could tell (the engine's documented at-least-once edge).
+/// A burst after another is no second delivery when the store refused the
+/// checkpoints recording the first (its `posting` or `completed` record)
+/// and the process died before it could record them: the next process
+/// cannot know it posted, and only a surface that drops repeats could
+/// tell (the engine's documented at-least-once edge).
 fn count_bursts(input: &CheckInput, delivery_id: &str, posts: &[(usize, u64, String)]) -> usize {
     let mut bursts: Vec<Vec<&(usize, u64, String)>> = Vec::new();
     for post in posts {
@@ -92,11 +93,10 @@ fn count_bursts(input: &CheckInput, delivery_id: &str, posts: &[(usize, u64, Str
             _ => bursts.push(vec![post]),
         }
     }
-    let texts = |burst: &Vec<&(usize, u64, String)>| burst.iter().map(|post| post.2.clone()).collect::<Vec<_>>();
     let repeats = bursts.windows(2).filter(|pair| {
         let (first, second) = (&pair[0], &pair[1]);
         let between = first.last().map_or(0, |post| post.0)..second[0].0;
-        texts(first) == texts(second) && record_refused_then_killed(input, delivery_id, between)
+        record_refused_then_killed(input, delivery_id, between)
     });
     bursts.len() - repeats.count()
 }
