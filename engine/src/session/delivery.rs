@@ -138,10 +138,7 @@ impl Session {
             return Vec::new();
         };
         let replies = messages[asked + 1..].iter().take_while(|message| message.role == Role::Assistant);
-        let text_only = |message: &&crate::transcript::Message| {
-            !message.parts.iter().any(|part| matches!(part, crate::transcript::Part::Tool(_)))
-        };
-        replies.filter(text_only).map(|message| message.id.clone()).collect()
+        replies.filter(|message| message.tools().next().is_none()).map(|message| message.id.clone()).collect()
     }
 
     /// A delivery still `accepted` will be answered again by its own turn.

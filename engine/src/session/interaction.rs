@@ -116,9 +116,8 @@ impl Session {
     ) -> Option<(&'static str, Message)> {
         // The message as this process knows it: with what the store refused
         // of a turn's end, which this commit then records too.
-        let known = self.request_messages();
-        let stored = known.into_iter().find(|message| message.tool(call_id).is_some())?;
-        let mut candidate = stored;
+        let known = self.durable.messages.iter().map(|message| self.as_known(message));
+        let mut candidate = known.into_iter().find(|message| message.tool(call_id).is_some())?.into_owned();
         if !apply(&mut candidate) || !self.commit(vec![Write::PutMessage(candidate.clone())]) {
             return None;
         }

@@ -170,7 +170,7 @@ impl Session {
         // answer is never dropped.
         let own_message = matches!(turn.kind, TurnKind::Chat | TurnKind::User);
         let partial = self.durable.message(&turn.message_id);
-        let text_only = partial.is_some_and(|message| !message.parts.iter().any(|part| matches!(part, Part::Tool(_))));
+        let text_only = partial.is_some_and(|message| message.tools().next().is_none());
         if answered_again && own_message && text_only {
             writes.push(Write::RemoveMessage(turn.message_id.clone()));
         } else if let Some(message) = partial.cloned() {

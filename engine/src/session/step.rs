@@ -7,7 +7,7 @@ use crate::durable::{TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
 use crate::ports::{FaultSite, Frame, ModelRequest, ServerToolCall};
 use crate::regression::Regression;
-use crate::transcript::{Part, ToolOutcome, ToolResult, ToolState};
+use crate::transcript::{Message, Part, ToolOutcome, ToolResult, ToolState};
 
 use super::turn::Phase;
 use super::Session;
@@ -40,18 +40,8 @@ impl Session {
 
     /// The durable transcript with the in-flight message in its place.
     pub(super) fn request_messages(&self) -> Vec<crate::transcript::Message> {
-        let mut messages = self.durable.messages.clone();
-        // A turn's end the store refused is still this process's account of
-        // its message (recorded again shortly): what was shown stays shown.
-        for end in self.unrecorded.ended_turns.values() {
-            for write in &end.writes {
-                let Write::PutMessage(ended) = write else { continue };
-                let Some(existing) = messages.iter_mut().find(|message| message.id == ended.id) else { continue };
-                if Some(&*existing) == end.message_then.as_ref() {
-                    *existing = ended.clone();
-                }
-            }
-        }
+        let mut messages: Vec<_> =
+            self.durable.messages.iter().map(|message| self.as_known(message).into_owned()).collect();
         let Some(turn) = self.turn.as_ref() else {
             return messages;
         };
@@ -60,6 +50,22 @@ impl Session {
             None => messages.push(turn.assistant.clone()),
         }
         messages
+    }
+
+    /// A stored message as this process knows it: a turn's end the store
+    /// refused is still its account of that message (recorded again
+    /// shortly), unless a later commit changed the message since. Borrowed
+    /// when nothing was refused, which is almost always.
+    pub(super) fn as_known<'a>(&'a self, message: &'a Message) -> std::borrow::Cow<'a, Message> {
+        let ended = self.unrecorded.ended_turns.values().filter(|end| end.message_then.as_ref() == Some(message));
+        let refused = ended.flat_map(|end| &end.writes).find_map(|write| match write {
+            Write::PutMessage(ended) if ended.id == message.id => Some(ended),
+            _ => None,
+        });
+        match refused {
+            Some(ended) => std::borrow::Cow::Owned(ended.clone()),
+            None => std::borrow::Cow::Borrowed(message),
+        }
     }
 
     pub(super) fn on_stream_event(&mut self, event: ModelEvent) {

@@ -231,11 +231,10 @@ impl Session {
         let extends_leaf = matches!(kind, TurnKind::Continuation | TurnKind::Recovery);
         // The messages as this process knows them (a turn's end the store
         // refused included): the new turn extends what consumers were shown.
-        let known = self.request_messages();
-        let last_is_assistant = known.last().is_some_and(|message| message.role == Role::Assistant);
+        let last_is_assistant = self.durable.messages.last().is_some_and(|message| message.role == Role::Assistant);
         if extends_leaf && last_is_assistant {
-            if let Some(leaf) = leaf_assistant(&known) {
-                return leaf.clone();
+            if let Some(leaf) = leaf_assistant(&self.durable.messages) {
+                return self.as_known(leaf).into_owned();
             }
         }
         let (message_id, write) = self.next_id("m");
