@@ -107,7 +107,7 @@ impl Session {
         self.rearm_pending();
     }
 
-    fn rearm_pending(&mut self) {
+    pub(super) fn rearm_pending(&mut self) {
         if self.barrier.pending.as_ref().is_some_and(|pending| !pending.fired && !pending.past_coalesce) {
             self.arm_coalesce_timer();
         }
@@ -171,7 +171,9 @@ impl Session {
     }
 
     fn unanswered_siblings(&self) -> Option<String> {
-        let leaf = leaf_assistant(&self.durable.messages)?;
+        // As the continuation's request will show it: a turn's end the
+        // store refused still counts.
+        let leaf = self.as_known(leaf_assistant(&self.durable.messages)?);
         leaf.has_incomplete_tool_batch().then(|| format!("unanswered {}", leaf.pending_tool_ids().join(",")))
     }
 

@@ -143,8 +143,9 @@ impl Session {
         session.recover();
         session.reconcile_if_refused();
         // Boot may queue turns (a messenger delivery answered again): start
-        // them now, not at some later input that may never come.
-        session.pump_queue();
+        // them now, not at some later input that may never come, and fail
+        // one whose start the store refused.
+        session.settle_refusals();
         while let Some((delivery_id, event)) = session.reports.take() {
             session.on_delivery_event(&delivery_id, event);
             session.settle_refusals();
@@ -241,7 +242,7 @@ impl Session {
     /// chunks that follow extend exactly what it shows. An accumulator with
     /// nothing in it yet is not a message to show.
     pub(super) fn live_transcript(&self) -> Vec<crate::transcript::Message> {
-        let mut messages = self.request_messages();
+        let mut messages = self.stored_messages_with_turn();
         let unseen = |message: &crate::transcript::Message| {
             message.parts.iter().all(|part| matches!(part, crate::transcript::Part::StepStart))
                 && self.durable.message(&message.id).is_none()
@@ -288,14 +289,27 @@ impl Session {
             staged.extend(writes);
             return true;
         }
-        if self.ports.store.commit(&writes).is_err() {
+        let mut batch = self.owed_writes(&self.durable);
+        let owed = !batch.is_empty();
+        batch.extend(writes);
+        if self.ports.store.commit(&batch).is_err() {
             self.refused = true;
             return false;
         }
-        for write in &writes {
+        for write in &batch {
             self.durable.apply(write);
         }
+        if owed {
+            self.caught_up();
+        }
         true
+    }
+
+    /// The store took what it had refused with a later commit: forget it,
+    /// and show clients the messages that changed with it.
+    fn caught_up(&mut self) {
+        self.forget_recorded();
+        self.broadcast(Frame::Messages(self.live_transcript()));
     }
 
     /// Holds every commit until `commit_staged`, so related state (a tool
@@ -320,10 +334,21 @@ impl Session {
         if writes.is_empty() {
             return true;
         }
-        if self.ports.store.commit(&writes).is_err() {
+        let mut batch = self.owed_writes(&before);
+        let owed = !batch.is_empty();
+        batch.extend(writes);
+        if self.ports.store.commit(&batch).is_err() {
             self.durable = before;
             self.refused = true;
             return false;
+        }
+        if owed {
+            // The mirror as the store now holds it: what was owed first.
+            self.durable = before;
+            for write in &batch {
+                self.durable.apply(write);
+            }
+            self.caught_up();
         }
         true
     }

@@ -85,52 +85,72 @@ impl Session {
         self.arm_alarm_timer();
     }
 
-    /// Writes what the store refused of turns that ended here: each write
-    /// still missing (the turn still in flight, its message as it was then,
-    /// its failure not stored), none that a later commit overtook. An entry
-    /// with nothing left to write is forgotten.
+    /// Writes what the store refused of turns that ended here and of
+    /// incidents closed here, then forgets what the store now holds.
     fn record_unrecorded_ends(&mut self) {
-        let closed = std::mem::take(&mut self.unrecorded.closed_incidents);
-        let open: Vec<String> = closed.into_iter().filter(|id| self.durable.incidents.contains_key(id)).collect();
-        for incident_id in open {
-            self.commit(vec![Write::RemoveIncident(incident_id.clone())]);
-            self.unrecorded.closed_incidents.insert(incident_id);
+        let owed = self.owed_writes(&self.durable);
+        self.commit(owed);
+        // A staged batch may yet be refused: it forgets once it lands.
+        if self.staged.is_none() {
+            self.forget_recorded();
         }
-        let ends = std::mem::take(&mut self.unrecorded.ended_turns);
-        for (request_id, end) in ends {
-            let missing: Vec<Write> = end
-                .writes
-                .iter()
-                .filter(|write| match write {
-                    Write::InFlight(None) => {
-                        self.durable.in_flight.as_ref().is_some_and(|turn| turn.request_id == request_id)
-                    }
-                    Write::PutMessage(message) => {
-                        let now = self.durable.message(&message.id);
-                        now == end.message_then.as_ref() && now != Some(message)
-                    }
-                    Write::Terminal(status) => &self.durable.terminal_status != status,
-                    _ => false,
-                })
-                .cloned()
-                .collect();
-            if missing.is_empty() {
-                continue;
-            }
-            self.commit(missing);
-            // Kept until a later pass finds nothing missing: a staged
-            // commit may yet be refused.
-            self.unrecorded.ended_turns.insert(request_id, end);
+    }
+
+    /// What the store still lacks of this process's refused records, as
+    /// `state` stands: each write still missing of a turn's end (the turn
+    /// still in flight, its message as it was then, its failure not
+    /// stored), none that a later commit overtook, and the removal of each
+    /// incident closed here. Every commit carries them first, so the store
+    /// catches up at the first commit it accepts.
+    pub(super) fn owed_writes(&self, state: &crate::durable::DurableState) -> Vec<Write> {
+        let unrecorded = &self.unrecorded;
+        if unrecorded.ended_turns.is_empty() && unrecorded.closed_incidents.is_empty() {
+            return Vec::new();
+        }
+        let mut owed = Vec::new();
+        for (request_id, end) in &unrecorded.ended_turns {
+            let missing = end.writes.iter().filter(|write| match write {
+                Write::InFlight(None) => state.in_flight.as_ref().is_some_and(|turn| &turn.request_id == request_id),
+                Write::PutMessage(message) => {
+                    let now = state.message(&message.id);
+                    now == end.message_then.as_ref() && now != Some(message)
+                }
+                Write::Terminal(status) => &state.terminal_status != status,
+                _ => false,
+            });
+            owed.extend(missing.cloned());
+        }
+        let closed = unrecorded.closed_incidents.iter().filter(|id| state.incidents.contains_key(*id));
+        owed.extend(closed.map(|id| Write::RemoveIncident(id.clone())));
+        owed
+    }
+
+    /// Drops the refused records the store now holds (an entry with
+    /// nothing left to write).
+    pub(super) fn forget_recorded(&mut self) {
+        if self.owed_writes(&self.durable).is_empty() {
+            self.unrecorded.ended_turns.clear();
+            self.unrecorded.closed_incidents.clear();
         }
     }
 
     /// Closes an incident; one the store refused to close stays closed in
     /// this process (recorded again later, never recovered again).
     fn close_incident(&mut self, incident_id: &str) {
-        if self.commit(vec![Write::RemoveIncident(incident_id.to_string())]) {
-            self.unrecorded.closed_incidents.remove(incident_id);
+        self.close_incidents(vec![incident_id.to_string()]);
+    }
+
+    /// Closes incidents in one commit.
+    fn close_incidents(&mut self, incident_ids: Vec<String>) {
+        let writes = incident_ids.iter().map(|id| Write::RemoveIncident(id.clone())).collect();
+        if self.commit(writes) {
+            for incident_id in &incident_ids {
+                self.unrecorded.closed_incidents.remove(incident_id);
+            }
         } else {
-            self.unrecorded.closed_incidents.insert(incident_id.to_string());
+            self.unrecorded.closed_incidents.extend(incident_ids);
+            // Recorded again shortly: a crash before then must not find it open.
+            self.timers.reconcile.get_or_insert(clock::now() + RECONCILE_AFTER);
         }
     }
 
@@ -423,8 +443,15 @@ impl Session {
     }
 
     /// A recovery is scheduled or waiting to run.
+    /// An alarm of an open incident is due, or a recovery waits for the
+    /// session to go idle. An alarm left behind by a closed incident (its
+    /// removal refused, or answered by another turn) schedules nothing.
     pub(super) fn recovery_pending(&self) -> bool {
-        !self.durable.alarms.is_empty() || self.recovery_wait.is_some()
+        let open = |alarm: &Alarm| {
+            self.durable.incidents.contains_key(&alarm.incident_id)
+                && !self.unrecorded.closed_incidents.contains(&alarm.incident_id)
+        };
+        self.durable.alarms.iter().any(open) || self.recovery_wait.is_some()
     }
 
     pub(super) fn arm_alarm_timer(&mut self) {
@@ -497,6 +524,10 @@ impl Session {
         // What changed the conversation may be a user message nothing
         // answers (a crash took its turn before it was recorded).
         self.recover_unanswered_user_message();
+        // A continuation held for this recovery is owed again.
+        if !self.recovery_pending() {
+            self.rearm_pending();
+        }
     }
 
     fn enqueue_recovery_turn(&mut self, alarm: Alarm) {
@@ -569,7 +600,13 @@ impl Session {
         };
         match status {
             TurnStatus::Completed if produced_output => {
-                self.close_incident(&incident_id);
+                // Incidents a crash opened twice for the same user message
+                // (one a restart left orphaned) are answered by this one too.
+                let mut closed = self.answered_incidents();
+                if !closed.contains(&incident_id) {
+                    closed.push(incident_id.clone());
+                }
+                self.close_incidents(closed);
                 self.observe(EngineEvent::RecoveryCompleted { incident_id });
                 self.broadcast(Frame::Recovering(false));
             }
@@ -579,6 +616,34 @@ impl Session {
                 let ends = Ends { root, request: root };
                 self.begin_recovery(Some(&incident_id), ends, message_id, Cause::FailedAttempt, delay_ms);
             }
+        }
+    }
+
+    /// Incidents still attempting for the latest user message (an
+    /// incident's id ends with it) with no alarm of their own pending: a
+    /// turn that answered the message answered them. (One whose alarm is
+    /// pending is the recovery a continuation waits for, and runs.)
+    pub(super) fn answered_incidents(&self) -> Vec<String> {
+        let latest_user = self.durable.messages.iter().rev().find(|message| message.role == Role::User);
+        let Some(latest_user) = latest_user else {
+            return Vec::new();
+        };
+        let scheduled = |incident: &Incident| self.durable.alarms.iter().any(|alarm| alarm.incident_id == incident.id);
+        let about_it = |incident: &&Incident| {
+            incident.status == "attempting"
+                && !scheduled(incident)
+                && incident.id.rsplit_once(':').is_some_and(|(_, message)| message == latest_user.id)
+        };
+        self.durable.incidents.values().filter(about_it).map(|incident| incident.id.clone()).collect()
+    }
+
+    /// A turn other than a recovery answered the latest user message: the
+    /// incidents about it that a crash or a refused schedule left with no
+    /// alarm are over (rescued, they would continue a complete answer).
+    pub(super) fn close_answered_incidents(&mut self) {
+        let answered = self.answered_incidents();
+        if !answered.is_empty() {
+            self.close_incidents(answered);
         }
     }
 

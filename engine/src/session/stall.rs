@@ -80,13 +80,8 @@ impl Session {
             self.take_back_attempt();
         }
         // What the store holds of this attempt must not outlive it either.
-        if self.durable.in_flight.as_ref().is_some_and(|in_flight| in_flight.stream_started) {
-            self.flush_in_flight(false);
-        }
-        if !discarded_tools.is_empty() {
-            // The batch a pending continuation was for no longer exists.
-            self.drop_unfired_continuation();
-        }
+        let flush = self.durable.in_flight.as_ref().is_some_and(|in_flight| in_flight.stream_started);
+        self.forget_attempt(flush, !discarded_tools.is_empty());
         self.wait_to_retry(request_id, attempt, error.message(), discarded_parts, discarded_tools);
     }
 
@@ -104,6 +99,24 @@ impl Session {
         }
         turn.assistant.parts.truncate(floor);
         self.take_back_attempt();
+    }
+
+    /// Stores the message without the discarded attempt and, when the
+    /// attempt took tool calls with it, drops the continuation owed to
+    /// their batch, in one commit: a crash between them would leave the
+    /// attempt's parts stored with no continuation owed.
+    fn forget_attempt(&mut self, flush: bool, tools_discarded: bool) {
+        let staged = self.stage();
+        if flush {
+            self.flush_in_flight(false);
+        }
+        if tools_discarded {
+            // The batch a pending continuation was for no longer exists.
+            self.drop_unfired_continuation();
+        }
+        if staged {
+            self.commit_staged();
+        }
     }
 
     /// Tells every live consumer that the attempt's output is void: clients
@@ -194,11 +207,7 @@ impl Session {
             discarded_parts,
             discarded_tools: discarded_tools.clone(),
         });
-        self.flush_in_flight(false);
-        if !discarded_tools.is_empty() {
-            // The batch a pending continuation was for no longer exists.
-            self.drop_unfired_continuation();
-        }
+        self.forget_attempt(true, !discarded_tools.is_empty());
         if attempt >= cap {
             let message = format!("EmptyOther: the provider ended the stream without output ({attempt} model calls)");
             return self.end_turn(TurnStatus::Error, Some(message));

@@ -28,6 +28,12 @@ impl Session {
         turn.attempt_output = false;
         turn.attempt_streamed = false;
         turn.phase = Phase::Streaming;
+        if self.refused {
+            // The store did not keep what this request would show (a step's
+            // results, a turn's start): the model is not shown it, and the
+            // turn fails once this input is handled.
+            return;
+        }
         let (request_id, step, attempt) = (turn.request_id.clone(), turn.step, turn.attempt);
         let continuation = matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery);
         let request = ModelRequest { request_id, step, continuation, messages: self.request_messages() };
@@ -38,10 +44,21 @@ impl Session {
         self.arm_stall_watchdog();
     }
 
-    /// The durable transcript with the in-flight message in its place.
+    /// The durable transcript, as this process knows it, with the in-flight
+    /// message in its place.
     pub(super) fn request_messages(&self) -> Vec<crate::transcript::Message> {
-        let mut messages: Vec<_> =
-            self.durable.messages.iter().map(|message| self.as_known(message).into_owned()).collect();
+        let known = self.durable.messages.iter().map(|message| self.as_known(message).into_owned()).collect();
+        self.with_turn(known)
+    }
+
+    /// The store's transcript with the in-flight message in its place: what
+    /// a client may be shown (never an end the store refused, which a crash
+    /// would take back).
+    pub(super) fn stored_messages_with_turn(&self) -> Vec<crate::transcript::Message> {
+        self.with_turn(self.durable.messages.clone())
+    }
+
+    fn with_turn(&self, mut messages: Vec<crate::transcript::Message>) -> Vec<crate::transcript::Message> {
         let Some(turn) = self.turn.as_ref() else {
             return messages;
         };
@@ -285,7 +302,10 @@ impl Session {
             auto_continue: false,
         });
         self.flush_in_flight(true);
-        self.broadcast(Frame::Tool { call_id: call_id.to_string(), tool_name, state });
+        // Clients are shown only what the store kept.
+        if !self.refused {
+            self.broadcast(Frame::Tool { call_id: call_id.to_string(), tool_name, state });
+        }
         self.arm_stall_watchdog();
         if !done {
             return;

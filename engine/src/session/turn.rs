@@ -179,6 +179,9 @@ impl Session {
         }
         let repaired = self.repair_transcript();
         let assistant = self.turn_accumulator(queued.kind);
+        // Built on a turn's end the store refused: clients were shown the
+        // store's account, and are shown the one this turn extends.
+        let overlaid = self.durable.message(&assistant.id).is_some_and(|stored| stored != &assistant);
         let in_flight = InFlightTurn {
             request_id: queued.request_id.clone(),
             kind: queued.kind,
@@ -220,6 +223,9 @@ impl Session {
             outstanding_server_tools: Vec::new(),
             stall_timeout_ms: queued.options.stall_timeout_ms.unwrap_or(self.config.stall_timeout_ms),
         });
+        if overlaid {
+            self.broadcast(Frame::Messages(self.live_transcript()));
+        }
         if !self.run_approved_server_tools() {
             self.start_attempt();
         }
@@ -230,7 +236,7 @@ impl Session {
     fn turn_accumulator(&mut self, kind: TurnKind) -> Message {
         let extends_leaf = matches!(kind, TurnKind::Continuation | TurnKind::Recovery);
         // The messages as this process knows them (a turn's end the store
-        // refused included): the new turn extends what consumers were shown.
+        // refused included): the new turn extends its own account.
         let last_is_assistant = self.durable.messages.last().is_some_and(|message| message.role == Role::Assistant);
         if extends_leaf && last_is_assistant {
             if let Some(leaf) = leaf_assistant(&self.durable.messages) {
@@ -282,6 +288,11 @@ impl Session {
             let request_id = turn.request_id.clone();
             writes.push(Write::Terminal(Some(TerminalStatus { request_id, message })));
         }
+        // A continuation this process dropped while the store refused to
+        // forget it is not owed to the next process either.
+        if self.barrier.pending.is_none() && self.durable.continuation_intent.is_some() {
+            writes.push(Write::Intent(None));
+        }
         // Write the message unless the store already holds exactly it (the
         // last flush); an emptied one that was flushed is rewritten too.
         let stored = self.durable.message(&turn.assistant.id);
@@ -297,6 +308,9 @@ impl Session {
             writes.insert(0, Write::PutMessage(turn.assistant.clone()));
         }
         let message_then = stored.cloned();
+        // What the turn did, whatever the store kept of it: a recovery that
+        // answered ends its incident even if the answer is recorded later.
+        let outcome = status;
         if !self.commit(writes.clone()) {
             // The reply was not saved: a turn that would have completed
             // fails and says so, and its end is recorded once the store
@@ -325,13 +339,16 @@ impl Session {
         if rearms {
             self.on_stream_finalized();
         }
+        if turn.kind != TurnKind::Recovery && outcome == TurnStatus::Completed && turn.produced_output {
+            self.close_answered_incidents();
+        }
         if turn.kind == TurnKind::Recovery {
             let message_id = turn.assistant.id.clone();
             self.on_recovery_turn_finished(
                 turn.incident_id.clone(),
                 &turn.root_request_id,
                 &message_id,
-                status,
+                outcome,
                 turn.produced_output,
             );
         }

@@ -153,6 +153,8 @@ pub struct Facts {
     pub kills: Vec<usize>,
     /// Where an engine process booted (indices in the history).
     pub boots: Vec<usize>,
+    /// Where the store accepted a commit (indices in the history).
+    pub commits: Vec<usize>,
     /// Where an answer to each tool call came in (tool results, approvals).
     pub answers: BTreeMap<String, Vec<usize>>,
     /// Where each tool call first waited for an answer (stored or shown to a
@@ -193,7 +195,10 @@ impl Facts {
             }
             Boundary::ToolResult { result, .. } => self.answers.entry(result.call_id.clone()).or_default().push(index),
             Boundary::Approval { call_id, .. } => self.answers.entry(call_id.clone()).or_default().push(index),
-            Boundary::Commit { writes } => self.on_commit(index, writes),
+            Boundary::Commit { writes } => {
+                self.commits.push(index);
+                self.on_commit(index, writes)
+            }
             Boundary::Frame { frame: Frame::Tool { call_id, state, .. }, .. } if state.is_pending() => {
                 self.asked.entry(call_id.clone()).or_insert(index);
             }
@@ -258,6 +263,17 @@ impl Facts {
     /// `from` and before `to`.
     pub fn killed_between(&self, from: usize, to: usize) -> bool {
         self.kills.iter().any(|&at| at >= from && at < to)
+    }
+
+    /// Whether the process was killed after history index `from` before
+    /// the store accepted any commit: nothing it decided from `from` on
+    /// reached the store, so the next process finds the store as if it had
+    /// died at `from`.
+    pub fn died_unrecorded(&self, from: usize) -> bool {
+        let Some(kill) = self.kills.iter().copied().find(|&at| at > from) else {
+            return false;
+        };
+        !self.commits.iter().any(|&at| at > from && at < kill)
     }
 
     /// Whether no engine process was up at history index `index`: one was
@@ -373,6 +389,24 @@ pub fn basis(messages: &[Message]) -> Basis {
 
 /// The tool calls of a message's last step (after its last `step-start`
 /// that has something after it).
+/// Whether a consumer was told, at history index `since` or later, that
+/// the engine could not answer: an error frame or callback, the exhausted
+/// hook, a messenger apology, or a terminal status stored for clients that
+/// connect later.
+pub fn told_failure_since(history: &History, since: usize) -> bool {
+    use turnsim_engine::messenger::{
+        EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE,
+    };
+    let apologies = [EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE];
+    history.crossings[since.min(history.crossings.len())..].iter().any(|crossing| match &crossing.what {
+        Boundary::Frame { frame: Frame::Error { .. }, .. } | Boundary::Exhausted { .. } => true,
+        Boundary::Callback { call: CallbackCall::Error { .. }, .. } => true,
+        Boundary::Post { text, .. } => apologies.contains(&text.as_str()),
+        Boundary::Commit { writes } => writes.iter().any(|write| matches!(write, Write::Terminal(Some(_)))),
+        _ => false,
+    })
+}
+
 pub fn last_step_tools(message: &Message) -> impl Iterator<Item = &ToolPart> {
     let parts: Vec<&Part> = message.parts.iter().collect();
     let content_end = parts.iter().rposition(|part| !matches!(part, Part::StepStart)).map_or(0, |at| at + 1);

@@ -431,6 +431,29 @@ fn single_continuation_fires_on_a_stranded_batch_beside_a_half_streamed_call() {
 }
 
 #[test]
+fn single_continuation_accepts_a_stranded_batch_whose_failure_a_client_was_told() {
+    // The turn that took the batch failed and said so (the store refused
+    // it): the user was told why nothing continued. Told before the batch
+    // completed, it explains nothing.
+    let (run, broken) = stopped_before_the_continuation();
+    let failed = Boundary::Frame {
+        connection: 1,
+        frame: Frame::Error { request_id: "r4".into(), message: "Your conversation could not be saved.".into() },
+    };
+    let mut told_after = broken.clone();
+    let at = told_after.history.crossings.len();
+    insert_crossings(&mut told_after, at, vec![failed.clone()]);
+    run.assert_passes(SINGLE_CONTINUATION, &told_after, "a batch whose continuation's failure was told");
+    let mut told_before = broken;
+    insert_crossings(&mut told_before, 1, vec![failed]);
+    run.assert_fires(
+        SINGLE_CONTINUATION,
+        &told_before,
+        "batch tc-client-1 is complete and a result opted in, but no continuation ran",
+    );
+}
+
+#[test]
 fn single_continuation_does_not_count_a_stream_killed_by_an_eviction_as_open() {
     // Call #1 never finishes: the eviction killed it. The recovery's call #2
     // goes out after the restart, when no stream is open.
@@ -637,6 +660,37 @@ fn transcript_shape_fires_on_a_retried_attempts_extra_step_start() {
         &committed_over(&run, answer),
         "m3: 3 step-starts but only 2 model calls kept their output",
     );
+}
+
+/// `truncation-retry-succeeds` cut short as call #1's truncated finish
+/// arrives: the store holds call #1's partial answer, then the process dies
+/// having committed `between` after the finish.
+fn killed_after_a_truncated_finish(between: Vec<Boundary>) -> (Run, RunRecord) {
+    let run = Run::committed("truncation-retry-succeeds", TRANSCRIPT_SHAPE);
+    let mut broken = run.broken();
+    let finish = crossing_of(&broken, "call #1's finish", |what| {
+        matches!(what, Boundary::ModelChunk { call: 1, chunk: Chunk::FinishStep { .. } })
+    });
+    broken.history.crossings.truncate(finish + 1);
+    let mut partial = Message::assistant("m3");
+    partial.parts.push(Part::StepStart);
+    partial.parts.push(Part::Text { id: "t1".into(), text: "The answer is forty".into(), state: TextState::Done });
+    insert_crossings(&mut broken, finish, vec![Boundary::Commit { writes: vec![Write::PutMessage(partial)] }]);
+    let end = broken.history.crossings.len();
+    insert_crossings(&mut broken, end, between.into_iter().chain([Boundary::Killed]).collect());
+    (run, broken)
+}
+
+#[test]
+fn transcript_shape_accepts_a_truncated_attempt_the_store_never_heard_end() {
+    // Every commit after the finish was refused, then the process died: to
+    // the store, the crash cut call #1, and its parts are a dead turn's.
+    let (run, unrecorded) = killed_after_a_truncated_finish(Vec::new());
+    run.assert_passes(TRANSCRIPT_SHAPE, &unrecorded, "a truncated attempt whose end no commit recorded");
+    // One commit the store took after the finish: the engine could have
+    // discarded the attempt, and kept it.
+    let (run, recorded) = killed_after_a_truncated_finish(vec![Boundary::Commit { writes: vec![Write::NextId(9)] }]);
+    run.assert_fires(TRANSCRIPT_SHAPE, &recorded, "m3: 1 step-starts but only 0 model calls kept their output");
 }
 
 #[test]

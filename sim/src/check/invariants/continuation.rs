@@ -151,7 +151,10 @@ fn stranded_batch(input: &CheckInput) -> Option<Violation> {
             && matches!(&call.basis, Basis::Batch { message_id, call_ids }
                 if *message_id == leaf.id && call_ids.iter().any(|id| tools.contains(&id.as_str())))
     });
-    (!continued).then(|| {
+    // A consumer told that the turn taking the batch failed (the store
+    // refused it) was told why nothing continued: a new message goes on.
+    let told = crate::check::facts::told_failure_since(history, completed_at);
+    (!continued && !told).then(|| {
         let message = format!("batch {} is complete and a result opted in, but no continuation ran", tools.join(", "));
         input.violation_at(NAME, last_answer, message)
     })

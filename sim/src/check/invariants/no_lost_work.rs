@@ -6,12 +6,11 @@
 use std::collections::BTreeMap;
 
 use turnsim_engine::durable::Write;
-use turnsim_engine::messenger::{EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
 use turnsim_engine::{Frame, Message, Role, ToolState};
 
 use super::Invariant;
 use crate::check::{CheckInput, Violation};
-use crate::history::{Boundary, CallbackCall};
+use crate::history::Boundary;
 use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
@@ -184,12 +183,5 @@ fn told_why_not(input: &CheckInput) -> bool {
         matches!(what, Boundary::UserMessage { .. } | Boundary::Chat { .. } | Boundary::Deliver { .. })
     };
     let since = crossings.iter().rposition(|crossing| sent(&crossing.what)).unwrap_or(0);
-    let apologies = [EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE];
-    crossings[since..].iter().any(|crossing| match &crossing.what {
-        Boundary::Frame { frame: Frame::Error { .. }, .. } | Boundary::Exhausted { .. } => true,
-        Boundary::Callback { call: CallbackCall::Error { .. }, .. } => true,
-        Boundary::Post { text, .. } => apologies.contains(&text.as_str()),
-        Boundary::Commit { writes } => writes.iter().any(|write| matches!(write, Write::Terminal(Some(_)))),
-        _ => false,
-    })
+    crate::check::facts::told_failure_since(&input.run.history, since)
 }

@@ -81,7 +81,7 @@ fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation>
     // Steps a stored transcript brought with it were not made by this run's model calls.
     let made = step_starts(message).saturating_sub(stored_step_starts(input, &message.id));
     let calls: Vec<&CallFact> = input.facts.calls_into(&message.id).collect();
-    let kept_calls = (0..calls.len()).filter(|&at| kept_output(&calls, at)).count();
+    let kept_calls = (0..calls.len()).filter(|&at| kept_output(input, &calls, at)).count();
     (made > kept_calls).then(|| {
         let message = format!(
             "{}: {made} step-starts but only {kept_calls} model calls kept their output (a retried attempt's parts were kept)",
@@ -94,9 +94,14 @@ fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation>
 /// Whether call `at` of a reply's calls may have left a step in it: not a
 /// truncated finish, not an HTTP failure that streamed nothing, and not a
 /// retryable HTTP failure the next call retried (a retry replaces what the
-/// failed attempt streamed, as after a truncated finish).
-fn kept_output(calls: &[&CallFact], at: usize) -> bool {
+/// failed attempt streamed, as after a truncated finish). A call whose end
+/// the process died before recording anything of (every commit after it
+/// refused) is, to the store, a call the crash cut: its parts stay.
+fn kept_output(input: &CheckInput, calls: &[&CallFact], at: usize) -> bool {
     let call = calls[at];
+    if call.ended_at.is_some_and(|end| input.facts.died_unrecorded(end)) {
+        return true;
+    }
     let retried = call.end.is_retryable_http() && at + 1 < calls.len();
     let http_empty = matches!(call.end, CallEnd::Http { .. }) && call.content_chunks == 0;
     !call.is_truncated_finish() && !retried && !http_empty
