@@ -11,6 +11,7 @@ import { Write } from "../node/index.mjs";
 const EMPTY = "I couldn't produce a text response. Please try again.";
 const ERROR = "Sorry, I couldn't answer that right now. Please try again.";
 const INTERRUPTED = "Sorry, my reply was interrupted. Please send your message again if you'd like me to retry.";
+/** The longest post when the config does not say (`messenger_post_limit_chars`). */
 const SOFT_LIMIT_CHARS = 2_000;
 
 class Collector {
@@ -68,7 +69,7 @@ export class Messenger {
     const userStored = reanswer && last?.role === "user" && last.parts[0]?.text === checkpoint.user_text;
     await this.session.enqueueTurn({ requestId, kind: "chat", userText: checkpoint.user_text, userStored, chat: collector, delivery: checkpoint.id });
     await streaming;
-    await this.postOnce(checkpoint, replyFor(collector));
+    await this.postOnce(checkpoint, replyFor(collector, this.session.config.messenger_post_limit_chars ?? SOFT_LIMIT_CHARS));
   }
 
   /** Deliveries a dead predecessor left unfinished. */
@@ -91,20 +92,20 @@ export class Messenger {
 }
 
 /** The post for how the turn ended: the apology, the error reply, or the text (split at the soft limit). */
-function replyFor(collector) {
+function replyFor(collector, limit) {
   if (collector.outcome === "interrupted") return [INTERRUPTED];
   if (collector.outcome === "error") return [ERROR];
   if (collector.outcome === null) return [collector.text ? INTERRUPTED : ERROR];
   if (!collector.text) return [EMPTY];
-  return split(collector.text);
+  return split(collector.text, limit);
 }
 
-function split(text) {
+function split(text, limit) {
   const posts = [];
   let rest = text;
-  while (rest.length > SOFT_LIMIT_CHARS) {
-    const cut = rest.lastIndexOf(" ", SOFT_LIMIT_CHARS);
-    const at = cut > 0 ? cut + 1 : SOFT_LIMIT_CHARS;
+  while (rest.length > limit) {
+    const cut = rest.lastIndexOf(" ", limit - 1);
+    const at = cut >= 0 ? cut + 1 : limit;
     posts.push(rest.slice(0, at));
     rest = rest.slice(at);
   }

@@ -15,6 +15,7 @@
 //! | `max_model_calls_http_retry` | 4 |
 //! | `retry_initial_delay_ms` | 2 000 (doubling, at most 30 s) |
 //! | `max_steps` | 16 |
+//! | `messenger_post_limit_chars` | 2 000 |
 
 use std::collections::BTreeMap;
 
@@ -100,7 +101,15 @@ pub struct EngineConfig {
     /// `RETRY_INITIAL_DELAY`.
     pub retry_initial_delay_ms: u64,
     pub max_steps: u32,
+    /// Longest single messenger post; a longer reply is split, after
+    /// whitespace where possible.
+    #[serde(default = "default_post_limit")]
+    pub messenger_post_limit_chars: std::num::NonZeroUsize,
     pub regressions: RegressionSet,
+}
+
+fn default_post_limit() -> std::num::NonZeroUsize {
+    std::num::NonZeroUsize::new(crate::messenger::POST_SOFT_LIMIT_CHARS).expect("a positive default")
 }
 
 impl Default for EngineConfig {
@@ -114,6 +123,7 @@ impl Default for EngineConfig {
             max_model_calls_http_retry: 4,
             retry_initial_delay_ms: 2_000,
             max_steps: 16,
+            messenger_post_limit_chars: default_post_limit(),
             regressions: RegressionSet::default(),
         }
     }

@@ -16,7 +16,8 @@ pub const ERROR_MESSENGER_RESPONSE: &str = "Sorry, I couldn't answer that right 
 pub const INTERRUPTED_MESSENGER_RESPONSE: &str =
     "Sorry, my reply was interrupted. Please send your message again if you'd like me to retry.";
 
-/// Longest single post; longer replies are split at whitespace where possible.
+/// Longest single post by default (`EngineConfig::messenger_post_limit_chars`);
+/// longer replies are split at whitespace where possible.
 pub const POST_SOFT_LIMIT_CHARS: usize = 2_000;
 
 /// A chat surface the reply is posted to.

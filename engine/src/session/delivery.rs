@@ -5,7 +5,7 @@ use crate::durable::{DeliveryCheckpoint, DeliveryStage, Write};
 use crate::events::EngineEvent;
 use crate::messenger::{
     split_text, DeliveryEvent, MessengerCallback, EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE,
-    INTERRUPTED_MESSENGER_RESPONSE, POST_SOFT_LIMIT_CHARS,
+    INTERRUPTED_MESSENGER_RESPONSE,
 };
 
 use super::Session;
@@ -51,7 +51,9 @@ impl Session {
             DeliveryEvent::Done { text } | DeliveryEvent::Returned { text } if text.trim().is_empty() => {
                 vec![EMPTY_MESSENGER_RESPONSE.to_string()]
             }
-            DeliveryEvent::Done { text } | DeliveryEvent::Returned { text } => split_text(&text, POST_SOFT_LIMIT_CHARS),
+            DeliveryEvent::Done { text } | DeliveryEvent::Returned { text } => {
+                split_text(&text, self.config.messenger_post_limit_chars.get())
+            }
             DeliveryEvent::Error => vec![ERROR_MESSENGER_RESPONSE.to_string()],
             DeliveryEvent::Interrupted => vec![INTERRUPTED_MESSENGER_RESPONSE.to_string()],
         };

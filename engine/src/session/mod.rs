@@ -279,9 +279,6 @@ impl Session {
     /// Commits a batch and mirrors it. A failed commit changes nothing.
     /// While writes are staged, the batch joins them instead.
     fn commit(&mut self, writes: Vec<Write>) -> bool {
-        if writes.is_empty() {
-            return true;
-        }
         if let Some((staged, _)) = self.staged.as_mut() {
             for write in &writes {
                 self.durable.apply(write);
@@ -292,6 +289,9 @@ impl Session {
         let mut batch = self.owed_writes(&self.durable);
         let owed = !batch.is_empty();
         batch.extend(writes);
+        if batch.is_empty() {
+            return true;
+        }
         if self.ports.store.commit(&batch).is_err() {
             self.refused = true;
             return false;
@@ -331,12 +331,12 @@ impl Session {
         let Some((writes, before)) = self.staged.take() else {
             return true;
         };
-        if writes.is_empty() {
-            return true;
-        }
         let mut batch = self.owed_writes(&before);
         let owed = !batch.is_empty();
         batch.extend(writes);
+        if batch.is_empty() {
+            return true;
+        }
         if self.ports.store.commit(&batch).is_err() {
             self.durable = before;
             self.refused = true;

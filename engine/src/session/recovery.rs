@@ -88,8 +88,8 @@ impl Session {
     /// Writes what the store refused of turns that ended here and of
     /// incidents closed here, then forgets what the store now holds.
     fn record_unrecorded_ends(&mut self) {
-        let owed = self.owed_writes(&self.durable);
-        self.commit(owed);
+        // A commit of nothing carries what is owed.
+        self.commit(Vec::new());
         // A staged batch may yet be refused: it forgets once it lands.
         if self.staged.is_none() {
             self.forget_recorded();
@@ -161,15 +161,18 @@ impl Session {
         if self.turn.is_some() {
             return;
         }
+        // As this process knows them: an end the store refused is written
+        // first by the same commit, and must not be written over.
         let settled: Vec<Write> = self
             .durable
             .messages
             .iter()
             .filter(|message| message.role == Role::Assistant)
             .filter_map(|message| {
-                let mut settled = message.clone();
+                let known = self.as_known(message);
+                let mut settled = known.clone().into_owned();
                 settled.settle_text();
-                (&settled != message).then_some(Write::PutMessage(settled))
+                (settled != *known).then_some(Write::PutMessage(settled))
             })
             .collect();
         self.commit(settled);
@@ -602,7 +605,7 @@ impl Session {
             TurnStatus::Completed if produced_output => {
                 // Incidents a crash opened twice for the same user message
                 // (one a restart left orphaned) are answered by this one too.
-                let mut closed = self.answered_incidents();
+                let mut closed = self.answered_incidents(true);
                 if !closed.contains(&incident_id) {
                     closed.push(incident_id.clone());
                 }
@@ -620,10 +623,11 @@ impl Session {
     }
 
     /// Incidents still attempting for the latest user message (an
-    /// incident's id ends with it) with no alarm of their own pending: a
-    /// turn that answered the message answered them. (One whose alarm is
-    /// pending is the recovery a continuation waits for, and runs.)
-    pub(super) fn answered_incidents(&self) -> Vec<String> {
+    /// incident's id ends with it): a turn that answered the message
+    /// answered them. `scheduled_too` takes those with an alarm pending as
+    /// well: a recovery answers for every recovery of the message, while a
+    /// continuation never runs beside a scheduled one (it waits for it).
+    pub(super) fn answered_incidents(&self, scheduled_too: bool) -> Vec<String> {
         let latest_user = self.durable.messages.iter().rev().find(|message| message.role == Role::User);
         let Some(latest_user) = latest_user else {
             return Vec::new();
@@ -631,7 +635,7 @@ impl Session {
         let scheduled = |incident: &Incident| self.durable.alarms.iter().any(|alarm| alarm.incident_id == incident.id);
         let about_it = |incident: &&Incident| {
             incident.status == "attempting"
-                && !scheduled(incident)
+                && (scheduled_too || !scheduled(incident))
                 && incident.id.rsplit_once(':').is_some_and(|(_, message)| message == latest_user.id)
         };
         self.durable.incidents.values().filter(about_it).map(|incident| incident.id.clone()).collect()
@@ -641,7 +645,7 @@ impl Session {
     /// incidents about it that a crash or a refused schedule left with no
     /// alarm are over (rescued, they would continue a complete answer).
     pub(super) fn close_answered_incidents(&mut self) {
-        let answered = self.answered_incidents();
+        let answered = self.answered_incidents(false);
         if !answered.is_empty() {
             self.close_incidents(answered);
         }

@@ -154,6 +154,69 @@ pub struct EngineSpec {
     pub recovery: RecoverySpec,
     #[serde(default)]
     pub tools: BTreeMap<String, ToolSpec>,
+    /// How a messenger delivery's reply is posted.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "MessengerSpec::is_default")]
+    pub messenger: MessengerSpec,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessengerSpec {
+    /// Longest single post (default 2 000 characters); a longer reply is
+    /// split after whitespace where possible.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_limit_chars: Option<PostLimit>,
+}
+
+/// Characters per messenger post: at least one.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "u64", into = "u64")]
+pub struct PostLimit(u64);
+
+impl JsonSchema for PostLimit {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PostLimit".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Characters per messenger post: at least one.",
+            "type": "integer",
+            "minimum": 1
+        })
+    }
+}
+
+impl TryFrom<u64> for PostLimit {
+    type Error = String;
+
+    fn try_from(chars: u64) -> Result<Self, Self::Error> {
+        if chars == 0 {
+            return Err("a post holds at least 1 character (`post_limit_chars: 1` or more)".into());
+        }
+        Ok(Self(chars))
+    }
+}
+
+impl From<PostLimit> for u64 {
+    fn from(limit: PostLimit) -> u64 {
+        limit.0
+    }
+}
+
+impl PostLimit {
+    fn chars(self) -> std::num::NonZeroUsize {
+        let chars = usize::try_from(self.0).unwrap_or(usize::MAX);
+        std::num::NonZeroUsize::new(chars).expect("checked at load")
+    }
+}
+
+impl MessengerSpec {
+    fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -917,6 +980,10 @@ impl Scenario {
             stall_timeout_ms: spec.stall_timeout_ms,
             max_steps: spec.max_steps.unwrap_or(base.max_steps),
             retry_initial_delay_ms: spec.retry_initial_delay_ms.unwrap_or(base.retry_initial_delay_ms),
+            messenger_post_limit_chars: spec
+                .messenger
+                .post_limit_chars
+                .map_or(base.messenger_post_limit_chars, PostLimit::chars),
             recovery,
             ..base
         }

@@ -184,7 +184,8 @@ impl World {
                 _ => None,
             })
             .collect();
-        let store = Arc::new(store::SimStore::new(trace.clone(), stored, refusals));
+        let healed_at_us: Arc<std::sync::atomic::AtomicU64> = Default::default();
+        let store = Arc::new(store::SimStore::new(trace.clone(), stored, refusals, healed_at_us.clone()));
         let switchboard = Switchboard::new(trace.clone());
         let model_node = handle.create_node().name("model").build();
         let model_node_id = model_node.id();
@@ -232,7 +233,7 @@ impl World {
             executions,
             busy: Arc::new(AtomicUsize::new(0)),
             engine_down: Default::default(),
-            healed_at_us: Default::default(),
+            healed_at_us,
             open_chats: Default::default(),
             initial: Arc::new(initial),
             seed,

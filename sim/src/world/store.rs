@@ -1,8 +1,8 @@
 //! The durable store: lives outside the engine process, so it survives
 //! eviction. Every commit that changes more than counters is traced.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{DurableStore, StoreError};
@@ -18,12 +18,15 @@ pub struct SimStore {
     refusals: Vec<StoreFault>,
     /// Commits attempted so far.
     attempts: AtomicU32,
+    /// When the world's faults last acted: a refusal is a fault acting, so
+    /// the convergence window runs from the last one.
+    healed_at_us: Arc<AtomicU64>,
 }
 
 impl SimStore {
     /// A store holding `state` before the engine first boots.
-    pub fn new(trace: Trace, state: DurableState, refusals: Vec<StoreFault>) -> Self {
-        Self { state: Mutex::new(state), trace, refusals, attempts: AtomicU32::new(0) }
+    pub fn new(trace: Trace, state: DurableState, refusals: Vec<StoreFault>, healed_at_us: Arc<AtomicU64>) -> Self {
+        Self { state: Mutex::new(state), trace, refusals, attempts: AtomicU32::new(0), healed_at_us }
     }
 
     pub fn snapshot(&self) -> DurableState {
@@ -49,6 +52,7 @@ impl DurableStore for SimStore {
             let summary: Vec<String> = writes.iter().map(Write::summary).collect();
             self.trace.record(Event::StoreRefused { commit: attempt, writes: summary });
             self.trace.cross(Boundary::CommitRefused { writes: writes.to_vec() });
+            self.healed_at_us.fetch_max(crate::trace::sim_now().as_micros() as u64, Ordering::SeqCst);
             return Err(StoreError(format!("commit {attempt} refused (injected)")));
         }
         let mut state = self.state.lock().expect("store lock");
