@@ -9,7 +9,7 @@ use crate::messenger::{
 };
 
 use super::Session;
-use crate::transcript::Role;
+use crate::transcript::{Message, Role};
 
 impl Session {
     pub(super) fn accept_delivery(&mut self, delivery_id: String, text: String) {
@@ -105,6 +105,11 @@ impl Session {
             .collect();
         for checkpoint in open {
             match checkpoint.stage {
+                // Text was stored, though its `streaming` checkpoint was
+                // refused: it was mid-stream.
+                DeliveryStage::Accepted if self.kept_reply_shows_text(&checkpoint.user_text) => {
+                    self.post_once(checkpoint, vec![INTERRUPTED_MESSENGER_RESPONSE.to_string()])
+                }
                 DeliveryStage::Accepted => self.answer_again(checkpoint),
                 DeliveryStage::Streaming => {
                     self.post_once(checkpoint, vec![INTERRUPTED_MESSENGER_RESPONSE.to_string()])
@@ -134,18 +139,29 @@ impl Session {
     /// messenger posts. (A reply holding tool calls stays: a client may have
     /// answered one, and an answer is never dropped.)
     fn dead_partials(&self, user_text: &str) -> Vec<String> {
+        let replies = self.stored_replies(user_text);
+        replies.filter(|message| message.tools().next().is_none()).map(|message| message.id.clone()).collect()
+    }
+
+    /// Whether a reply that stays (it holds tool calls) holds text too: the
+    /// messenger's turn streamed text, whatever its checkpoint says.
+    fn kept_reply_shows_text(&self, user_text: &str) -> bool {
+        self.stored_replies(user_text).any(|message| message.tools().next().is_some() && !message.text().is_empty())
+    }
+
+    /// The assistant messages that answer the last user message with `user_text`.
+    fn stored_replies<'a>(&'a self, user_text: &str) -> impl Iterator<Item = &'a Message> + 'a {
         let messages = &self.durable.messages;
         let asked = messages.iter().rposition(|message| message.role == Role::User && message.text() == user_text);
-        let Some(asked) = asked else {
-            return Vec::new();
-        };
-        let replies = messages[asked + 1..].iter().take_while(|message| message.role == Role::Assistant);
-        replies.filter(|message| message.tools().next().is_none()).map(|message| message.id.clone()).collect()
+        let replies = asked.map_or(&messages[..0], |asked| &messages[asked + 1..]);
+        replies.iter().take_while(|message| message.role == Role::Assistant)
     }
 
     /// A delivery still `accepted` will be answered again by its own turn.
     pub(super) fn delivery_will_answer(&self, delivery_id: Option<&str>) -> bool {
-        let accepted = |checkpoint: &DeliveryCheckpoint| checkpoint.stage == DeliveryStage::Accepted;
+        let accepted = |checkpoint: &DeliveryCheckpoint| {
+            checkpoint.stage == DeliveryStage::Accepted && !self.kept_reply_shows_text(&checkpoint.user_text)
+        };
         match delivery_id {
             Some(id) => self.durable.deliveries.get(id).is_some_and(accepted),
             None => self.durable.deliveries.values().any(accepted),

@@ -192,11 +192,13 @@ impl Session {
         // Not one holding tool calls: a client may have answered one, and an
         // answer is never dropped.
         let own_message = matches!(turn.kind, TurnKind::Chat | TurnKind::User);
-        let partial = self.durable.message(&turn.message_id);
-        let text_only = partial.is_some_and(|message| message.tools().next().is_none());
+        // As this process knows it: an end the store refused is written
+        // first by the same commit, and must not be written over.
+        let partial = self.durable.message(&turn.message_id).map(|message| self.as_known(message).into_owned());
+        let text_only = partial.as_ref().is_some_and(|message| message.tools().next().is_none());
         if answered_again && own_message && text_only {
             writes.push(Write::RemoveMessage(turn.message_id.clone()));
-        } else if let Some(message) = partial.cloned() {
+        } else if let Some(message) = partial {
             // The dead turn's text stops streaming: nothing writes into it
             // again unless a recovery continues it.
             let mut settled = message;

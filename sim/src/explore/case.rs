@@ -108,7 +108,21 @@ pub struct Case {
 
 const GAP_MS: u64 = 40;
 
+/// The longest a generated person takes to answer a tool (`human` tools).
+const SLOWEST_ANSWER_MS: u64 = 240_000;
+
 impl Case {
+    /// Commits the store refuses in all. Each may cost a tool's answer (the
+    /// client is asked again and answers again), so the horizon grows by the
+    /// slowest answer per refusal: a long outage is not a story cut short.
+    fn refusals(&self) -> u64 {
+        let times = |fault: &FaultCase| match fault {
+            FaultCase::StoreError { times, .. } => u64::from(*times),
+            _ => 0,
+        };
+        self.faults.iter().map(times).sum()
+    }
+
     /// The scenario a person would write for this case.
     pub fn scenario(&self, name: &str) -> Scenario {
         let stalls = self.faults.iter().any(|fault| matches!(fault, FaultCase::Stall { .. }));
@@ -116,7 +130,7 @@ impl Case {
             name: name.to_string(),
             seeds: 1,
             seed_start: self.sim_seed,
-            horizon_ms: DEFAULT_HORIZON_MS,
+            horizon_ms: DEFAULT_HORIZON_MS + self.refusals() * SLOWEST_ANSWER_MS,
             converge_within_ms: crate::scenario::DEFAULT_CONVERGE_WITHIN_MS,
             max_events: crate::scenario::limits::DEFAULT_MAX_EVENTS,
             buggify: self.buggify,
@@ -295,7 +309,7 @@ fn answer(tool: &ToolCase) -> AnswerSpec {
     let answer_after_ms = match tool.latency {
         Latency::Fast => RangeMs { min: 0, max: 50 },
         Latency::Slow => RangeMs { min: 100, max: 1_500 },
-        Latency::Human => RangeMs { min: 60_000, max: 240_000 },
+        Latency::Human => RangeMs { min: 60_000, max: SLOWEST_ANSWER_MS },
     };
     let reply = match () {
         _ if tool.never_answers => Reply::Never,

@@ -73,11 +73,11 @@ fn fault_of(kind: u8, tools: usize) -> BoxedStrategy<FaultCase> {
         5 => (0u64..2_000, 20u64..500)
             .prop_map(|(at_ms, reconnect_after_ms)| FaultCase::Disconnect { at_ms, reconnect_after_ms })
             .boxed(),
-        // One refused commit at a time, as `crash-points --store-errors`
-        // sweeps. Outages of several commits in a row are not explored yet:
-        // the engine's mirror does not hold what a refusal left owed, so a
-        // later write made from it can overwrite the owed one.
-        6 => (1u32..24).prop_map(|commit| FaultCase::StoreError { commit, times: 1 }).boxed(),
+        // Mostly one refused commit, as `crash-points --store-errors`
+        // sweeps; sometimes an outage of several commits in a row.
+        6 => (1u32..24, prop_oneof![3 => Just(1u32), 1 => 2u32..7])
+            .prop_map(|(commit, times)| FaultCase::StoreError { commit, times })
+            .boxed(),
         _ => (1u32..24, 0u64..500)
             .prop_map(|(commit, restart_after_ms)| FaultCase::CrashAtCommit { commit, restart_after_ms })
             .boxed(),
