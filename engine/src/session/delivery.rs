@@ -105,13 +105,9 @@ impl Session {
             .collect();
         for checkpoint in open {
             match checkpoint.stage {
-                // Text was stored, though its `streaming` checkpoint was
-                // refused: it was mid-stream.
-                DeliveryStage::Accepted if self.kept_reply_shows_text(&checkpoint.user_text) => {
-                    self.post_once(checkpoint, vec![INTERRUPTED_MESSENGER_RESPONSE.to_string()])
-                }
-                DeliveryStage::Accepted => self.answer_again(checkpoint),
-                DeliveryStage::Streaming => {
+                _ if self.answers_again(&checkpoint) => self.answer_again(checkpoint),
+                // An `accepted` one not answered again was mid-stream too.
+                DeliveryStage::Accepted | DeliveryStage::Streaming => {
                     self.post_once(checkpoint, vec![INTERRUPTED_MESSENGER_RESPONSE.to_string()])
                 }
                 DeliveryStage::Posting => self.post_owed(checkpoint),
@@ -157,14 +153,19 @@ impl Session {
         replies.iter().take_while(|message| message.role == Role::Assistant)
     }
 
-    /// A delivery still `accepted` will be answered again by its own turn.
+    /// A delivery that never showed text is answered again after a restart:
+    /// still `accepted`, and no reply that stays holds text (text stored
+    /// while its `streaming` checkpoint was refused means it was mid-stream).
+    fn answers_again(&self, checkpoint: &DeliveryCheckpoint) -> bool {
+        checkpoint.stage == DeliveryStage::Accepted && !self.kept_reply_shows_text(&checkpoint.user_text)
+    }
+
+    /// A delivery will be answered again by its own turn.
     pub(super) fn delivery_will_answer(&self, delivery_id: Option<&str>) -> bool {
-        let accepted = |checkpoint: &DeliveryCheckpoint| {
-            checkpoint.stage == DeliveryStage::Accepted && !self.kept_reply_shows_text(&checkpoint.user_text)
-        };
+        let again = |checkpoint: &DeliveryCheckpoint| self.answers_again(checkpoint);
         match delivery_id {
-            Some(id) => self.durable.deliveries.get(id).is_some_and(accepted),
-            None => self.durable.deliveries.values().any(accepted),
+            Some(id) => self.durable.deliveries.get(id).is_some_and(again),
+            None => self.durable.deliveries.values().any(again),
         }
     }
 }

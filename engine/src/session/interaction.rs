@@ -92,10 +92,7 @@ impl Session {
         let event = EngineEvent::ToolApplied { call_id: call_id.to_string(), state, into: into.into(), auto_continue };
         self.observe(event);
         let mut frames = vec![Frame::Tool { call_id: call_id.to_string(), tool_name, state }];
-        // A store commit may also have recorded a turn's end the store
-        // refused before: clients are shown the message it now holds.
-        let recorded_refused_end = into == "store" && !self.unrecorded.ended_turns.is_empty();
-        if state == ToolState::ApprovalResponded || recorded_refused_end {
+        if state == ToolState::ApprovalResponded {
             frames.push(Frame::Messages(self.live_transcript()));
         }
         Some(frames)

@@ -229,12 +229,11 @@ impl Session {
     /// died between taking its alarm and starting its recovery turn (or
     /// while it waited for the session to go idle): schedule it again.
     fn rescue_orphaned_incidents(&mut self) {
-        let scheduled = |incident: &Incident| self.durable.alarms.iter().any(|alarm| alarm.incident_id == incident.id);
         let orphaned: Vec<Incident> = self
             .durable
             .incidents
             .values()
-            .filter(|incident| incident.status == "attempting" && !scheduled(incident))
+            .filter(|incident| incident.status == "attempting" && !self.has_alarm(&incident.id))
             .filter(|incident| !self.unrecorded.closed_incidents.contains(&incident.id))
             .cloned()
             .collect();
@@ -634,13 +633,16 @@ impl Session {
         let Some(latest_user) = latest_user else {
             return Vec::new();
         };
-        let scheduled = |incident: &Incident| self.durable.alarms.iter().any(|alarm| alarm.incident_id == incident.id);
         let about_it = |incident: &&Incident| {
             incident.status == "attempting"
-                && (scheduled_too || !scheduled(incident))
+                && (scheduled_too || !self.has_alarm(&incident.id))
                 && incident.id.rsplit_once(':').is_some_and(|(_, message)| message == latest_user.id)
         };
         self.durable.incidents.values().filter(about_it).map(|incident| incident.id.clone()).collect()
+    }
+
+    fn has_alarm(&self, incident_id: &str) -> bool {
+        self.durable.alarms.iter().any(|alarm| alarm.incident_id == incident_id)
     }
 
     /// A turn other than a recovery answered the latest user message: the

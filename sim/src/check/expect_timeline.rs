@@ -2,8 +2,6 @@
 //! client or caller received, host hooks called, counts by a moment, and
 //! bounds on when an event happened.
 
-use turnsim_engine::EngineEvent;
-
 use super::{CheckInput, Violation};
 use crate::scenario::{Count, EventRef, Snapshot, Timing};
 use crate::trace::{Event, TraceEvent};
@@ -33,7 +31,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
         violations.extend(mismatch("expect.hooks.on_exhausted", "`on_exhausted` calls", expected, actual));
     }
     for snapshot in &expect.snapshots {
-        violations.extend(check_snapshot(events, snapshot));
+        violations.extend(check_snapshot(input, snapshot));
     }
     for timing in &expect.timing {
         violations.extend(check_timing(events, timing));
@@ -61,14 +59,25 @@ fn mismatch(check: &str, what: &str, expected: Count, actual: u32) -> Option<Vio
     (!expected.admits(actual)).then(|| Violation::new(check, format!("expected {expected} {what}, got {actual}")))
 }
 
-fn check_snapshot(events: &[TraceEvent], snapshot: &Snapshot) -> Vec<Violation> {
+fn check_snapshot(input: &CheckInput, snapshot: &Snapshot) -> Vec<Violation> {
+    let events = &input.run.events;
     // "By 2000 ms" is everything the timeline shows at 2.000 s or before.
     let until_us = snapshot.at_ms.saturating_mul(1_000).saturating_add(999);
+    // A continuation is a model request that picked up an answered batch
+    // (what crossed the boundary), counted when it was made.
+    let crossings = &input.run.history.crossings;
+    let continuations = input.facts.continuations();
+    let continued = continuations.iter().filter(|(at, ..)| crossings[*at].at_us <= until_us).count() as u32;
+    let mut violations: Vec<Violation> = snapshot
+        .continuations
+        .and_then(|expected| {
+            let what = format!("continuations by {} ms", snapshot.at_ms);
+            mismatch("expect.snapshots", &what, expected, continued)
+        })
+        .into_iter()
+        .collect();
     type Counted = (Option<Count>, &'static str, fn(&Event) -> bool);
-    let counts: [Counted; 4] = [
-        (snapshot.continuations, "continuations", |event| {
-            matches!(event, Event::Engine(EngineEvent::ContinuationFired { .. }))
-        }),
+    let counts: [Counted; 3] = [
         (snapshot.model_calls, "model calls", |event| matches!(event, Event::ModelCall { .. })),
         (snapshot.messenger_posts, "messenger posts", |event| matches!(event, Event::MessengerPost { .. })),
         (snapshot.terminal_callbacks, "terminal callbacks", |event| {
@@ -78,14 +87,12 @@ fn check_snapshot(events: &[TraceEvent], snapshot: &Snapshot) -> Vec<Violation> 
             )
         }),
     ];
-    counts
-        .into_iter()
-        .filter_map(|(expected, what, matches)| {
-            let actual = count_until(events, until_us, matches);
-            let what = format!("{what} by {} ms", snapshot.at_ms);
-            mismatch("expect.snapshots", &what, expected?, actual)
-        })
-        .collect()
+    violations.extend(counts.into_iter().filter_map(|(expected, what, matches)| {
+        let actual = count_until(events, until_us, matches);
+        let what = format!("{what} by {} ms", snapshot.at_ms);
+        mismatch("expect.snapshots", &what, expected?, actual)
+    }));
+    violations
 }
 
 /// Sim time (µs) of the n-th event with this name.

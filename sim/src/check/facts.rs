@@ -303,12 +303,19 @@ impl Facts {
     /// turn that made the request (a recovery that takes a batch is its
     /// continuation too).
     pub fn continued_batches(&self) -> Vec<(&str, &[String])> {
-        let mut batches: Vec<(&str, &[String])> = Vec::new();
+        self.continuations().into_iter().map(|(_, message_id, call_ids)| (message_id, call_ids)).collect()
+    }
+
+    /// As [`Self::continued_batches`], each with the history index of the
+    /// first request that picked it up.
+    pub fn continuations(&self) -> Vec<(usize, &str, &[String])> {
+        let mut batches: Vec<(usize, &str, &[String])> = Vec::new();
         for call in &self.calls {
             let Basis::Batch { message_id, call_ids } = &call.basis else { continue };
             let answered = call_ids.iter().any(|call_id| self.answered_before(call_id, call.at));
-            if answered && !batches.contains(&(message_id.as_str(), call_ids.as_slice())) {
-                batches.push((message_id, call_ids));
+            let seen = batches.iter().any(|(_, seen_id, seen_ids)| seen_id == message_id && seen_ids == call_ids);
+            if answered && !seen {
+                batches.push((call.at, message_id, call_ids));
             }
         }
         batches
