@@ -55,7 +55,7 @@ export class Messenger {
       await this.checkpoint(checkpoint, "accepted");
     } catch (error) {
       // The store refused the delivery: it is answered with the error reply, once.
-      this.host.post(checkpoint.id, ERROR);
+      this.postAll(checkpoint.id, [ERROR]);
       return this.checkpoint(checkpoint, "completed").catch((refused) => this.host.log(refused.message));
     }
     let streaming = null;
@@ -82,8 +82,25 @@ export class Messenger {
   }
 
   async postOnce(checkpoint, posts) {
-    for (const text of posts) this.host.post(checkpoint.id, text);
+    this.postAll(checkpoint.id, posts);
     await this.checkpoint(checkpoint, "completed");
+  }
+
+  /**
+   * Posts in order. A post the surface refuses ends the reply; unless it was
+   * the apology or the error reply, the error reply follows (as the
+   * reference's delivery posts it when a post throws).
+   */
+  postAll(delivery, posts) {
+    for (const text of posts) {
+      try {
+        this.host.post(delivery, text);
+      } catch (error) {
+        this.host.log("post refused:", error.message);
+        if (text !== INTERRUPTED && text !== ERROR) this.postAll(delivery, [ERROR]);
+        return;
+      }
+    }
   }
 
   checkpoint(checkpoint, stage) {

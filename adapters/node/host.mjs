@@ -130,12 +130,16 @@ export class Host {
     return this.request({ type: "fault_point", site }).fire;
   }
 
+  /** Posts `text` to the chat surface for `delivery`; throws `PostRefused` when the surface refused it (nothing was shown). */
   post(delivery, text) {
-    this.effect({ type: "post", delivery, text });
+    const reply = this.request({ type: "post", delivery, text });
+    if (!reply.ok) throw new PostRefused(reply.error ?? "");
   }
 
+  /** Calls the host's `onExhausted` hook; throws `HookFailed` when the hook threw. */
   exhausted(context) {
-    this.effect({ type: "exhausted", context });
+    const reply = this.request({ type: "exhausted", context });
+    if (!reply.ok) throw new HookFailed(reply.error ?? "");
   }
 
   /** An annotation for the timeline (an `EngineEvent`). */
@@ -197,6 +201,12 @@ async function oneRun(wire, init, makeEngine, reinit) {
 
 /** Work of a finished run that tries to reach the harness. */
 class RunOver extends Error {}
+
+/** The chat surface refused a post. */
+export class PostRefused extends Error {}
+
+/** The host's hook threw. */
+export class HookFailed extends Error {}
 
 function dispatch(host, engine, message) {
   switch (message.type) {

@@ -9,7 +9,7 @@
 
 import "./sandbox.mjs";
 
-export { runEngine, Host, Connection, Chat, PROTOCOL_VERSION } from "./host.mjs";
+export { runEngine, Host, Connection, Chat, PostRefused, HookFailed, PROTOCOL_VERSION } from "./host.mjs";
 export { clock, random } from "./sandbox.mjs";
 export { Store, Write, apply as applyWrite } from "./store.mjs";
 export { ModelProxy } from "./model.mjs";

@@ -1,7 +1,8 @@
 // A small fake harness: spawns an engine command and drives it through the
 // protocol as turnsim does. It answers requests the moment they arrive
 // (commit: the store takes the writes unless told to refuse;
-// model_request: the next call number; fault_point: never fire), records every line the engine wrote, and turns the faults a
+// model_request: the next call number; fault_point: never fire; post and
+// exhausted: the surface shows it, the hook runs), records every line the engine wrote, and turns the faults a
 // harness must catch into errors: a line that is not JSON, a message the
 // protocol does not have, and an exit or a closed stdout before `idle`.
 
@@ -10,8 +11,8 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { apply } from "../node/store.mjs";
 
-const REQUESTS = new Set(["commit", "model_request", "fault_point"]);
-const EFFECTS = new Set(["send", "model_cancel", "server_tool", "callback", "post", "exhausted", "observe", "idle"]);
+const REQUESTS = new Set(["commit", "model_request", "fault_point", "post", "exhausted"]);
+const EFFECTS = new Set(["send", "model_cancel", "server_tool", "callback", "observe", "idle"]);
 
 export const EMPTY_STATE = {
   messages: [],
@@ -123,6 +124,9 @@ export class FakeHarness {
         return { call: this.nextCall };
       case "fault_point":
         return { fire: false };
+      case "post":
+      case "exhausted":
+        return { ok: true };
       default:
         throw new Error(`not a request: ${request.type}`);
     }

@@ -123,6 +123,18 @@ pub enum EngineEvent {
         delivery_id: String,
         request_id: String,
     },
+    /// The messenger surface refused a post: the rest of that reply is not
+    /// posted.
+    DeliveryPostFailed {
+        delivery_id: String,
+        error: String,
+    },
+    /// The host's `on_exhausted` hook failed; the engine carries on as if
+    /// it had run (the reference swallows the throw).
+    HookFailed {
+        incident_id: String,
+        error: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +191,8 @@ impl EngineEvent {
             Self::TurnFinished { .. } => "turn.end",
             Self::StoreRefused => "store.refused",
             Self::DeliveryAccepted { .. } => "delivery.accepted",
+            Self::DeliveryPostFailed { .. } => "delivery.post-failed",
+            Self::HookFailed { .. } => "recovery.hook-failed",
         }
     }
 
@@ -236,6 +250,9 @@ impl EngineEvent {
                 format!("{request_id} {} {}", kind.as_str(), status.as_str())
             }
             Self::DeliveryAccepted { delivery_id, request_id } => format!("{delivery_id} {request_id}"),
+            Self::DeliveryPostFailed { delivery_id: id, error } | Self::HookFailed { incident_id: id, error } => {
+                format!("{id} {error:?}")
+            }
         }
     }
 }

@@ -24,8 +24,8 @@ pub use config::{EngineConfig, RecoveryConfig, ToolKind, TurnOptions};
 pub use events::{EngineEvent, TurnStatus};
 pub use parts::Parts;
 pub use ports::{
-    Connection, DurableStore, FaultPoints, FaultSite, Frame, ModelProvider, ModelRequest, NoFaults, Observer, Ports,
-    ServerTools, StreamCallback, ALL_FAULT_SITES,
+    Connection, DurableStore, FaultPoints, FaultSite, Frame, HookError, ModelProvider, ModelRequest, NoFaults,
+    Observer, Ports, ServerTools, StreamCallback, ALL_FAULT_SITES,
 };
 pub use regression::{Regression, RegressionSet, ALL_REGRESSIONS};
 pub use seam::{Engine, Input, InputSink, ModelEvent};

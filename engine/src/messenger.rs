@@ -22,8 +22,13 @@ pub const POST_SOFT_LIMIT_CHARS: usize = 2_000;
 
 /// A chat surface the reply is posted to.
 pub trait MessengerSurface: Send + Sync {
-    fn post(&self, delivery_id: &str, text: &str);
+    /// Posts `text`; an error means the surface did not show it.
+    fn post(&self, delivery_id: &str, text: &str) -> Result<(), PostError>;
 }
+
+/// The surface refused a post (a rate limit, an outage, a message too long).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostError(pub String);
 
 /// What the delivery's callback saw.
 #[derive(Clone, Debug, PartialEq, Eq)]

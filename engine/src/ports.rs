@@ -108,9 +108,17 @@ pub trait Observer: Send + Sync {
     fn idle(&self) {}
 
     /// Recovery gave up on an incident (called exactly once per incident,
-    /// before the terminal message goes out): the host's `onExhausted`.
-    fn on_exhausted(&self, _context: &ExhaustedContext) {}
+    /// before the terminal message goes out): the host's `onExhausted`. A
+    /// hook that fails has still run: it is not called again, and the
+    /// terminal message goes out all the same.
+    fn on_exhausted(&self, _context: &ExhaustedContext) -> Result<(), HookError> {
+        Ok(())
+    }
 }
+
+/// A host hook failed (threw, in a JavaScript host).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookError(pub String);
 
 /// What a host learns when recovery gives up.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -135,10 +135,16 @@ pub enum Boundary {
         chat: u32,
         call: CallbackCall,
     },
-    /// A messenger post of a delivery's reply.
+    /// A messenger post of a delivery's reply, shown.
     Post {
         delivery: String,
         text: String,
+    },
+    /// A post the chat surface refused: the engine was told, nothing was shown.
+    PostRefused {
+        delivery: String,
+        text: String,
+        error: String,
     },
     /// A durable commit (all writes or none).
     Commit {
@@ -152,9 +158,11 @@ pub enum Boundary {
     ServerToolCall {
         call: ServerToolCall,
     },
-    /// The host's recovery-exhausted hook was called.
+    /// The host's recovery-exhausted hook was called; `threw` when it failed.
     Exhausted {
         context: ExhaustedContext,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        threw: Option<String>,
     },
 }
 

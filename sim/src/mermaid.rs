@@ -204,6 +204,7 @@ fn item_for(traced: &TraceEvent) -> Item {
         Event::StoreCommit { .. } => message(Lane::Engine, "->>", Lane::Store, &bare),
         Event::StoreRefused { .. } => message(Lane::Engine, "-x", Lane::Store, &named),
         Event::MessengerPost { .. } => message(Lane::Engine, "->>", Lane::Messenger, &bare),
+        Event::MessengerPostRefused { .. } => message(Lane::Engine, "-x", Lane::Messenger, &named),
         Event::ServerToolRun { .. } => message(Lane::Engine, "->>", Lane::Tools, &named),
         Event::ClientSent { .. } | Event::ClientConnected { .. } | Event::ClientDisconnected { .. } => {
             message(Lane::Client, "->>", Lane::Engine, &named)

@@ -146,17 +146,25 @@ pub enum Event {
     OnExhausted {
         incident: String,
         reason: String,
+        /// What the hook threw, when it failed.
+        threw: Option<String>,
     },
     MessengerPost {
         delivery: String,
         text: String,
+    },
+    /// The chat surface refused a post: nothing was shown.
+    MessengerPostRefused {
+        delivery: String,
+        text: String,
+        error: String,
     },
 }
 
 /// Every name a timeline event can have, with its lane: what triggers and
 /// timing expectations may name, as `name` or `lane.name`. A test checks
 /// that every event the committed suite produces is listed.
-pub const EVENT_NAMES: [(&str, &str); 53] = [
+pub const EVENT_NAMES: [(&str, &str); 56] = [
     ("world", "action"),
     ("world", "evict"),
     ("world", "restart"),
@@ -182,6 +190,7 @@ pub const EVENT_NAMES: [(&str, &str); 53] = [
     ("caller", "on_interrupted"),
     ("caller", "dropped"),
     ("messenger", "post"),
+    ("messenger", "post-refused"),
     ("engine", "on_exhausted"),
     ("engine", "boot"),
     ("engine", "user-message.stored"),
@@ -210,6 +219,8 @@ pub const EVENT_NAMES: [(&str, &str); 53] = [
     ("engine", "turn.end"),
     ("engine", "store.refused"),
     ("engine", "delivery.accepted"),
+    ("engine", "delivery.post-failed"),
+    ("engine", "recovery.hook-failed"),
 ];
 
 /// Whether some timeline event can carry `name` (bare or `lane.name`).
@@ -264,7 +275,7 @@ impl Event {
             | Self::CallbackError { .. }
             | Self::CallbackInterrupted { .. }
             | Self::CallbackDropped { .. } => Lane::Caller,
-            Self::MessengerPost { .. } => Lane::Messenger,
+            Self::MessengerPost { .. } | Self::MessengerPostRefused { .. } => Lane::Messenger,
             Self::OnExhausted { .. } => Lane::Engine,
         }
     }
@@ -298,6 +309,7 @@ impl Event {
             Self::CallbackInterrupted { .. } => "on_interrupted",
             Self::CallbackDropped { .. } => "dropped",
             Self::MessengerPost { .. } => "post",
+            Self::MessengerPostRefused { .. } => "post-refused",
             Self::OnExhausted { .. } => "on_exhausted",
         }
     }
@@ -336,7 +348,11 @@ impl Event {
             Self::CallbackReset { chat, text } => format!("chat{chat} {text:?}"),
             Self::CallbackDropped { chat, terminal } => format!("chat{chat} terminal={terminal}"),
             Self::MessengerPost { delivery, text } => format!("{delivery} {text:?}"),
-            Self::OnExhausted { incident, reason } => format!("{incident} {reason}"),
+            Self::MessengerPostRefused { delivery, text, error } => format!("{delivery} {text:?} ({error})"),
+            Self::OnExhausted { incident, reason, threw: None } => format!("{incident} {reason}"),
+            Self::OnExhausted { incident, reason, threw: Some(error) } => {
+                format!("{incident} {reason} threw {error:?}")
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 use crate::durable::{DeliveryCheckpoint, DeliveryStage, Write};
 use crate::events::EngineEvent;
 use crate::messenger::{
-    split_text, DeliveryEvent, MessengerCallback, EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE,
+    split_text, DeliveryEvent, MessengerCallback, PostError, EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE,
     INTERRUPTED_MESSENGER_RESPONSE,
 };
 
@@ -26,7 +26,7 @@ impl Session {
         if !self.store_and_enqueue(&text, Default::default(), Some(callback), vec![Write::PutDelivery(checkpoint)]) {
             // Nothing was stored, not even a checkpoint to post from: say so
             // now rather than leave the chat silent.
-            self.ports.surface.post(&delivery_id, ERROR_MESSENGER_RESPONSE);
+            self.post_all(&delivery_id, &[ERROR_MESSENGER_RESPONSE.to_string()]);
             return;
         }
         if let Some(queued) = self.queue.back_mut() {
@@ -75,9 +75,7 @@ impl Session {
 
     fn post_owed(&mut self, checkpoint: DeliveryCheckpoint) {
         if !self.unrecorded.posted.contains(&checkpoint.id) {
-            for post in &checkpoint.posts {
-                self.ports.surface.post(&checkpoint.id, post);
-            }
+            self.post_all(&checkpoint.id, &checkpoint.posts);
         }
         let delivery_id = checkpoint.id.clone();
         let completed = DeliveryCheckpoint { posts: Vec::new(), ..checkpoint };
@@ -85,6 +83,24 @@ impl Session {
             self.unrecorded.posted.remove(&delivery_id);
         } else {
             self.unrecorded.posted.insert(delivery_id);
+        }
+    }
+
+    /// Posts a reply in order. A post the surface refuses ends the reply;
+    /// an answer cut short that way (or the empty-answer notice) is
+    /// followed by the error reply, so the chat never ends on part of an
+    /// answer. The interrupted apology or the error reply failing is left
+    /// at that: there is nothing better to say.
+    fn post_all(&mut self, delivery_id: &str, posts: &[String]) {
+        for post in posts {
+            let Err(PostError(error)) = self.ports.surface.post(delivery_id, post) else { continue };
+            let delivery = delivery_id.to_string();
+            self.observe(EngineEvent::DeliveryPostFailed { delivery_id: delivery, error });
+            let last_word = [INTERRUPTED_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE].contains(&post.as_str());
+            if !last_word {
+                self.post_all(delivery_id, &[ERROR_MESSENGER_RESPONSE.to_string()]);
+            }
+            return;
         }
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::clock;
 use crate::durable::{Alarm, InFlightTurn, Incident, TerminalStatus, TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
-use crate::ports::{ExhaustedContext, FaultSite, Frame};
+use crate::ports::{ExhaustedContext, FaultSite, Frame, HookError};
 use crate::regression::Regression;
 use crate::transcript::{has_pending_interaction, leaf_assistant, Message, Part, Role, ToolState};
 
@@ -425,7 +425,9 @@ impl Session {
             partial_text: partial_text.unwrap_or_default(),
         };
         if !self.unrecorded.hooks_called.contains(&incident.id) {
-            self.ports.observer.on_exhausted(&context);
+            if let Err(HookError(error)) = self.ports.observer.on_exhausted(&context) {
+                self.observe(EngineEvent::HookFailed { incident_id: incident.id.clone(), error });
+            }
         }
         let told = Incident { hook_owed: None, ..incident.clone() };
         // A record the store refused is written again later; the hook ran.

@@ -140,6 +140,32 @@ pub struct CallbackFact {
     pub name: &'static str,
 }
 
+/// One post the engine made to the chat surface.
+#[derive(Clone, Debug)]
+pub struct PostFact {
+    /// Index in the history.
+    pub at: usize,
+    pub at_us: u64,
+    pub text: String,
+    /// False when the surface refused it: nothing was shown.
+    pub shown: bool,
+}
+
+/// A delivery's posts split into bursts: posts made in one go (adjacent in
+/// the history, at one sim time) are one reply.
+pub fn post_bursts(posts: &[PostFact]) -> Vec<&[PostFact]> {
+    let mut bursts = Vec::new();
+    let mut start = 0;
+    for at in 1..=posts.len() {
+        let ends = at == posts.len() || posts[at].at_us != posts[at - 1].at_us || posts[at].at != posts[at - 1].at + 1;
+        if ends {
+            bursts.push(&posts[start..at]);
+            start = at;
+        }
+    }
+    bursts
+}
+
 #[derive(Default)]
 pub struct Facts {
     pub calls: Vec<CallFact>,
@@ -147,8 +173,8 @@ pub struct Facts {
     pub callbacks: BTreeMap<u32, Vec<CallbackFact>>,
     /// Where each `chat()` was called (index in the history), by chat id.
     pub chat_called: BTreeMap<u32, usize>,
-    /// Posts per delivery id: (index in the history, sim µs, text).
-    pub posts: BTreeMap<String, Vec<(usize, u64, String)>>,
+    /// Posts the engine made per delivery id, shown or refused, in order.
+    pub posts: BTreeMap<String, Vec<PostFact>>,
     /// Where the engine process was killed (indices in the history).
     pub kills: Vec<usize>,
     /// Where an engine process booted (indices in the history).
@@ -191,7 +217,12 @@ impl Facts {
                 self.callbacks.entry(*chat).or_default().push(CallbackFact { at: index, name: callback_name(call) })
             }
             Boundary::Post { delivery, text } => {
-                self.posts.entry(delivery.clone()).or_default().push((index, at_us, text.clone()))
+                let post = PostFact { at: index, at_us, text: text.clone(), shown: true };
+                self.posts.entry(delivery.clone()).or_default().push(post)
+            }
+            Boundary::PostRefused { delivery, text, .. } => {
+                let post = PostFact { at: index, at_us, text: text.clone(), shown: false };
+                self.posts.entry(delivery.clone()).or_default().push(post)
             }
             Boundary::ToolResult { result, .. } => self.answers.entry(result.call_id.clone()).or_default().push(index),
             Boundary::Approval { call_id, .. } => self.answers.entry(call_id.clone()).or_default().push(index),
@@ -394,19 +425,17 @@ pub fn basis(messages: &[Message]) -> Basis {
     }
 }
 
-/// The tool calls of a message's last step (after its last `step-start`
-/// that has something after it).
 /// Whether a consumer was told, at history index `since` or later, that
 /// the engine could not answer: an error frame or callback, the exhausted
-/// hook, a messenger apology, or a terminal status stored for clients that
-/// connect later.
+/// hook (one that did not throw), a messenger apology shown, or a terminal
+/// status stored for clients that connect later.
 pub fn told_failure_since(history: &History, since: usize) -> bool {
     use turnsim_engine::messenger::{
         EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE,
     };
     let apologies = [EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE];
     history.crossings[since.min(history.crossings.len())..].iter().any(|crossing| match &crossing.what {
-        Boundary::Frame { frame: Frame::Error { .. }, .. } | Boundary::Exhausted { .. } => true,
+        Boundary::Frame { frame: Frame::Error { .. }, .. } | Boundary::Exhausted { threw: None, .. } => true,
         Boundary::Callback { call: CallbackCall::Error { .. }, .. } => true,
         Boundary::Post { text, .. } => apologies.contains(&text.as_str()),
         Boundary::Commit { writes } => writes.iter().any(|write| matches!(write, Write::Terminal(Some(_)))),
@@ -414,6 +443,8 @@ pub fn told_failure_since(history: &History, since: usize) -> bool {
     })
 }
 
+/// The tool calls of a message's last step (after its last `step-start`
+/// that has something after it).
 pub fn last_step_tools(message: &Message) -> impl Iterator<Item = &ToolPart> {
     let parts: Vec<&Part> = message.parts.iter().collect();
     let content_end = parts.iter().rposition(|part| !matches!(part, Part::StepStart)).map_or(0, |at| at + 1);

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
 
-pub use facts::Facts;
+pub use facts::{told_failure_since, Facts};
 
 /// One broken rule in one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -137,7 +137,8 @@ impl WireEnd {
 }
 
 /// A message from the engine: requests (`commit`, `model_request`,
-/// `fault_point`) wait for one `reply`; the rest are effects.
+/// `fault_point`, `post`, `exhausted`) wait for one `reply`; the rest are
+/// effects.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FromEngine {
@@ -207,12 +208,29 @@ pub enum WireCallback {
 }
 
 /// Replies to the three requests.
+/// The reply to `commit`, `post` and `exhausted`: it worked, or why not.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CommitReply {
+pub struct OutcomeReply {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+impl OutcomeReply {
+    pub fn of<E>(result: Result<(), E>, error: impl FnOnce(E) -> String) -> Self {
+        match result {
+            Ok(()) => Self { ok: true, error: None },
+            Err(failure) => Self { ok: false, error: Some(error(failure)) },
+        }
+    }
+
+    pub fn into_result<E>(self, error: impl FnOnce(String) -> E) -> Result<(), E> {
+        if self.ok {
+            return Ok(());
+        }
+        Err(error(self.error.unwrap_or_default()))
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -21,7 +21,9 @@ use tokio::time::Instant;
 use turnsim_engine::ports::{Connection, Ports, StreamCallback};
 use turnsim_engine::{Engine, EngineConfig, Input, InputSink, ModelEvent};
 
-use super::{line, CommitReply, FaultReply, FromEngine, ModelReply, ToEngine, WireCallback, WireEnd, PROTOCOL_VERSION};
+use super::{
+    line, FaultReply, FromEngine, ModelReply, OutcomeReply, ToEngine, WireCallback, WireEnd, PROTOCOL_VERSION,
+};
 use crate::trace::sim_now;
 
 /// Messages one input may set off before the engine counts as busy-looping.
@@ -265,10 +267,7 @@ impl ProcessEngine {
         match message {
             FromEngine::Idle { .. } => {}
             FromEngine::Commit { writes } => {
-                let reply = match self.ports.store.commit(&writes) {
-                    Ok(()) => CommitReply { ok: true, error: None },
-                    Err(error) => CommitReply { ok: false, error: Some(error.0) },
-                };
+                let reply = OutcomeReply::of(self.ports.store.commit(&writes), |error| error.0);
                 self.reply(reply);
             }
             FromEngine::Send { connection, frame } => {
@@ -292,8 +291,14 @@ impl ProcessEngine {
                 self.ports.server_tools.start(&request_id, call, self.sink.clone())
             }
             FromEngine::Callback { chat, call } => self.callback(chat, call),
-            FromEngine::Post { delivery, text } => self.ports.surface.post(&delivery, &text),
-            FromEngine::Exhausted { context } => self.ports.observer.on_exhausted(&context),
+            FromEngine::Post { delivery, text } => {
+                let reply = OutcomeReply::of(self.ports.surface.post(&delivery, &text), |error| error.0);
+                self.reply(reply);
+            }
+            FromEngine::Exhausted { context } => {
+                let reply = OutcomeReply::of(self.ports.observer.on_exhausted(&context), |error| error.0);
+                self.reply(reply);
+            }
             FromEngine::Observe { event } => self.ports.observer.observe(event),
         }
     }

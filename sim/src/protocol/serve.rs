@@ -13,14 +13,14 @@ use std::time::Duration;
 
 use madsim::runtime::Runtime;
 use turnsim_engine::durable::{DurableState, Write};
-use turnsim_engine::messenger::MessengerSurface;
+use turnsim_engine::messenger::{MessengerSurface, PostError};
 use turnsim_engine::ports::{
-    Connection, DurableStore, ExhaustedContext, FaultPoints, FaultSite, Frame, ModelProvider, ModelRequest, Observer,
-    Ports, ServerToolCall, ServerTools, StoreError, StreamCallback,
+    Connection, DurableStore, ExhaustedContext, FaultPoints, FaultSite, Frame, HookError, ModelProvider, ModelRequest,
+    Observer, Ports, ServerToolCall, ServerTools, StoreError, StreamCallback,
 };
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, Input, InputSink};
 
-use super::{line, CommitReply, FaultReply, FromEngine, ModelReply, ToEngine, WireCallback};
+use super::{line, FaultReply, FromEngine, ModelReply, OutcomeReply, ToEngine, WireCallback};
 
 /// Serves runs until stdin closes: each `init` starts one afresh, on a
 /// simulated runtime of its own. Returns an error line for the harness's
@@ -221,11 +221,8 @@ impl DurableStore for WirePorts {
     }
 
     fn commit(&self, writes: &[Write]) -> Result<(), StoreError> {
-        let reply: CommitReply = self.wire.request(&FromEngine::Commit { writes: writes.to_vec() });
-        if reply.ok {
-            return Ok(());
-        }
-        Err(StoreError(reply.error.unwrap_or_default()))
+        let reply: OutcomeReply = self.wire.request(&FromEngine::Commit { writes: writes.to_vec() });
+        reply.into_result(StoreError)
     }
 }
 
@@ -251,14 +248,17 @@ impl Observer for WirePorts {
         self.wire.write(&FromEngine::Observe { event });
     }
 
-    fn on_exhausted(&self, context: &ExhaustedContext) {
-        self.wire.write(&FromEngine::Exhausted { context: context.clone() });
+    fn on_exhausted(&self, context: &ExhaustedContext) -> Result<(), HookError> {
+        let reply: OutcomeReply = self.wire.request(&FromEngine::Exhausted { context: context.clone() });
+        reply.into_result(HookError)
     }
 }
 
 impl MessengerSurface for WirePorts {
-    fn post(&self, delivery_id: &str, text: &str) {
-        self.wire.write(&FromEngine::Post { delivery: delivery_id.to_string(), text: text.to_string() });
+    fn post(&self, delivery_id: &str, text: &str) -> Result<(), PostError> {
+        let post = FromEngine::Post { delivery: delivery_id.to_string(), text: text.to_string() };
+        let reply: OutcomeReply = self.wire.request(&post);
+        reply.into_result(PostError)
     }
 }
 

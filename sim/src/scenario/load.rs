@@ -113,6 +113,12 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
             return error(&format!("actions[{index}]"), message);
         }
     }
+    let delivers = scenario.actions.iter().any(|action| matches!(action.kind, super::ActionKind::Deliver(_)));
+    let post_fault = scenario.faults.iter().position(|fault| matches!(fault, super::Fault::PostFails(_)));
+    if let (Some(index), false) = (post_fault, delivers) {
+        let message = "`post_fails` refuses messenger posts, but no action delivers a messenger message (`deliver`)";
+        return error(&format!("faults[{index}]"), message.into());
+    }
     if let Some(check) = &scenario.expect.expect_failure {
         if !crate::check::is_check_name(check) {
             let known = crate::check::check_names().join(", ");
@@ -210,7 +216,9 @@ fn within_reach(fault: &Fault, scripted: usize) -> Result<(), String> {
     let call = match fault {
         Fault::Stall(point) | Fault::Cut(point) | Fault::Truncate(point) => point.call,
         Fault::HttpError(http) => http.call,
-        Fault::Evict(_) | Fault::Random(_) | Fault::StoreError(_) => return Ok(()),
+        Fault::Evict(_) | Fault::Random(_) | Fault::StoreError(_) | Fault::PostFails(_) | Fault::HookThrows(_) => {
+            return Ok(())
+        }
     };
     let reach = scripted as u64 + u64::from(MAX_DEFAULT_CALLS_FAULTED);
     if u64::from(call) > reach {
@@ -369,7 +377,9 @@ pub(crate) fn apply_script_fault(fault: &Fault, calls: &mut Vec<Vec<Op>>) -> Res
         Fault::HttpError(http) => {
             (http.call, http.after_chunk, Op::Http { status: http.status, message: "injected".into() })
         }
-        Fault::Evict(_) | Fault::Random(_) | Fault::StoreError(_) => return Ok(()),
+        Fault::Evict(_) | Fault::Random(_) | Fault::StoreError(_) | Fault::PostFails(_) | Fault::HookThrows(_) => {
+            return Ok(())
+        }
     };
     if call == 0 {
         return Err("fault `call` counts from 1".into());

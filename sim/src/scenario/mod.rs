@@ -665,6 +665,13 @@ pub enum Fault {
     /// (counting from 1, every commit it attempts) and the `times - 1`
     /// after it.
     StoreError(StoreFault),
+    /// The messenger surface refuses posts: the engine's `post`-th post
+    /// (counting from 1, every post it attempts) and the `times - 1` after
+    /// it. A refused post is not shown.
+    PostFails(PostFault),
+    /// A host hook fails (throws): its `call`-th call (from 1) and the
+    /// `times - 1` after it.
+    HookThrows(HookFault),
     /// Faults drawn per seed: each kind happens once with its probability,
     /// at a point the seed picks.
     Random(RandomFaults),
@@ -750,17 +757,83 @@ fn one() -> u32 {
 
 /// Commits count from 1; a 0 is rejected where it is written.
 fn commit_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    counted_from_one(deserializer, "commits count from 1")
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PostFault {
+    /// Which post is refused first (1 is the engine's first post).
+    #[serde(deserialize_with = "post_number")]
+    #[schemars(range(min = 1))]
+    pub post: u32,
+    /// How many posts in a row are refused.
+    #[serde(default = "one", deserialize_with = "post_number")]
+    #[schemars(range(min = 1))]
+    pub times: u32,
+    /// What the surface says.
+    #[serde(default = "default_post_error")]
+    pub error: String,
+}
+
+fn default_post_error() -> String {
+    "the chat surface refused the post".into()
+}
+
+fn post_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    counted_from_one(deserializer, "posts count from 1")
+}
+
+/// A host hook the engine calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Hook {
+    /// `on_exhausted`: recovery gave up on an incident.
+    OnExhausted,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookFault {
+    pub hook: Hook,
+    /// Which call of the hook fails first (from 1).
+    #[serde(default = "one", deserialize_with = "hook_call_number")]
+    #[schemars(range(min = 1))]
+    pub call: u32,
+    /// How many calls in a row fail.
+    #[serde(default = "one", deserialize_with = "hook_call_number")]
+    #[schemars(range(min = 1))]
+    pub times: u32,
+    /// What the hook throws.
+    #[serde(default = "default_hook_error")]
+    pub error: String,
+}
+
+fn default_hook_error() -> String {
+    "the hook threw".into()
+}
+
+fn hook_call_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    counted_from_one(deserializer, "hook calls count from 1")
+}
+
+fn counted_from_one<'de, D: serde::Deserializer<'de>>(deserializer: D, rule: &str) -> Result<u32, D::Error> {
     let number = u32::deserialize(deserializer)?;
     if number == 0 {
-        return Err(serde::de::Error::custom("commits count from 1"));
+        return Err(serde::de::Error::custom(rule));
     }
     Ok(number)
+}
+
+/// Whether the `nth` of something counted from 1 falls in `first`'s run of `times`.
+pub fn in_run(nth: u32, first: u32, times: u32) -> bool {
+    nth >= first && nth - first < times
 }
 
 impl StoreFault {
     /// Whether the `commit`-th commit (1-based) is refused.
     pub fn refuses(&self, commit: u32) -> bool {
-        commit >= self.commit && commit - self.commit < self.times
+        in_run(commit, self.commit, self.times)
     }
 }
 

@@ -201,8 +201,8 @@ impl World {
                 trace: trace.clone(),
                 executions: executions.clone(),
             }),
-            observer: Arc::new(observer::TraceObserver(trace.clone())),
-            surface: Arc::new(observer::TraceSurface(trace.clone())),
+            observer: Arc::new(observer::TraceObserver::new(trace.clone(), &scenario.scenario)),
+            surface: Arc::new(observer::TraceSurface::new(trace.clone(), &scenario.scenario)),
             faults: Arc::new(buggify::SimFaultPoints::new(
                 scenario.scenario.buggify,
                 rng::SharedRng::derive(seed, "buggify"),

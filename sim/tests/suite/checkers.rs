@@ -7,12 +7,12 @@
 //! invariants do not read them.
 
 use turnsim::check::invariants::INVARIANTS;
-use turnsim::check::{CheckInput, Violation};
+use turnsim::check::{told_failure_since, CheckInput, Violation};
 use turnsim::history::{Boundary, CallbackCall, Crossing, StreamEnd};
 use turnsim::scenario::ScenarioFile;
 use turnsim::world::{self, RunEnd, RunRecord};
 use turnsim_engine::durable::{DeliveryCheckpoint, DeliveryStage, Write};
-use turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE;
+use turnsim_engine::messenger::{ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
 use turnsim_engine::ports::{ExhaustedContext, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::transcript::TextState;
 use turnsim_engine::{Chunk, FinishReason, Message, Part, RegressionSet, ToolPart, ToolState, Usage};
@@ -726,7 +726,7 @@ fn exhausted_recovery(mid_tool_input: bool) -> (Run, RunRecord) {
         terminal_message: "gave up".into(),
         partial_text: "Working on it".into(),
     };
-    insert_crossings(&mut broken, booted + 1, vec![Boundary::Exhausted { context }]);
+    insert_crossings(&mut broken, booted + 1, vec![Boundary::Exhausted { context, threw: None }]);
     if mid_tool_input {
         let started = Chunk::ToolInputStart { id: "tc-x".into(), name: "tool_a".into() };
         insert_crossings(&mut broken, killed, vec![Boundary::ModelChunk { call: 1, chunk: started }]);
@@ -1109,6 +1109,57 @@ fn messenger_view_fires_on_a_post_with_a_discarded_attempts_text() {
         }
     }
     run.assert_passes(MESSENGER_VIEW, &apology, "the interrupted apology in place of the answer");
+}
+
+#[test]
+fn messenger_view_fires_when_a_refused_post_ends_the_chat() {
+    // The surface refused the second of three posts; the engine followed
+    // with the error reply. Without it the chat ends on part of the answer.
+    let run = Run::committed("messenger-post-refused-posts-the-error-reply", MESSENGER_VIEW);
+    let mut broken = run.broken();
+    remove_crossings(
+        &mut broken,
+        "the error reply",
+        |what| matches!(what, Boundary::Post { text, .. } if text == ERROR_MESSENGER_RESPONSE),
+    );
+    run.assert_fires(MESSENGER_VIEW, &broken, "refused the post \"three new \" and nothing followed it");
+    // The rest of the answer posted past the refused part is not the answer.
+    let mut skipped = run.broken();
+    for crossing in &mut skipped.history.crossings {
+        if let Boundary::Post { text, .. } = &mut crossing.what {
+            if text == ERROR_MESSENGER_RESPONSE {
+                *text = "messages.".into();
+            }
+        }
+    }
+    run.assert_fires(MESSENGER_VIEW, &skipped, "posted \"Your inbox has messages.\"");
+}
+
+#[test]
+fn a_hook_that_threw_tells_nobody() {
+    // Recovery gave up and the hook threw: only the terminal frame and the
+    // stored terminal status told anyone (what no-lost-work and
+    // single-continuation accept as "the user was told"). Without them
+    // nobody was, unless the hook had run.
+    let run = Run::committed("exhausted-hook-throws", NO_LOST_WORK);
+    assert!(told_failure_since(&run.record.history, 0), "the clean run tells the client");
+    let mut broken = run.broken();
+    remove_crossings(&mut broken, "the terminal frame", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Error { .. }, .. })
+    });
+    for crossing in &mut broken.history.crossings {
+        if let Boundary::Commit { writes } = &mut crossing.what {
+            writes.retain(|write| !matches!(write, Write::Terminal(Some(_))));
+        }
+    }
+    assert!(!told_failure_since(&broken.history, 0), "a hook that threw told nobody");
+    let mut hook_ran = broken.clone();
+    for crossing in &mut hook_ran.history.crossings {
+        if let Boundary::Exhausted { threw, .. } = &mut crossing.what {
+            *threw = None;
+        }
+    }
+    assert!(told_failure_since(&hook_ran.history, 0), "a hook that ran told the host");
 }
 
 // ---------------------------------------------------------------- the oracle's inputs

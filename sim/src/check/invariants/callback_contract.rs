@@ -95,7 +95,7 @@ fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
     let mut told_without_hook = false;
     for (index, crossing) in input.run.history.iter().enumerate() {
         match &crossing.what {
-            Boundary::Exhausted { context } => {
+            Boundary::Exhausted { context, .. } => {
                 let calls = hooks.entry(&context.incident_id).or_default();
                 *calls += 1;
                 if *calls == 2 {

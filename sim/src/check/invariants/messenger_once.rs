@@ -8,7 +8,7 @@ use turnsim_engine::messenger::{ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_
 use turnsim_engine::Role;
 
 use super::Invariant;
-use crate::check::facts::CallEnd;
+use crate::check::facts::{post_bursts, CallEnd, PostFact};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 use crate::world::RunEnd;
@@ -34,7 +34,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
         let posts = input.facts.posts.get(delivery.id).map_or(&[][..], Vec::as_slice);
         let bursts = count_bursts(input, delivery.id, posts);
         if bursts > 1 {
-            let at = posts.last().map(|post| input.event_of(post.0));
+            let at = posts.last().map(|post| input.event_of(post.at));
             let message = format!("delivery {} posted {bursts} times", delivery.id);
             violations.push(Violation { check: NAME.into(), message, at_event: at });
         }
@@ -75,27 +75,16 @@ fn stored_user_message(what: &Boundary, text: &str) -> Option<String> {
     })
 }
 
-/// Posts made in one go (consecutive, at one sim time) are one delivery.
-/// A burst after another is no second delivery when the store refused the
-/// checkpoints recording the first (its `posting` or `completed` record)
-/// and the process died before it could record them: the next process
-/// cannot know it posted, and only a surface that drops repeats could
-/// tell (the engine's documented at-least-once edge).
-fn count_bursts(input: &CheckInput, delivery_id: &str, posts: &[(usize, u64, String)]) -> usize {
-    let mut bursts: Vec<Vec<&(usize, u64, String)>> = Vec::new();
-    for post in posts {
-        let continues = bursts
-            .last()
-            .and_then(|burst| burst.last())
-            .is_some_and(|(last_index, last_at, _)| *last_at == post.1 && post.0 - last_index <= 1);
-        match bursts.last_mut() {
-            Some(burst) if continues => burst.push(post),
-            _ => bursts.push(vec![post]),
-        }
-    }
+/// Posts made in one go (consecutive, at one sim time, shown or refused)
+/// are one reply. A burst after another is no second reply when the store
+/// refused the checkpoints recording the first (its `posting` or
+/// `completed` record) and the process died before it could record them:
+/// the next process cannot know it posted, and only a surface that drops
+/// repeats could tell (the engine's documented at-least-once edge).
+fn count_bursts(input: &CheckInput, delivery_id: &str, posts: &[PostFact]) -> usize {
+    let bursts = post_bursts(posts);
     let repeats = bursts.windows(2).filter(|pair| {
-        let (first, second) = (&pair[0], &pair[1]);
-        let between = first.last().map_or(0, |post| post.0)..second[0].0;
+        let between = pair[0].last().map_or(0, |post| post.at)..pair[1][0].at;
         record_refused_then_killed(input, delivery_id, between)
     });
     bursts.len() - repeats.count()
@@ -124,8 +113,8 @@ fn record_refused_then_killed(input: &CheckInput, delivery_id: &str, range: std:
 
 /// The delivery's first post, when the last model call answering its
 /// message before that post was cut off, must be an apology.
-fn check_interrupted(input: &CheckInput, delivery: &Delivery, posts: &[(usize, u64, String)]) -> Option<Violation> {
-    let (posted_at, _, text) = posts.first()?;
+fn check_interrupted(input: &CheckInput, delivery: &Delivery, posts: &[PostFact]) -> Option<Violation> {
+    let PostFact { at: posted_at, text, .. } = posts.first()?;
     let message_id = delivery.message_id.as_deref()?;
     let mut answering = input.facts.calls.iter().filter(|call| call.at < *posted_at).filter(|call| {
         let request = call.request(&input.run.history);

@@ -1,7 +1,9 @@
 //! A messenger posts the answer the engine stored: each delivery's posts,
 //! joined, are the stored reply's text when they go out, or one of the fixed
 //! apologies (empty, failed, interrupted). Never text of an attempt the
-//! engine threw away. (A continuation may extend the reply later, after
+//! engine threw away. When the chat surface refuses a post, the chat may
+//! show the start of the answer and then an apology, never only the start:
+//! a refused post of the answer is followed by another post. (A continuation may extend the reply later, after
 //! client tools answer: the post is the delivery's turn's answer.)
 
 use std::collections::BTreeMap;
@@ -9,6 +11,7 @@ use std::collections::BTreeMap;
 use turnsim_engine::messenger::{EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
 
 use super::Invariant;
+use crate::check::facts::post_bursts;
 use crate::check::views::{occurrence, stored_reply};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
@@ -21,49 +24,56 @@ pub const INVARIANT: Invariant = Invariant {
 
 const APOLOGIES: [&str; 3] = [EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE];
 
+/// Posts after which nothing better can be said when the surface refuses them.
+const LAST_WORDS: [&str; 2] = [ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE];
+
 fn check(input: &CheckInput) -> Vec<Violation> {
     let history = &input.run.history;
     let mut sends: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
-    // Per delivery: the last post's crossing, and the first burst's posts joined.
-    let mut posts: BTreeMap<&str, (usize, String)> = BTreeMap::new();
     for (index, crossing) in history.iter().enumerate() {
-        match &crossing.what {
-            Boundary::Deliver { delivery, text } => {
-                sends.entry(delivery.as_str()).or_insert((index, text.as_str()));
-            }
-            Boundary::Post { delivery, text } => {
-                // The first burst (consecutive posts in one instant) is the
-                // reply; a later burst is the messenger-once check's.
-                let joined = posts.entry(delivery.as_str()).or_insert((index, String::new()));
-                let first_burst = joined.1.is_empty()
-                    || (joined.0 + 1 == index && history.crossings[joined.0].at_us == crossing.at_us);
-                if first_burst {
-                    joined.0 = index;
-                    joined.1.push_str(text);
-                }
-            }
-            _ => {}
+        if let Boundary::Deliver { delivery, text } = &crossing.what {
+            sends.entry(delivery.as_str()).or_insert((index, text.as_str()));
         }
     }
     let mut violations = Vec::new();
-    for (delivery, (last_post, posted)) in posts {
-        let at_event = history.crossings[last_post].at_event;
-        // Several posts of one delivery are the messenger-once check's; an
-        // apology posted twice would join into neither, so judge the first.
-        if APOLOGIES.iter().any(|apology| posted.starts_with(apology)) {
+    for (delivery, posts) in &input.facts.posts {
+        // The first burst is the reply; a later one is the messenger-once check's.
+        let Some(&reply) = post_bursts(posts).first() else { continue };
+        let Some(last) = reply.last() else { continue };
+        let at_event = history.crossings[last.at].at_event;
+        if !last.shown && !LAST_WORDS.contains(&last.text.as_str()) {
+            let message = format!(
+                "delivery {delivery}: the surface refused the post {:?} and nothing followed it: the chat ends on \
+                 part of the reply",
+                last.text
+            );
+            violations.push(Violation::at(INVARIANT.name, at_event, message));
             continue;
         }
-        let Some(&(sent_at, text)) = sends.get(delivery) else {
+        let posted: String = reply.iter().filter(|post| post.shown).map(|post| post.text.as_str()).collect();
+        // An apology posted twice joins into neither; judge the first.
+        if posted.is_empty() || APOLOGIES.iter().any(|apology| posted.starts_with(apology)) {
+            continue;
+        }
+        let Some(&(sent_at, text)) = sends.get(delivery.as_str()) else {
             let message = format!("delivery {delivery} was posted but never delivered");
             violations.push(Violation::at(INVARIANT.name, at_event, message));
             continue;
         };
-        let store = history.store_at(last_post);
+        let store = history.store_at(last.at);
         let stored = stored_reply(&store.messages, text, occurrence(history, sent_at, text)).unwrap_or_default();
-        if posted != stored {
+        let refused = reply.iter().any(|post| !post.shown);
+        if posted != stored && !(refused && cut_short(&posted, &stored)) {
             let message = format!("delivery {delivery} posted {posted:?}; the stored answer is {stored:?}");
             violations.push(Violation::at(INVARIANT.name, at_event, message));
         }
     }
     violations
+}
+
+/// A reply a refused post cut short: the start of the stored answer, then
+/// an apology (or nothing more, when the apology was refused too).
+fn cut_short(posted: &str, stored: &str) -> bool {
+    let shown_answer = LAST_WORDS.iter().find_map(|apology| posted.strip_suffix(apology)).unwrap_or(posted);
+    stored.starts_with(shown_answer)
 }

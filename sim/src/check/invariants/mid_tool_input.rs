@@ -19,7 +19,7 @@ pub const INVARIANT: Invariant = Invariant {
 fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (index, crossing) in input.run.history.iter().enumerate() {
-        let Boundary::Exhausted { context } = &crossing.what else { continue };
+        let Boundary::Exhausted { context, .. } = &crossing.what else { continue };
         let Some(cut) = unrecovered_cut(input, index) else { continue };
         let message = format!(
             "incident {} began mid tool input (model call #{} stopped inside a tool call's input) and exhausted \
