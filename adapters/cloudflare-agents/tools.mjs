@@ -3,9 +3,11 @@
 // is a server tool with `needsApproval`, and a client or human tool has no
 // `execute`, so the AI SDK leaves its call for the client. A tool the model
 // calls that the config does not list is a client tool, as in the built-in
-// engine: the set answers for any name.
+// engine: the set answers for any name. A tool in `EngineConfig.dynamic_tools`
+// is a `dynamicTool` (defined at run time, as MCP tools are): the AI SDK
+// streams and keeps its calls as `dynamic-tool` parts.
 
-import { jsonSchema, tool } from "ai";
+import { dynamicTool, jsonSchema, tool } from "ai";
 
 const ANY_OBJECT = jsonSchema({ type: "object", additionalProperties: true });
 
@@ -17,14 +19,16 @@ function settle(outcome) {
 }
 
 export function buildTools(session) {
+  const dynamic = new Set(session.config.dynamic_tools ?? []);
   const make = (name, kind) => {
-    if (kind === "client" || kind === "human") return tool({ description: name, inputSchema: ANY_OBJECT });
+    const define = dynamic.has(name) ? dynamicTool : tool;
+    if (kind === "client" || kind === "human") return define({ description: name, inputSchema: ANY_OBJECT });
     const execute = async (input, { toolCallId }) => {
       session.host.observe({ event: "server-tool-started", call_id: toolCallId });
       const call = { call_id: toolCallId, tool_name: name, input: input ?? {} };
       return settle(await session.host.runServerTool(session.currentRequestId(), call));
     };
-    return tool({ description: name, inputSchema: ANY_OBJECT, execute, needsApproval: kind === "approval" });
+    return define({ description: name, inputSchema: ANY_OBJECT, execute, needsApproval: kind === "approval" });
   };
   const declared = Object.fromEntries(Object.entries(session.config.tools ?? {}).map(([name, kind]) => [name, make(name, kind)]));
   const undeclared = new Map();

@@ -93,13 +93,19 @@ export function fromStreamPart(part) {
     case "reasoning-delta":
       return { type: part.type, id: part.id, delta: part.text ?? part.delta ?? "" };
     case "tool-input-start":
-      return { type: "tool-input-start", id: part.id, name: part.toolName };
+      return { type: "tool-input-start", id: part.id, name: part.toolName, ...dynamicFlag(part) };
     case "tool-input-delta":
       return { type: "tool-input-delta", id: part.id, delta: part.delta };
     case "tool-input-end":
       return { type: "tool-input-end", id: part.id };
     case "tool-call":
-      return { type: "tool-call", id: part.toolCallId, name: part.toolName, input: part.input ?? {} };
+      return {
+        type: "tool-call",
+        id: part.toolCallId,
+        name: part.toolName,
+        input: part.input ?? {},
+        ...dynamicFlag(part),
+      };
     case "finish-step":
       return { type: "finish-step", reason: reasonFromUnified(part.finishReason), usage: usageFromSdk(part.usage) };
     case "finish":
@@ -123,11 +129,11 @@ export function fromUIChunk(chunk) {
     case "reasoning-delta":
       return { type: chunk.type, id: chunk.id, delta: chunk.delta };
     case "tool-input-start":
-      return { type: "tool-input-start", id: chunk.toolCallId, name: chunk.toolName };
+      return { type: "tool-input-start", id: chunk.toolCallId, name: chunk.toolName, ...dynamicFlag(chunk) };
     case "tool-input-delta":
       return { type: "tool-input-delta", id: chunk.toolCallId, delta: chunk.inputTextDelta };
     case "tool-input-available":
-      return { type: "tool-call", id: chunk.toolCallId, name: chunk.toolName, input: chunk.input ?? {} };
+      return { type: "tool-call", id: chunk.toolCallId, name: chunk.toolName, input: chunk.input ?? {}, ...dynamicFlag(chunk) };
     case "error":
       return { type: "error", message: chunk.errorText ?? "error" };
     default:
@@ -144,4 +150,9 @@ export function errorText(error) {
   } catch {
     return String(error);
   }
+}
+
+/** `{dynamic: true}` for a tool defined at run time; nothing otherwise, as the built-in engine writes it. */
+function dynamicFlag(part) {
+  return part.dynamic ? { dynamic: true } : {};
 }

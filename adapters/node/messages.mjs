@@ -12,7 +12,8 @@
 /**
  * @typedef {{type: "step-start"} | {type: "text" | "reasoning", id: string, text: string, state: "streaming" | "done"}
  *   | {type: "tool", call_id: string, tool_name: string, state: string, input_text: string, input: unknown,
- *      output: unknown, error_text: string | null, approval: {id: string, approved: boolean | null} | null, repaired: boolean}} Part
+ *      output: unknown, error_text: string | null, approval: {id: string, approved: boolean | null} | null, repaired: boolean,
+ *      dynamic?: boolean}} Part
  * @typedef {{id: string, role: "user" | "assistant", parts: Part[]}} Message
  */
 
@@ -34,6 +35,8 @@ export function toolPart(fields) {
     error_text: fields.error_text ?? null,
     approval: fields.approval ?? null,
     repaired: fields.repaired ?? false,
+    // A tool defined at run time (`dynamic-tool`); left out when false, as the built-in engine stores it.
+    ...(fields.dynamic ? { dynamic: true } : {}),
   };
 }
 
@@ -73,6 +76,7 @@ function fromUIPart(part, index, repairedText) {
     error_text: part.errorText ?? null,
     approval,
     repaired: repairedText !== undefined && part.state === "output-error" && part.errorText === repairedText,
+    dynamic: part.type === "dynamic-tool",
   });
 }
 
@@ -88,7 +92,9 @@ export function toUIMessage(message) {
 function toUIPart(part) {
   if (part.type === "step-start") return { type: "step-start" };
   if (part.type === "text" || part.type === "reasoning") return { type: part.type, text: part.text, state: part.state };
-  const ui = { type: `tool-${part.tool_name}`, toolCallId: part.call_id, state: part.state };
+  const ui = part.dynamic
+    ? { type: "dynamic-tool", toolName: part.tool_name, toolCallId: part.call_id, state: part.state }
+    : { type: `tool-${part.tool_name}`, toolCallId: part.call_id, state: part.state };
   if (part.state === "input-streaming") {
     if (part.input_text) ui.input = safeParse(part.input_text);
   } else {

@@ -64,6 +64,10 @@ pub enum Chunk {
     ToolInputStart {
         id: String,
         name: String,
+        /// A tool defined at run time (an MCP tool): stored as a
+        /// `dynamic-tool` part.
+        #[serde(default, skip_serializing_if = "is_false")]
+        dynamic: bool,
     },
     ToolInputDelta {
         id: String,
@@ -78,6 +82,8 @@ pub enum Chunk {
         id: String,
         name: String,
         input: Value,
+        #[serde(default, skip_serializing_if = "is_false")]
+        dynamic: bool,
     },
     FinishStep {
         reason: FinishReason,
@@ -131,8 +137,9 @@ impl Chunk {
             Self::TextDelta { delta, .. } | Self::ReasoningDelta { delta, .. } => {
                 format!("{} {delta:?}", self.kind())
             }
-            Self::ToolInputStart { id, name } | Self::ToolCall { id, name, .. } => {
-                format!("{} {id} {name}", self.kind())
+            Self::ToolInputStart { id, name, dynamic } | Self::ToolCall { id, name, dynamic, .. } => {
+                let dynamic = if *dynamic { " (dynamic)" } else { "" };
+                format!("{} {id} {name}{dynamic}", self.kind())
             }
             Self::ToolInputDelta { id, delta } => format!("{} {id} {delta:?}", self.kind()),
             Self::FinishStep { reason, usage } => {
@@ -166,4 +173,8 @@ impl StreamError {
             Self::Http { status, message } => format!("provider error {status}: {message}"),
         }
     }
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }

@@ -17,7 +17,7 @@
 //! | `max_steps` | 16 |
 //! | `messenger_post_limit_chars` | 2 000 |
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +88,10 @@ pub struct EngineConfig {
     /// Tool name → who answers it. A tool the model calls that is not listed
     /// here is treated as a client tool.
     pub tools: BTreeMap<String, ToolKind>,
+    /// Tools defined at run time (MCP tools, the AI SDK's `dynamicTool`):
+    /// their calls are stored and streamed as `dynamic-tool` parts.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub dynamic_tools: BTreeSet<String>,
     pub coalesce_ms: u64,
     /// Longest gap between chunks before the watchdog aborts the stream; 0 = off.
     pub stall_timeout_ms: u64,
@@ -116,6 +120,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             tools: BTreeMap::new(),
+            dynamic_tools: BTreeSet::new(),
             coalesce_ms: 50,
             stall_timeout_ms: 0,
             recovery: RecoveryConfig::default(),

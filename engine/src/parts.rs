@@ -615,6 +615,7 @@ mod tests {
             error_text: None,
             approval: None,
             repaired: false,
+            dynamic: false,
         })
     }
 

@@ -131,6 +131,9 @@ pub struct ToolPart {
     pub approval: Option<Approval>,
     /// Set when repair, not a result, settled this call.
     pub repaired: bool,
+    /// A tool defined at run time (the AI SDK's `dynamic-tool` part).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dynamic: bool,
 }
 
 impl ToolPart {
@@ -145,6 +148,7 @@ impl ToolPart {
             error_text: None,
             approval: None,
             repaired: false,
+            dynamic: false,
         }
     }
 
@@ -220,10 +224,12 @@ impl Message {
             Chunk::ReasoningStart { id } => self.push_text(id, true),
             Chunk::ReasoningDelta { id, delta } => self.append_text(id, delta, true),
             Chunk::ReasoningEnd { id } => self.end_text(id, true),
-            Chunk::ToolInputStart { id, name } => self.tool_input_start(id, name),
+            Chunk::ToolInputStart { id, name, dynamic } => self.tool_input_start(id, name, *dynamic),
             Chunk::ToolInputDelta { id, delta } => self.tool_input_delta(id, delta),
             Chunk::ToolInputEnd { .. } => false,
-            Chunk::ToolCall { id, name, input } => self.tool_input_available(id, name, input.clone()),
+            Chunk::ToolCall { id, name, input, dynamic } => {
+                self.tool_input_available(id, name, input.clone(), *dynamic)
+            }
             Chunk::FinishStep { .. } | Chunk::Finish { .. } | Chunk::Error { .. } => false,
         }
     }
@@ -292,11 +298,11 @@ impl Message {
     }
 
     /// First write wins: a replayed start never resets an existing part.
-    fn tool_input_start(&mut self, call_id: &str, name: &str) -> bool {
+    fn tool_input_start(&mut self, call_id: &str, name: &str, dynamic: bool) -> bool {
         if self.tool(call_id).is_some() {
             return false;
         }
-        self.parts.push(Part::Tool(ToolPart::streaming(call_id, name)));
+        self.parts.push(Part::Tool(ToolPart { dynamic, ..ToolPart::streaming(call_id, name) }));
         true
     }
 
@@ -310,9 +316,9 @@ impl Message {
         }
     }
 
-    fn tool_input_available(&mut self, call_id: &str, name: &str, input: Value) -> bool {
+    fn tool_input_available(&mut self, call_id: &str, name: &str, input: Value, dynamic: bool) -> bool {
         let Some(tool) = self.tool_mut(call_id) else {
-            let mut tool = ToolPart::streaming(call_id, name);
+            let mut tool = ToolPart { dynamic, ..ToolPart::streaming(call_id, name) };
             tool.state = ToolState::InputAvailable;
             tool.input = Some(normalise_input(input));
             self.parts.push(Part::Tool(tool));

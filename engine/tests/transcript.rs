@@ -38,6 +38,7 @@ fn tool_part(call_id: &str, tool_name: &str, state: ToolState) -> ToolPart {
         error_text: (state == ToolState::OutputError).then(|| "earlier error".to_string()),
         approval,
         repaired: false,
+        dynamic: false,
     }
 }
 
@@ -78,7 +79,7 @@ fn error(call_id: &str, text: Option<&str>) -> ToolResult {
 }
 
 fn tool_input_start(id: &str, name: &str) -> Chunk {
-    Chunk::ToolInputStart { id: id.to_string(), name: name.to_string() }
+    Chunk::ToolInputStart { id: id.to_string(), name: name.to_string(), dynamic: false }
 }
 
 fn tool_input_delta(id: &str, delta: &str) -> Chunk {
@@ -86,7 +87,7 @@ fn tool_input_delta(id: &str, delta: &str) -> Chunk {
 }
 
 fn tool_call(id: &str, name: &str, input: Value) -> Chunk {
-    Chunk::ToolCall { id: id.to_string(), name: name.to_string(), input }
+    Chunk::ToolCall { id: id.to_string(), name: name.to_string(), input, dynamic: false }
 }
 
 fn text_start(id: &str) -> Chunk {

@@ -50,5 +50,8 @@ fn tool_line(tool: &ToolPart) -> String {
     if tool.repaired {
         line.push_str(" (repaired)");
     }
+    if tool.dynamic {
+        line.push_str(" (dynamic)");
+    }
     line
 }

@@ -111,7 +111,11 @@ impl Session {
         }
     }
 
-    fn on_content_chunk(&mut self, chunk: Chunk) {
+    fn on_content_chunk(&mut self, mut chunk: Chunk) {
+        // A dynamic tool's calls say so, to the store and to clients.
+        if let Chunk::ToolInputStart { name, dynamic, .. } | Chunk::ToolCall { name, dynamic, .. } = &mut chunk {
+            *dynamic |= self.config.dynamic_tools.contains(name.as_str());
+        }
         let Some(turn) = self.turn.as_mut() else {
             return;
         };

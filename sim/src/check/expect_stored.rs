@@ -76,6 +76,11 @@ fn field_mismatches(part: Option<&ToolPart>, fields: &ToolFields) -> Option<Stri
     if let Some(expected) = fields.approval_id.as_deref().filter(|expected| Some(*expected) != approval) {
         wrong.push(format!("expected approval id {expected:?}, got {}", approval.unwrap_or("none")));
     }
+    let dynamic = part.map(|tool| tool.dynamic);
+    if let Some(expected) = fields.dynamic.filter(|expected| part.is_some() && Some(*expected) != dynamic) {
+        let kind = |dynamic: bool| if dynamic { "a dynamic-tool part" } else { "a static tool part" };
+        wrong.push(format!("expected {}, got {}", kind(expected), kind(!expected)));
+    }
     (!wrong.is_empty()).then(|| wrong.join("; "))
 }
 

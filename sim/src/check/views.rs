@@ -11,11 +11,13 @@ use turnsim_engine::{Chunk, Message, Part, Role};
 use crate::history::{Boundary, CallbackCall, History};
 
 /// One part as a person sees it: step markers and empty text are invisible.
+/// A dynamic tool is a different part to a UI (`dynamic-tool`, rendered by
+/// its own branch), so it is shown as such.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shown {
     Text(String),
     Reasoning(String),
-    Tool { call_id: String, tool_name: String, state: &'static str },
+    Tool { call_id: String, tool_name: String, state: &'static str, dynamic: bool },
 }
 
 /// A message as shown: id, role and visible parts.
@@ -48,6 +50,7 @@ fn shown_message(message: &Message) -> ShownMessage {
                 call_id: tool.call_id.clone(),
                 tool_name: tool.tool_name.clone(),
                 state: tool.state.as_str(),
+                dynamic: tool.dynamic,
             }),
         })
         .collect();

@@ -163,6 +163,7 @@ impl Case {
             duration_ms: if tool.kind == ToolKind::Server { RangeMs { min: 5, max: 200 } } else { RangeMs::ZERO },
             output: None,
             error: tool.errored.then(|| "server tool failed".to_string()),
+            dynamic: false,
         };
         self.tools.iter().enumerate().map(|(index, tool)| (Self::tool_name(index), spec(tool))).collect()
     }

@@ -121,6 +121,9 @@ pub struct ToolFields {
     /// The id of the approval the engine requested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
+    /// Whether it is a `dynamic-tool` part (a tool defined at run time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic: Option<bool>,
 }
 
 #[derive(JsonSchema)]

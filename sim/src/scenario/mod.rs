@@ -255,6 +255,10 @@ pub struct ToolSpec {
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A tool defined at run time (an MCP tool, the AI SDK's `dynamicTool`):
+    /// its calls are `dynamic-tool` parts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dynamic: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -917,7 +921,7 @@ pub struct Expect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Count>,
     /// Final state by tool call id (`absent`: no such part), or the part's
-    /// fields (`{ state, not, output, error, approval_id }`).
+    /// fields (`{ state, not, output, error, approval_id, dynamic }`).
     #[serde(default)]
     pub tools: BTreeMap<String, ToolExpectation>,
     /// Exactly the text of the last stored assistant message.
@@ -1049,6 +1053,7 @@ impl Scenario {
         let base = EngineConfig::default();
         EngineConfig {
             tools: spec.tools.iter().map(|(name, tool)| (name.clone(), tool.kind)).collect(),
+            dynamic_tools: spec.tools.iter().filter(|(_, tool)| tool.dynamic).map(|(name, _)| name.clone()).collect(),
             coalesce_ms: spec.coalesce_ms.unwrap_or(base.coalesce_ms),
             stall_timeout_ms: spec.stall_timeout_ms,
             max_steps: spec.max_steps.unwrap_or(base.max_steps),

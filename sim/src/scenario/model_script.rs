@@ -228,11 +228,11 @@ fn compile_step(
         }
         Step::ReasoningEnd(id) => emit(ops, Chunk::ReasoningEnd { id: id.clone() }),
         Step::Tool(tool) => compile_tool(tool, ops),
-        Step::ToolStart { id, name } => emit(ops, Chunk::ToolInputStart { id: id.clone(), name: name.clone() }),
+        Step::ToolStart { id, name } => emit(ops, tool_input_start(id, name)),
         Step::ToolDelta { id, delta } => emit(ops, Chunk::ToolInputDelta { id: id.clone(), delta: delta.clone() }),
         Step::ToolEnd(id) => emit(ops, Chunk::ToolInputEnd { id: id.clone() }),
         Step::ToolCall { id, name, input } => {
-            emit(ops, Chunk::ToolCall { id: id.clone(), name: name.clone(), input: input.clone() })
+            emit(ops, Chunk::ToolCall { id: id.clone(), name: name.clone(), input: input.clone(), dynamic: false })
         }
         Step::SleepMs(range) => ops.push(Op::Sleep(*range)),
         Step::Repeat { times, steps } => compile_repeat(*times, steps, path, ops, open, expansion)?,
@@ -299,10 +299,16 @@ fn compile_fixture(
 fn compile_tool(tool: &ToolStep, ops: &mut Vec<Op>) {
     let input = if tool.input.is_null() { Value::Object(Default::default()) } else { tool.input.clone() };
     let (id, name) = (tool.id.clone(), tool.name.clone());
-    ops.push(Op::Emit(Chunk::ToolInputStart { id: id.clone(), name: name.clone() }));
+    ops.push(Op::Emit(tool_input_start(&id, &name)));
     ops.push(Op::Emit(Chunk::ToolInputDelta { id: id.clone(), delta: input.to_string() }));
     ops.push(Op::Emit(Chunk::ToolInputEnd { id: id.clone() }));
     if tool.finalize == Finalize::Call {
-        ops.push(Op::Emit(Chunk::ToolCall { id, name, input }));
+        ops.push(Op::Emit(Chunk::ToolCall { id, name, input, dynamic: false }));
     }
+}
+
+/// The provider never marks a call dynamic here: the engine's tool
+/// definitions do (`engine.tools.<name>.dynamic`).
+fn tool_input_start(id: &str, name: &str) -> Chunk {
+    Chunk::ToolInputStart { id: id.to_string(), name: name.to_string(), dynamic: false }
 }

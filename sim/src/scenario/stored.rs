@@ -43,6 +43,9 @@ pub struct StoredTool {
     pub output: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A tool defined at run time: a `dynamic-tool` part.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dynamic: bool,
 }
 
 /// The durable state a scenario's `stored:` describes; `Err` names a part
@@ -96,5 +99,6 @@ fn tool_part(tool: &StoredTool) -> Result<ToolPart, String> {
         error_text: tool.error.clone(),
         approval: None,
         repaired: false,
+        dynamic: tool.dynamic,
     })
 }

@@ -213,7 +213,7 @@ impl World {
         let rust_engine = RUST_ENGINE.with(|engine| engine.borrow().clone());
         let booter = match (&launcher, rust_engine) {
             (_, Some(boot)) => Booter::Rust(boot),
-            (Some(launcher), None) => Booter::Process(launcher.clone()),
+            (Some(launcher), None) => Booter::Process(Box::new(launcher.clone())),
             (None, None) => Booter::BuiltIn,
         };
         let engine_node = engine_node(&handle, config, ports, switchboard.clone(), booter);
@@ -373,7 +373,7 @@ pub fn run_with_engine(scenario: &ScenarioFile, seed: u64, regressions: &Regress
 #[derive(Clone)]
 enum Booter {
     BuiltIn,
-    Process(Launcher),
+    Process(Box<Launcher>),
     Rust(BootEngine),
 }
 

@@ -420,7 +420,7 @@ fn single_continuation_fires_on_a_stranded_batch_beside_a_half_streamed_call() {
     // call yet, so the batch is still complete and still stranded.
     let (run, mut broken) = stopped_before_the_continuation();
     let mut reply = broken.history.final_store().message("m3").expect("m3 is stored").clone();
-    reply.apply_chunk(&Chunk::ToolInputStart { id: "tc-half".into(), name: "client_action".into() });
+    reply.apply_chunk(&Chunk::ToolInputStart { id: "tc-half".into(), name: "client_action".into(), dynamic: false });
     let at = broken.history.crossings.len();
     insert_crossings(&mut broken, at, vec![Boundary::Commit { writes: vec![Write::PutMessage(reply)] }]);
     run.assert_fires(
@@ -728,7 +728,7 @@ fn exhausted_recovery(mid_tool_input: bool) -> (Run, RunRecord) {
     };
     insert_crossings(&mut broken, booted + 1, vec![Boundary::Exhausted { context, threw: None }]);
     if mid_tool_input {
-        let started = Chunk::ToolInputStart { id: "tc-x".into(), name: "tool_a".into() };
+        let started = Chunk::ToolInputStart { id: "tc-x".into(), name: "tool_a".into(), dynamic: false };
         insert_crossings(&mut broken, killed, vec![Boundary::ModelChunk { call: 1, chunk: started }]);
     }
     (run, broken)
@@ -1080,6 +1080,27 @@ fn client_view_fires_when_a_late_client_misses_the_unflushed_text() {
     assert_eq!(text, "alpha beta ", "client 2 joined between `beta` and `gamma`");
     *text = "alpha ".into();
     run.assert_fires(CLIENT_VIEW, &broken, "client connection c2002 shows a different transcript");
+}
+
+#[test]
+fn client_view_fires_when_a_dynamic_tool_is_stored_as_a_static_one() {
+    // The client streamed a dynamic-tool part; a store that keeps it as a
+    // static tool part shows a reloading client something else.
+    let run = Run::committed("barrier-waits-for-a-dynamic-sibling", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let mut edited = 0;
+    for crossing in &mut broken.history.crossings {
+        let Boundary::Commit { writes } = &mut crossing.what else { continue };
+        for write in writes {
+            let Write::PutMessage(message) = write else { continue };
+            if let Some(tool) = message.parts.tool_mut("tc-mcp") {
+                tool.dynamic = false;
+                edited += 1;
+            }
+        }
+    }
+    assert!(edited > 0, "the clean history stores tc-mcp");
+    run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 shows a different transcript");
 }
 
 #[test]
