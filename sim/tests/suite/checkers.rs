@@ -969,6 +969,41 @@ fn answered_tool_run() -> (Run, Message) {
     (run, answer)
 }
 
+#[test]
+fn transcript_shape_fires_when_a_tool_is_stored_with_input_the_model_never_streamed() {
+    let run = Run::committed("continuation-single-client-tool", TRANSCRIPT_SHAPE);
+    let store = run.record.history.final_store();
+    let mut answer = store.message("m3").expect("the answer m3 is stored").clone();
+    let tool = answer.parts.tool_mut("tc-client-1").expect("m3 holds tc-client-1");
+    assert_eq!(tool.input, Some(serde_json::json!({ "action": "do_thing" })), "the input the script streams");
+    tool.input = Some(serde_json::Value::Null);
+    run.assert_fires(
+        TRANSCRIPT_SHAPE,
+        &committed_over(&run, answer),
+        "m3: tool call tc-client-1 is stored with input null; the model streamed {\"action\":\"do_thing\"}",
+    );
+}
+
+#[test]
+fn callback_contract_fires_when_on_exhausted_is_told_another_partial() {
+    let run = Run::committed("stall-exhausted", CALLBACK_CONTRACT);
+    let mut broken = run.broken();
+    let mut told = 0;
+    for crossing in &mut broken.history.crossings {
+        if let Boundary::Exhausted { context, .. } = &mut crossing.what {
+            assert_eq!(context.partial_text, "partial ", "the clean run tells the stalled partial");
+            context.partial_text = "tell me".into();
+            told += 1;
+        }
+    }
+    assert_eq!(told, 1, "stall-exhausted calls the hook once");
+    run.assert_fires(
+        CALLBACK_CONTRACT,
+        &broken,
+        "on_exhausted was told the partial \"tell me\"; the store holds \"partial \"",
+    );
+}
+
 /// Removes every commit that writes message `id`.
 fn without_commits_of(record: &mut RunRecord, id: &str) {
     remove_crossings(record, &format!("a commit of {id}"), |what| match what {

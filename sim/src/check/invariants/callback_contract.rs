@@ -1,9 +1,12 @@
 //! Invariant 1: each `chat()` callback sees `on_start`, then events, then
 //! exactly one terminal callback and nothing after it — or a transport break
 //! because the process died. And the host's `on_exhausted` hook runs once
-//! per incident recovery gave up on, before anyone is told it gave up.
+//! per incident recovery gave up on, before anyone is told it gave up,
+//! and is told the partial the store holds.
 
 use std::collections::BTreeMap;
+
+use turnsim_engine::Role;
 
 use super::Invariant;
 use crate::check::facts::CallbackFact;
@@ -102,6 +105,7 @@ fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
                     let message = format!("on_exhausted called again for incident {}", context.incident_id);
                     violations.push(input.violation_at(NAME, index, message));
                 }
+                violations.extend(partial_told(input, index, &context.partial_text));
             }
             Boundary::Frame { connection, frame: turnsim_engine::Frame::Error { message, .. } }
                 if *message == terminal && hooks.is_empty() && !told_without_hook =>
@@ -115,4 +119,16 @@ fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// The host is told the partial the interrupted turn left: the text of the
+/// last assistant message the store holds when the hook runs.
+fn partial_told(input: &CheckInput, index: usize, told: &str) -> Option<Violation> {
+    let store = input.run.history.store_at(index);
+    let partial = store.messages.iter().rev().find(|message| message.role == Role::Assistant);
+    let partial = partial.map(|message| message.text()).unwrap_or_default();
+    (told != partial).then(|| {
+        let message = format!("on_exhausted was told the partial {told:?}; the store holds {partial:?}");
+        input.violation_at(NAME, index, message)
+    })
 }

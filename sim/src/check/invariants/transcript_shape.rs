@@ -5,14 +5,16 @@
 //! The store is the history's commits folded in; the calls are the model
 //! requests that named the message as the reply they write into.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
+use serde_json::Value;
 use turnsim_engine::transcript::TextState;
-use turnsim_engine::{Message, Part, Role};
+use turnsim_engine::{Chunk, Message, Part, Role};
 
 use super::Invariant;
 use crate::check::facts::{CallEnd, CallFact};
 use crate::check::{CheckInput, Violation};
+use crate::history::Boundary;
 use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
@@ -39,6 +41,48 @@ fn check(input: &CheckInput) -> Vec<Violation> {
         }
         violations.extend(check_step_starts(input, message));
         violations.extend(still_streaming(input, message));
+    }
+    violations.extend(tool_inputs(input, &messages));
+    violations
+}
+
+/// A stored tool call's input is an input the model streamed for it: the
+/// `tool-call` chunk's, or its `tool-input-delta`s joined and parsed. Read
+/// from the chunks themselves, not through the message format's chunk
+/// rules, so the oracle does not share the engine's reading of them. Only
+/// object inputs are judged (what a tool takes).
+fn tool_inputs(input: &CheckInput, messages: &[Message]) -> Vec<Violation> {
+    let mut deltas: BTreeMap<&str, String> = BTreeMap::new();
+    let mut streamed: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for crossing in input.run.history.iter() {
+        let Boundary::ModelChunk { chunk, .. } = &crossing.what else { continue };
+        match chunk {
+            Chunk::ToolInputStart { id, .. } => {
+                deltas.insert(id, String::new());
+            }
+            Chunk::ToolInputDelta { id, delta } => deltas.entry(id).or_default().push_str(delta),
+            Chunk::ToolInputEnd { id } => {
+                let parsed = deltas.get(id.as_str()).and_then(|text| serde_json::from_str::<Value>(text).ok());
+                streamed.entry(id).or_default().extend(parsed.filter(Value::is_object));
+            }
+            Chunk::ToolCall { id, input: value, .. } if value.is_object() => {
+                streamed.entry(id).or_default().push(value.clone())
+            }
+            _ => {}
+        }
+    }
+    let mut violations = Vec::new();
+    for message in messages {
+        for tool in message.tools() {
+            let (Some(stored), Some(inputs)) = (&tool.input, streamed.get(tool.call_id.as_str())) else { continue };
+            if !inputs.is_empty() && !inputs.contains(stored) {
+                let text = format!(
+                    "{}: tool call {} is stored with input {stored}; the model streamed {}",
+                    message.id, tool.call_id, inputs[0]
+                );
+                violations.push(Violation::new(NAME, text));
+            }
+        }
     }
     violations
 }
