@@ -562,6 +562,27 @@ fn parked_tool_kept_fires_when_a_premature_continuation_repairs_a_waiting_siblin
     run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-b repaired to an error while waiting for the client");
 }
 
+#[test]
+fn parked_tool_kept_fires_when_a_recovery_repairs_a_requested_approval() {
+    // The stalled turn left tc-delete waiting for its approval; a recovery
+    // that errors it and asks the model again did not wait for the person.
+    let run = Run::committed("recovery-parked-for-an-approval", PARKED_TOOL_KEPT);
+    let mut broken = run.broken();
+    let requested = crossing_of(&broken, "the commit that asks for tc-delete's approval", |what| match what {
+        Boundary::Commit { writes } => writes.iter().any(|write| {
+            matches!(write, Write::PutMessage(message)
+                if message.tool("tc-delete").is_some_and(|tool| tool.state == ToolState::ApprovalRequested))
+        }),
+        _ => false,
+    });
+    let store = repaired(broken.history.store_at(requested + 1).messages, "tc-delete");
+    let reply = store.iter().find(|message| message.id == "m3").expect("m3 is stored").clone();
+    let recovery =
+        vec![Boundary::Commit { writes: vec![Write::PutMessage(reply)] }, model_request(9, picking_up(store, "m3"))];
+    insert_crossings(&mut broken, requested + 1, recovery);
+    run.assert_fires(PARKED_TOOL_KEPT, &broken, "tc-delete repaired to an error while waiting for the client");
+}
+
 /// `PARKED_THEN_USER` and the index of the commit that repairs the parked
 /// tc-a, just before the new user turn's request.
 fn parked_run() -> (Run, usize) {

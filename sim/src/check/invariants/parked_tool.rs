@@ -1,5 +1,6 @@
-//! Invariant 4: a parked client or human tool is never repaired to an error
-//! while its batch lives. Only a new answer to a user message abandons a
+//! Invariant 4: a tool parked on the client (a client or human tool's
+//! answer, or any tool's approval) is never repaired to an error while
+//! its batch lives. Only a new answer to a user message abandons a
 //! batch: a commit that turns a waiting client tool into an error nobody
 //! sent, followed by a model request that picks the reply up again (rather
 //! than answering a user message afresh), repaired it early. Nor is a
@@ -18,7 +19,7 @@ use crate::history::Boundary;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "parked-tool-kept",
-    rule: "a client or human tool waiting for its answer is never repaired to an error by a continuation or recovery, nor executed by the server",
+    rule: "a tool waiting for the client (its answer or its approval) is never repaired to an error by a continuation or recovery, nor a client tool executed by the server",
     check,
 };
 
@@ -47,10 +48,10 @@ fn executed_by_the_server(input: &CheckInput) -> Vec<Violation> {
 /// while its batch lived when the next model request continues the reply.
 fn repaired_while_waiting(input: &CheckInput) -> Vec<Violation> {
     let history = &input.run.history;
-    let mut waiting: BTreeMap<String, bool> = client_tools_waiting(input, &history.initial);
+    let mut waiting: BTreeMap<String, bool> = waiting_for_the_client(input, &history.initial);
     let mut violations = Vec::new();
     for (index, store) in history.store_states() {
-        let now = client_tools_waiting(input, &store);
+        let now = waiting_for_the_client(input, &store);
         let repaired: Vec<&str> = waiting
             .iter()
             .filter(|(call_id, was_waiting)| **was_waiting && is_unsent_error(input, &store, call_id, index))
@@ -65,12 +66,14 @@ fn repaired_while_waiting(input: &CheckInput) -> Vec<Violation> {
     violations
 }
 
-/// Client tools in the store, by call id: whether each waits for its answer.
-fn client_tools_waiting(input: &CheckInput, store: &DurableState) -> BTreeMap<String, bool> {
+/// Tools in the store that the client acts on, by call id: whether each
+/// waits for it. A client tool waits for its answer (and, approved, for
+/// its result); any tool waits while its approval is requested.
+fn waiting_for_the_client(input: &CheckInput, store: &DurableState) -> BTreeMap<String, bool> {
     let tools = store.messages.iter().flat_map(|message| message.tools());
-    let client = tools.filter(|tool| input.is_client_tool(&tool.tool_name));
+    let asks = tools.filter(|tool| input.is_client_tool(&tool.tool_name) || tool.state == ToolState::ApprovalRequested);
     let waits = |state: ToolState| state.is_pending() || state == ToolState::ApprovalResponded;
-    client.map(|tool| (tool.call_id.clone(), waits(tool.state))).collect()
+    asks.map(|tool| (tool.call_id.clone(), waits(tool.state))).collect()
 }
 
 /// The call is an error in `store` that no answer explains.
