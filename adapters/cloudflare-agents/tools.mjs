@@ -1,7 +1,8 @@
 // The AI SDK tool set for a scenario's `EngineConfig.tools`: a server tool
 // runs on the harness (`server_tool` / `server_tool_done`), an approval tool
 // is a server tool with `needsApproval`, and a client or human tool has no
-// `execute`, so the AI SDK leaves its call for the client. A tool the model
+// `execute`, so the AI SDK leaves its call for the client (a
+// `client_approval` tool: `needsApproval` and no `execute`). A tool the model
 // calls that the config does not list is a client tool, as in the built-in
 // engine: the set answers for any name. A tool in `EngineConfig.dynamic_tools`
 // is a `dynamicTool` (defined at run time, as MCP tools are): the AI SDK
@@ -22,7 +23,10 @@ export function buildTools(session) {
   const dynamic = new Set(session.config.dynamic_tools ?? []);
   const make = (name, kind) => {
     const define = dynamic.has(name) ? dynamicTool : tool;
-    if (kind === "client" || kind === "human") return define({ description: name, inputSchema: ANY_OBJECT });
+    if (isClientKind(kind)) {
+      // No `execute`: the AI SDK leaves the call for the client (after its approval, for `client_approval`).
+      return define({ description: name, inputSchema: ANY_OBJECT, needsApproval: kind === "client_approval" });
+    }
     const execute = async (input, { toolCallId }) => {
       session.host.observe({ event: "server-tool-started", call_id: toolCallId });
       const call = { call_id: toolCallId, tool_name: name, input: input ?? {} };
@@ -50,6 +54,9 @@ export function buildTools(session) {
 
 /** Whether the config names `toolName` a tool the client answers. */
 export function isClientTool(config, toolName) {
-  const kind = config.tools?.[toolName] ?? "client";
-  return kind === "client" || kind === "human";
+  return isClientKind(config.tools?.[toolName] ?? "client");
+}
+
+function isClientKind(kind) {
+  return kind === "client" || kind === "human" || kind === "client_approval";
 }

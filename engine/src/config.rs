@@ -35,12 +35,22 @@ pub enum ToolKind {
     Human,
     /// A server tool that needs the client's approval before it runs.
     Approval,
+    /// A tool that needs the client's approval and has no server executor
+    /// (the AI SDK's `needsApproval` without `execute`): once approved, the
+    /// client runs it and sends the result.
+    #[serde(rename = "client_approval")]
+    ClientApproval,
 }
 
 impl ToolKind {
     /// Answered by the client (or a person behind it), not the engine.
     pub fn is_client_answered(self) -> bool {
-        matches!(self, Self::Client | Self::Human)
+        matches!(self, Self::Client | Self::Human | Self::ClientApproval)
+    }
+
+    /// The engine asks the client to approve each call before it runs.
+    pub fn needs_approval(self) -> bool {
+        matches!(self, Self::Approval | Self::ClientApproval)
     }
 }
 

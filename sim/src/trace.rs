@@ -5,7 +5,7 @@
 //! it, so the same seed gives the same bytes.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -392,6 +392,9 @@ struct Watcher {
     fire: Option<tokio::sync::oneshot::Sender<()>>,
     /// Set when it fires: the engine process dies at that very event.
     fence: Option<Arc<AtomicBool>>,
+    /// Counted up when it fires, at the event itself: the work it starts is
+    /// outstanding before anyone can look for quiescence.
+    busy: Arc<AtomicUsize>,
 }
 
 #[derive(Default)]
@@ -416,6 +419,7 @@ impl Inner {
                     if let Some(fence) = &watcher.fence {
                         fenced |= !fence.swap(true, Ordering::SeqCst);
                     }
+                    watcher.busy.fetch_add(1, Ordering::SeqCst);
                     let _ = watcher.fire.take().expect("checked").send(());
                 }
             }
@@ -502,12 +506,15 @@ impl Trace {
     }
 
     /// Resolves on the `nth` future event for which `matches` holds.
+    /// Fires at the `nth` event that `matches`, counting `busy` up right
+    /// there (whoever waits counts it down when its work is done).
     pub fn watch(
         &self,
         nth: u32,
         matches: impl Fn(&Event) -> bool + Send + 'static,
+        busy: Arc<AtomicUsize>,
     ) -> tokio::sync::oneshot::Receiver<()> {
-        self.add_watcher(nth, Box::new(matches), None)
+        self.add_watcher(nth, Box::new(matches), None, busy)
     }
 
     /// As [`Self::watch`], and the engine process dies at that event: from
@@ -517,8 +524,9 @@ impl Trace {
         &self,
         nth: u32,
         matches: impl Fn(&Event) -> bool + Send + 'static,
+        busy: Arc<AtomicUsize>,
     ) -> tokio::sync::oneshot::Receiver<()> {
-        self.add_watcher(nth, Box::new(matches), Some(self.engine_dead.clone()))
+        self.add_watcher(nth, Box::new(matches), Some(self.engine_dead.clone()), busy)
     }
 
     fn add_watcher(
@@ -526,9 +534,10 @@ impl Trace {
         nth: u32,
         matches: Box<dyn Fn(&Event) -> bool + Send>,
         fence: Option<Arc<AtomicBool>>,
+        busy: Arc<AtomicUsize>,
     ) -> tokio::sync::oneshot::Receiver<()> {
         let (fire, fired) = tokio::sync::oneshot::channel();
-        let watcher = Watcher { matches, remaining: nth.max(1), fire: Some(fire), fence };
+        let watcher = Watcher { matches, remaining: nth.max(1), fire: Some(fire), fence, busy };
         self.inner.lock().expect("trace lock").watchers.push(watcher);
         fired
     }

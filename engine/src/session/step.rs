@@ -190,7 +190,7 @@ impl Session {
             return None;
         }
         let mut state = ToolState::InputAvailable;
-        if self.config.tool_kind(&tool_name) == ToolKind::Approval {
+        if self.config.tool_kind(&tool_name).needs_approval() {
             turn.assistant.request_approval(call_id, &format!("approval-{call_id}"));
             state = ToolState::ApprovalRequested;
         }

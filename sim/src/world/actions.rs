@@ -1,7 +1,8 @@
 //! Scripted actions and eviction faults: each waits for its time or trigger,
 //! then acts on the world.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use madsim::runtime::Handle;
 use turnsim_engine::TurnOptions;
@@ -65,13 +66,15 @@ impl World {
                 });
             }
             When::Trigger(trigger) => {
-                let fired = watch_trigger(&self.trace, trigger, at_once);
+                // Busy from the event itself (the watcher counts it), not
+                // from when this task wakes: the world may look for
+                // quiescence in between.
+                let fired = watch_trigger(&self.trace, trigger, at_once, busy.clone());
                 let delay_ms = rng.sample(trigger.delay_ms);
                 tokio::spawn(async move {
                     if fired.await.is_err() {
                         return;
                     }
-                    busy.fetch_add(1, Ordering::SeqCst);
                     pause_ms(delay_ms).await;
                     act.await;
                     done(&busy);
@@ -155,14 +158,19 @@ impl World {
     }
 }
 
-fn watch_trigger(trace: &Trace, trigger: &Trigger, fence: bool) -> tokio::sync::oneshot::Receiver<()> {
+fn watch_trigger(
+    trace: &Trace,
+    trigger: &Trigger,
+    fence: bool,
+    busy: Arc<AtomicUsize>,
+) -> tokio::sync::oneshot::Receiver<()> {
     let trigger = trigger.clone();
     let nth = trigger.nth;
     let matches = move |event: &Event| trigger_matches(&trigger, event);
     if fence {
-        return trace.watch_and_fence(nth, matches);
+        return trace.watch_and_fence(nth, matches, busy);
     }
-    trace.watch(nth, matches)
+    trace.watch(nth, matches, busy)
 }
 
 /// Whether a traced event is what the trigger waits for.
