@@ -112,8 +112,9 @@ enum Command {
         /// Shrink runs at most.
         #[arg(long, default_value_t = 2000)]
         max_shrink_iters: usize,
-        /// Also draw store faults: a refused commit, the process dying as a
-        /// commit returns.
+        /// Also draw the host's faults: a refused commit, the process dying
+        /// as a commit returns, the chat surface refusing posts, the
+        /// recovery hook throwing.
         #[arg(long)]
         store_faults: bool,
     },

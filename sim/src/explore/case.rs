@@ -9,8 +9,8 @@ use turnsim_engine::{FinishReason, ToolKind};
 
 use crate::scenario::{
     Action, ActionKind, AnswerSpec, ChunkPoint, ClientSpec, Delivery, Disconnect, EngineSpec, EvictFault, Expect,
-    Fault, FinishStep, HttpFault, RangeMs, RecoverySpec, Reply, Scenario, Step, StoreFault, ToolSpec, ToolStep,
-    Trigger, UserMessage, Via, When, DEFAULT_HORIZON_MS,
+    Fault, FinishStep, Hook, HookFault, HttpFault, PostFault, RangeMs, RecoverySpec, Reply, Scenario, Step, StoreFault,
+    ToolSpec, ToolStep, Trigger, UserMessage, Via, When, DEFAULT_HORIZON_MS,
 };
 
 /// How the user's message reaches the engine.
@@ -89,6 +89,14 @@ pub enum FaultCase {
         commit: u32,
         restart_after_ms: u64,
     },
+    /// The chat surface refuses the engine's `post`-th post and `times - 1`
+    /// after it (a messenger story only).
+    PostRefused {
+        post: u32,
+        times: u32,
+    },
+    /// The host's `on_exhausted` hook throws.
+    HookThrows,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -219,13 +227,23 @@ impl Case {
     /// Model-call faults land on successive calls (call 1, then the retry or
     /// recovery that follows it, ...); evictions are timed or triggered.
     fn faults(&self) -> Vec<Fault> {
-        let scripted = self.faults.iter().filter(|fault| !matches!(fault, FaultCase::Disconnect { .. }));
+        // Posts are refused only where a messenger posts.
+        let applies = |fault: &&FaultCase| match fault {
+            FaultCase::Disconnect { .. } => false,
+            FaultCase::PostRefused { .. } => self.entry == Entry::Messenger,
+            _ => true,
+        };
+        let scripted = self.faults.iter().filter(applies);
         let mut call = 0;
         let mut faults = Vec::new();
         for fault in scripted {
             let on_a_call = !matches!(
                 fault,
-                FaultCase::Evict { .. } | FaultCase::StoreError { .. } | FaultCase::CrashAtCommit { .. }
+                FaultCase::Evict { .. }
+                    | FaultCase::StoreError { .. }
+                    | FaultCase::CrashAtCommit { .. }
+                    | FaultCase::PostRefused { .. }
+                    | FaultCase::HookThrows
             );
             if on_a_call {
                 call += 1;
@@ -272,6 +290,17 @@ impl Case {
                 }),
                 restart_after_ms: RangeMs::exact(*restart_after_ms),
                 at_once: true,
+            }),
+            FaultCase::PostRefused { post, times } => Fault::PostFails(PostFault {
+                post: *post,
+                times: *times,
+                error: "the chat surface refused the post".into(),
+            }),
+            FaultCase::HookThrows => Fault::HookThrows(HookFault {
+                hook: Hook::OnExhausted,
+                call: 1,
+                times: 1,
+                error: "the hook threw".into(),
             }),
             FaultCase::Disconnect { .. } => unreachable!("disconnects are actions"),
         }

@@ -78,16 +78,24 @@ fn fault_of(kind: u8, tools: usize) -> BoxedStrategy<FaultCase> {
         6 => (1u32..24, prop_oneof![3 => Just(1u32), 1 => 2u32..7])
             .prop_map(|(commit, times)| FaultCase::StoreError { commit, times })
             .boxed(),
-        _ => (1u32..24, 0u64..500)
+        7 => (1u32..24, 0u64..500)
             .prop_map(|(commit, restart_after_ms)| FaultCase::CrashAtCommit { commit, restart_after_ms })
             .boxed(),
+        // The host's other services: the chat surface refusing posts (a
+        // reply is one to a few posts), the recovery hook throwing.
+        _ => prop_oneof![
+            3 => (1u32..4, 1u32..4).prop_map(|(post, times)| FaultCase::PostRefused { post, times }),
+            1 => Just(FaultCase::HookThrows),
+        ]
+        .boxed(),
     }
 }
 
-/// The swarm: which of the fault kinds are on (six, or eight with the
-/// store's), then up to two of each.
+/// The swarm: which of the fault kinds are on (six, or nine with the
+/// host's: the store's two, the chat surface's and the hook's), then up to
+/// two of each.
 fn faults(tools: usize, store_faults: bool) -> impl Strategy<Value = Vec<FaultCase>> {
-    let kinds = if store_faults { 8 } else { 6 };
+    let kinds = if store_faults { 9 } else { 6 };
     prop::collection::vec(prop::bool::weighted(0.3), kinds).prop_flat_map(move |on| {
         let kinds: Vec<u8> = on.iter().enumerate().filter(|(_, on)| **on).map(|(kind, _)| kind as u8).collect();
         let per_kind: Vec<BoxedStrategy<Vec<FaultCase>>> =

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 use turnsim_engine::transcript::TextState;
-use turnsim_engine::{Chunk, Message, Part, Role};
+use turnsim_engine::{Chunk, Message, Part, Role, ToolState};
 
 use super::Invariant;
 use crate::check::facts::{CallEnd, CallFact};
@@ -50,7 +50,9 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 /// `tool-call` chunk's, or its `tool-input-delta`s joined and parsed. Read
 /// from the chunks themselves, not through the message format's chunk
 /// rules, so the oracle does not share the engine's reading of them. Only
-/// object inputs are judged (what a tool takes).
+/// object inputs are judged (what a tool takes), and only calls a client or
+/// the server may still act on or did (an error settles a call with no
+/// run: a repaired call's input, cut by a refused write, reaches no one).
 fn tool_inputs(input: &CheckInput, messages: &[Message]) -> Vec<Violation> {
     let mut deltas: BTreeMap<&str, String> = BTreeMap::new();
     let mut streamed: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
@@ -74,7 +76,17 @@ fn tool_inputs(input: &CheckInput, messages: &[Message]) -> Vec<Violation> {
     let mut violations = Vec::new();
     for message in messages {
         for tool in message.tools() {
-            let (Some(stored), Some(inputs)) = (&tool.input, streamed.get(tool.call_id.as_str())) else { continue };
+            let acted_on = matches!(
+                tool.state,
+                ToolState::InputAvailable
+                    | ToolState::ApprovalRequested
+                    | ToolState::ApprovalResponded
+                    | ToolState::OutputAvailable
+            );
+            let (Some(stored), Some(inputs), true) = (&tool.input, streamed.get(tool.call_id.as_str()), acted_on)
+            else {
+                continue;
+            };
             if !inputs.is_empty() && !inputs.contains(stored) {
                 let text = format!(
                     "{}: tool call {} is stored with input {stored}; the model streamed {}",
