@@ -44,7 +44,7 @@ fn with_crash_at(file: &ScenarioFile, write: usize, at_once: bool) -> ScenarioFi
         delay_ms: RangeMs::ZERO,
     };
     let restart_after_ms = RangeMs::exact(RESTART_AFTER_MS);
-    let evict = EvictFault { when: When::Trigger(trigger), restart_after_ms, at_once };
+    let evict = EvictFault { when: When::Trigger(trigger), restart_after_ms, at_once, memory_only: false };
     crashed.scenario.faults.push(Fault::Evict(evict));
     crashed
 }

@@ -71,6 +71,11 @@ pub enum Boundary {
     },
     /// The process was killed (an eviction): nothing it held in memory survives.
     Killed,
+    /// A memory-only eviction: these connections outlive the kill that
+    /// comes just before (the new process is handed them with `connect`).
+    KeptOpen {
+        connections: Vec<u64>,
+    },
     Connect {
         connection: u64,
     },
@@ -174,6 +179,7 @@ impl Boundary {
             self,
             Self::Boot { .. }
                 | Self::Killed
+                | Self::KeptOpen { .. }
                 | Self::Connect { .. }
                 | Self::Disconnect { .. }
                 | Self::UserMessage { .. }

@@ -206,9 +206,10 @@ fn item_for(traced: &TraceEvent) -> Item {
         Event::MessengerPost { .. } => message(Lane::Engine, "->>", Lane::Messenger, &bare),
         Event::MessengerPostRefused { .. } => message(Lane::Engine, "-x", Lane::Messenger, &named),
         Event::ServerToolRun { .. } => message(Lane::Engine, "->>", Lane::Tools, &named),
-        Event::ClientSent { .. } | Event::ClientConnected { .. } | Event::ClientDisconnected { .. } => {
-            message(Lane::Client, "->>", Lane::Engine, &named)
-        }
+        Event::ClientSent { .. }
+        | Event::ClientConnected { .. }
+        | Event::ClientDisconnected { .. }
+        | Event::ClientResumed { .. } => message(Lane::Client, "->>", Lane::Engine, &named),
         Event::ClientSendFailed { .. } => message(Lane::Client, "-x", Lane::Engine, &named),
         Event::ClientSawTool { .. } | Event::ClientFrame { .. } => message(Lane::Engine, "-->>", Lane::Client, &bare),
         Event::ChatCalled { .. } => message(Lane::Caller, "->>", Lane::Engine, &format!("{at} chat()")),

@@ -94,6 +94,11 @@ pub enum Event {
     ClientDisconnected {
         connection: u64,
     },
+    /// After a memory-only eviction the client's open connection was handed
+    /// to the new process; the client saw no disconnect.
+    ClientResumed {
+        connection: u64,
+    },
     ClientSawTool {
         call_id: String,
         state: String,
@@ -164,7 +169,7 @@ pub enum Event {
 /// Every name a timeline event can have, with its lane: what triggers and
 /// timing expectations may name, as `name` or `lane.name`. A test checks
 /// that every event the committed suite produces is listed.
-pub const EVENT_NAMES: [(&str, &str); 56] = [
+pub const EVENT_NAMES: [(&str, &str); 57] = [
     ("world", "action"),
     ("world", "evict"),
     ("world", "restart"),
@@ -176,6 +181,7 @@ pub const EVENT_NAMES: [(&str, &str); 56] = [
     ("store", "commit"),
     ("store", "refused"),
     ("client", "connected"),
+    ("client", "resumed"),
     ("client", "disconnected"),
     ("client", "saw-tool"),
     ("client", "sent"),
@@ -263,6 +269,7 @@ impl Event {
             Self::StoreCommit { .. } | Self::StoreRefused { .. } => Lane::Store,
             Self::ClientConnected { .. }
             | Self::ClientDisconnected { .. }
+            | Self::ClientResumed { .. }
             | Self::ClientSawTool { .. }
             | Self::ClientSent { .. }
             | Self::ClientSendFailed { .. }
@@ -295,6 +302,7 @@ impl Event {
             Self::StoreCommit { .. } => "commit",
             Self::StoreRefused { .. } => "refused",
             Self::ClientConnected { .. } => "connected",
+            Self::ClientResumed { .. } => "resumed",
             Self::ClientDisconnected { .. } => "disconnected",
             Self::ClientSawTool { .. } => "saw-tool",
             Self::ClientSent { .. } => "sent",
@@ -330,9 +338,9 @@ impl Event {
             Self::ServerToolRun { call_id, tool_name } => format!("{call_id} {tool_name}"),
             Self::StoreCommit { writes } => writes.join("; "),
             Self::StoreRefused { commit, writes } => format!("commit {commit}: {}", writes.join("; ")),
-            Self::ClientConnected { connection } | Self::ClientDisconnected { connection } => {
-                format!("c{connection}")
-            }
+            Self::ClientConnected { connection }
+            | Self::ClientDisconnected { connection }
+            | Self::ClientResumed { connection } => format!("c{connection}"),
             Self::ClientSawTool { call_id, state } => format!("{call_id} {state}"),
             Self::ClientSent { call_id, what, auto_continue } => {
                 format!("{call_id} {what} auto_continue={auto_continue}")

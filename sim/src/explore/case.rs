@@ -278,6 +278,7 @@ impl Case {
                 when: evict_when(when),
                 restart_after_ms: RangeMs::exact(*restart_after_ms),
                 at_once: false,
+                memory_only: false,
             }),
             FaultCase::StoreError { commit, times } => Fault::StoreError(StoreFault { commit: *commit, times: *times }),
             FaultCase::CrashAtCommit { commit, restart_after_ms } => Fault::Evict(EvictFault {
@@ -290,6 +291,7 @@ impl Case {
                 }),
                 restart_after_ms: RangeMs::exact(*restart_after_ms),
                 at_once: true,
+                memory_only: false,
             }),
             FaultCase::PostRefused { post, times } => Fault::PostFails(PostFault {
                 post: *post,

@@ -505,6 +505,11 @@ pub struct Delivery {
 pub struct Evict {
     #[serde(default)]
     pub restart_after_ms: RangeMs,
+    /// Only the process's memory goes, as when a Durable Object hibernates:
+    /// open client connections stay open (no disconnect, no reconnect) and
+    /// the restarted process is handed them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memory_only: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -858,6 +863,8 @@ pub struct EvictFault {
     /// The process dies at the trigger's event itself (with no delay), not
     /// at its next await: nothing it does after that event happens.
     pub at_once: bool,
+    /// Client connections outlive the process (see [`Evict::memory_only`]).
+    pub memory_only: bool,
 }
 
 #[derive(Clone, Serialize, Deserialize, JsonSchema)]
@@ -875,12 +882,16 @@ struct RawEvictFault {
     /// at its next await, after the step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     at_once: bool,
+    /// Only the process's memory goes: client connections stay open.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    memory_only: bool,
 }
 
 impl From<EvictFault> for RawEvictFault {
     fn from(fault: EvictFault) -> Self {
         let (at_ms, when) = when_fields(fault.when);
-        Self { at_ms, when, restart_after_ms: fault.restart_after_ms, at_once: fault.at_once }
+        let (restart_after_ms, at_once, memory_only) = (fault.restart_after_ms, fault.at_once, fault.memory_only);
+        Self { at_ms, when, restart_after_ms, at_once, memory_only }
     }
 }
 
@@ -896,7 +907,7 @@ impl TryFrom<RawEvictFault> for EvictFault {
         if raw.at_once && !matches!(&when, When::Trigger(trigger) if trigger.delay_ms == RangeMs::ZERO) {
             return Err("`at_once` needs a `when` trigger with no `delay_ms`".into());
         }
-        Ok(Self { when, restart_after_ms: raw.restart_after_ms, at_once: raw.at_once })
+        Ok(Self { when, restart_after_ms: raw.restart_after_ms, at_once: raw.at_once, memory_only: raw.memory_only })
     }
 }
 

@@ -25,7 +25,7 @@ impl World {
         }
         for fault in &self.scenario.scenario.faults {
             if let Fault::Evict(evict) = fault {
-                let evict_action = Evict { restart_after_ms: evict.restart_after_ms };
+                let evict_action = Evict { restart_after_ms: evict.restart_after_ms, memory_only: evict.memory_only };
                 let (world, fault_rng) = (self.clone(), rng.clone());
                 let act = async move { world.evict(&evict_action, &fault_rng).await };
                 self.spawn_when(&evict.when, &rng, evict.at_once, act);
@@ -140,9 +140,21 @@ impl World {
             return;
         }
         let handle = Handle::current();
+        // A hibernating process keeps its connections; otherwise they
+        // close with it.
+        let kept: Vec<u64> = match evict.memory_only {
+            true => self.clients.iter().filter_map(super::Client::kept_connection).collect(),
+            false => {
+                self.clients.iter().for_each(super::Client::sever);
+                Vec::new()
+            }
+        };
         if !self.trace.engine_dead() {
             self.trace.record(Event::Evicted);
             self.trace.cross(crate::history::Boundary::Killed);
+            if !kept.is_empty() {
+                self.trace.cross(crate::history::Boundary::KeptOpen { connections: kept.clone() });
+            }
         }
         self.switchboard.clear();
         handle.kill(self.engine_node.id());
@@ -150,6 +162,11 @@ impl World {
         self.trace.record(Event::Restarted);
         handle.restart(self.engine_node.id());
         self.engine_down.store(false, Ordering::SeqCst);
+        if evict.memory_only {
+            for client in &self.clients {
+                client.clone().resume().await;
+            }
+        }
     }
 
     /// The live engine, waiting while the process is down.

@@ -71,6 +71,11 @@ struct State {
     drop_requested: Option<Option<RangeMs>>,
     /// A connection is open: results can only be sent over one.
     connected: bool,
+    /// The open connection's id and a second sender of its frames: kept so
+    /// the connection can outlive a process that hibernates (a memory-only
+    /// eviction). Dropped before a whole-process eviction, so the
+    /// connection closes with the process.
+    kept: Option<(u64, mpsc::UnboundedSender<Frame>)>,
 }
 
 #[derive(Clone)]
@@ -129,6 +134,36 @@ impl Client {
         self.wake.notify_one();
     }
 
+    /// The process is about to die with its connections: this client's
+    /// closes with it. Returns nothing to keep.
+    pub fn sever(&self) {
+        self.state.lock().expect("client lock").kept = None;
+    }
+
+    /// The open connection that outlives a memory-only eviction, if any.
+    pub fn kept_connection(&self) -> Option<u64> {
+        self.state.lock().expect("client lock").kept.as_ref().map(|(connection, _)| *connection)
+    }
+
+    /// After a memory-only eviction: hands the kept connection to the new
+    /// process. The client sees no disconnect; the engine sees a `connect`.
+    pub async fn resume(self) {
+        let Some((connection, frames)) = self.state.lock().expect("client lock").kept.clone() else {
+            return;
+        };
+        let engine = self.switchboard.wait_for_engine().await;
+        let engine_end = SimConnection {
+            connection,
+            trace: self.trace.clone(),
+            frames,
+            unread: self.unread.clone(),
+            link: self.to_client.clone(),
+        };
+        if engine.connect(connection, Box::new(engine_end)) {
+            self.trace.record(Event::ClientResumed { connection });
+        }
+    }
+
     /// Runs for the whole simulation: connect, serve frames, reconnect.
     pub async fn run(self) {
         loop {
@@ -140,6 +175,7 @@ impl Client {
             let reconnect_after = self.serve(connection, frames).await;
             self.update(|state| {
                 state.connected = false;
+                state.kept = None;
                 state.outstanding += usize::from(reconnect_after.is_some());
             });
             self.trace.record(Event::ClientDisconnected { connection });
@@ -169,6 +205,7 @@ impl Client {
         });
         let (sender, frames) = mpsc::unbounded_channel();
         self.unread.store(0, Ordering::SeqCst);
+        self.state.lock().expect("client lock").kept = Some((connection, sender.clone()));
         let engine_end = SimConnection {
             connection,
             trace: self.trace.clone(),

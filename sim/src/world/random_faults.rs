@@ -62,6 +62,7 @@ fn draw(rng: &SharedRng, faults: &RandomFaults, file: &mut ScenarioFile, drawn: 
             when: When::AtMs(RangeMs::exact(at)),
             restart_after_ms: RangeMs::exact(restart),
             at_once: false,
+            memory_only: false,
         };
         file.scenario.faults.push(Fault::Evict(evict));
     }

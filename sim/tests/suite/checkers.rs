@@ -1160,6 +1160,27 @@ fn client_view_fires_when_a_dynamic_tool_is_stored_as_a_static_one() {
 }
 
 #[test]
+fn client_view_keeps_a_connection_through_a_memory_only_eviction() {
+    // The connection outlived the process: the client still shows what it
+    // was streamed. Without the transcript the new process sent it on
+    // `connect`, it shows the dead attempt's text the store never kept.
+    let run = Run::committed("eviction-memory-only-keeps-the-connection", CLIENT_VIEW);
+    assert!(
+        run.record.history.iter().any(|crossing| matches!(crossing.what, Boundary::KeptOpen { .. })),
+        "the clean run keeps the connection"
+    );
+    let mut broken = run.broken();
+    let kept = broken.history.crossings.iter().position(|crossing| matches!(crossing.what, Boundary::KeptOpen { .. }));
+    let resent = broken.history.crossings[kept.expect("kept")..]
+        .iter()
+        .position(|crossing| matches!(crossing.what, Boundary::Frame { frame: Frame::Messages(_), .. }))
+        .map(|offset| offset + kept.expect("kept"))
+        .expect("the new process sends the transcript on connect");
+    broken.history.crossings.remove(resent);
+    run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 shows a different transcript");
+}
+
+#[test]
 fn caller_view_fires_when_a_failed_attempt_is_never_taken_back() {
     let run = Run::committed("provider-rate-limit-mid-stream-discards", CALLER_VIEW);
     let mut broken = run.broken();
