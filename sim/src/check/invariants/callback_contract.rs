@@ -122,13 +122,27 @@ fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
 }
 
 /// The host is told the partial the interrupted turn left: the text of the
-/// last assistant message the store holds when the hook runs.
+/// last assistant message the store holds when the hook runs, or that and
+/// text the model streamed after it that was not flushed yet (an engine may
+/// tell what it holds in memory).
 fn partial_told(input: &CheckInput, index: usize, told: &str) -> Option<Violation> {
     let store = input.run.history.store_at(index);
     let partial = store.messages.iter().rev().find(|message| message.role == Role::Assistant);
     let partial = partial.map(|message| message.text()).unwrap_or_default();
-    (told != partial).then(|| {
+    let unflushed = told.strip_prefix(partial.as_str()).filter(|rest| streamed_text(input, index).contains(rest));
+    (told != partial && unflushed.is_none()).then(|| {
         let message = format!("on_exhausted was told the partial {told:?}; the store holds {partial:?}");
         input.violation_at(NAME, index, message)
     })
+}
+
+/// Every text delta the model streamed before history index `until`, joined.
+fn streamed_text(input: &CheckInput, until: usize) -> String {
+    input.run.history.crossings[..until]
+        .iter()
+        .filter_map(|crossing| match &crossing.what {
+            Boundary::ModelChunk { chunk: turnsim_engine::Chunk::TextDelta { delta, .. }, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
 }
