@@ -98,23 +98,29 @@ impl ClientView {
 
 /// The views of the connections still open at the end of the run, by
 /// connection id. A connection closes on its disconnect or when the engine
-/// process dies, unless it outlives a memory-only eviction: then it shows
-/// what it showed, and the new process's `connect` adds to that.
+/// process dies, unless it outlives a memory-only eviction: then, once
+/// the new process is handed it (its `connect`), it shows what it showed
+/// before and what it is sent from then on. One the client closed before
+/// that was never handed over.
 pub fn open_client_views(history: &History) -> BTreeMap<u64, ClientView> {
     let mut views: BTreeMap<u64, ClientView> = BTreeMap::new();
     let mut killed: BTreeMap<u64, ClientView> = BTreeMap::new();
+    let mut kept: BTreeMap<u64, ClientView> = BTreeMap::new();
     for (index, crossing) in history.iter().enumerate() {
         match &crossing.what {
             Boundary::Connect { connection } => {
-                let view = views.remove(connection).unwrap_or(ClientView { opened_at: index, ..ClientView::default() });
+                let view = kept.remove(connection).unwrap_or(ClientView { opened_at: index, ..ClientView::default() });
                 views.insert(*connection, view);
             }
             Boundary::Disconnect { connection } => {
                 views.remove(connection);
             }
-            Boundary::Killed => killed = std::mem::take(&mut views),
+            Boundary::Killed => {
+                killed = std::mem::take(&mut views);
+                kept.clear();
+            }
             Boundary::KeptOpen { connections } => {
-                views.extend(connections.iter().filter_map(|id| killed.remove_entry(id)));
+                kept = connections.iter().filter_map(|id| killed.remove_entry(id)).collect();
             }
             Boundary::Frame { connection, frame } => {
                 if let Some(view) = views.get_mut(connection) {

@@ -73,6 +73,8 @@ pub enum FaultCase {
     Evict {
         when: EvictWhen,
         restart_after_ms: u64,
+        /// Client connections outlive the process (a hibernation).
+        memory_only: bool,
     },
     Disconnect {
         at_ms: u64,
@@ -274,11 +276,11 @@ impl Case {
             FaultCase::Truncate { percent } => Fault::Truncate(self.chunk_point(*percent, call)),
             FaultCase::Cut { percent } => Fault::Cut(self.chunk_point(*percent, call)),
             FaultCase::Http { status } => Fault::HttpError(HttpFault { call, after_chunk: 0, status: *status }),
-            FaultCase::Evict { when, restart_after_ms } => Fault::Evict(EvictFault {
+            FaultCase::Evict { when, restart_after_ms, memory_only } => Fault::Evict(EvictFault {
                 when: evict_when(when),
                 restart_after_ms: RangeMs::exact(*restart_after_ms),
                 at_once: false,
-                memory_only: false,
+                memory_only: *memory_only,
             }),
             FaultCase::StoreError { commit, times } => Fault::StoreError(StoreFault { commit: *commit, times: *times }),
             FaultCase::CrashAtCommit { commit, restart_after_ms } => Fault::Evict(EvictFault {

@@ -67,8 +67,9 @@ fn fault_of(kind: u8, tools: usize) -> BoxedStrategy<FaultCase> {
         1 => (5u8..100).prop_map(|percent| FaultCase::Truncate { percent }).boxed(),
         2 => (5u8..100).prop_map(|percent| FaultCase::Cut { percent }).boxed(),
         3 => prop_oneof![Just(429u16), Just(503u16)].prop_map(|status| FaultCase::Http { status }).boxed(),
-        4 => (evict_when(tools), 0u64..500)
-            .prop_map(|(when, restart_after_ms)| FaultCase::Evict { when, restart_after_ms })
+        // One eviction in four keeps the clients' connections (a hibernation).
+        4 => (evict_when(tools), 0u64..500, prop::bool::weighted(0.25))
+            .prop_map(|(when, restart_after_ms, memory_only)| FaultCase::Evict { when, restart_after_ms, memory_only })
             .boxed(),
         5 => (0u64..2_000, 20u64..500)
             .prop_map(|(at_ms, reconnect_after_ms)| FaultCase::Disconnect { at_ms, reconnect_after_ms })

@@ -76,6 +76,8 @@ struct State {
     /// eviction). Dropped before a whole-process eviction, so the
     /// connection closes with the process.
     kept: Option<(u64, mpsc::UnboundedSender<Frame>)>,
+    /// The process generation the kept connection was last handed to.
+    handed_to: Option<u64>,
 }
 
 #[derive(Clone)]
@@ -148,10 +150,19 @@ impl Client {
     /// After a memory-only eviction: hands the kept connection to the new
     /// process. The client sees no disconnect; the engine sees a `connect`.
     pub async fn resume(self) {
-        let Some((connection, frames)) = self.state.lock().expect("client lock").kept.clone() else {
+        let engine = self.switchboard.wait_for_engine().await;
+        // Whatever happened while the process was down decides: the client
+        // may have closed the connection, or another process died and was
+        // handed it already.
+        let kept = {
+            let mut state = self.state.lock().expect("client lock");
+            let fresh = state.handed_to != Some(engine.generation());
+            state.handed_to = Some(engine.generation());
+            state.kept.clone().filter(|_| fresh)
+        };
+        let Some((connection, frames)) = kept else {
             return;
         };
-        let engine = self.switchboard.wait_for_engine().await;
         let engine_end = SimConnection {
             connection,
             trace: self.trace.clone(),

@@ -82,6 +82,11 @@ pub struct EngineLink {
 }
 
 impl EngineLink {
+    /// Which process this link reaches (a new one after every restart).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     pub fn connect(&self, connection: u64, end: Box<dyn Connection>) -> bool {
         self.handle.connect(connection, end)
     }
