@@ -834,15 +834,25 @@ fn counted_from_one<'de, D: serde::Deserializer<'de>>(deserializer: D, rule: &st
     Ok(number)
 }
 
-/// Whether the `nth` of something counted from 1 falls in `first`'s run of `times`.
-pub fn in_run(nth: u32, first: u32, times: u32) -> bool {
-    nth >= first && nth - first < times
+/// What a counted fault counts: every attempt, across the run's processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    Commit,
+    Post,
+    HookCall,
 }
 
-impl StoreFault {
-    /// Whether the `commit`-th commit (1-based) is refused.
-    pub fn refuses(&self, commit: u32) -> bool {
-        in_run(commit, self.commit, self.times)
+impl Fault {
+    /// A fault that fails the `first`-th counted call and the `times - 1`
+    /// after it: what it counts, `first`, `times`, and what the failure says
+    /// (the store says its own).
+    pub fn counted(&self) -> Option<(Counted, u32, u32, &str)> {
+        match self {
+            Self::StoreError(fault) => Some((Counted::Commit, fault.commit, fault.times, "")),
+            Self::PostFails(fault) => Some((Counted::Post, fault.post, fault.times, &fault.error)),
+            Self::HookThrows(fault) => Some((Counted::HookCall, fault.call, fault.times, &fault.error)),
+            _ => None,
+        }
     }
 }
 

@@ -8,6 +8,7 @@ mod actions;
 mod buggify;
 mod caller;
 mod client;
+mod counted;
 mod link;
 mod model;
 mod observer;
@@ -175,15 +176,7 @@ impl World {
     fn build(scenario: ScenarioFile, seed: u64, config: EngineConfig, trace: Trace, stored: DurableState) -> Self {
         let handle = Handle::current();
         let initial = stored.clone();
-        let refusals = scenario
-            .scenario
-            .faults
-            .iter()
-            .filter_map(|fault| match fault {
-                crate::scenario::Fault::StoreError(refusal) => Some(*refusal),
-                _ => None,
-            })
-            .collect();
+        let refusals = counted::CountedFaults::of(&scenario.scenario, crate::scenario::Counted::Commit);
         let healed_at_us: Arc<std::sync::atomic::AtomicU64> = Default::default();
         let store = Arc::new(store::SimStore::new(trace.clone(), stored, refusals, healed_at_us.clone()));
         let switchboard = Switchboard::new(trace.clone());

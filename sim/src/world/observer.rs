@@ -2,34 +2,24 @@
 //! surface a messenger posts to, into the trace. Hooks and posts fail where
 //! the scenario's `hook_throws` and `post_fails` faults say.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use turnsim_engine::messenger::{MessengerSurface, PostError};
 use turnsim_engine::ports::{ExhaustedContext, HookError};
 use turnsim_engine::{EngineEvent, Observer};
 
+use super::counted::CountedFaults;
 use crate::history::Boundary;
-use crate::scenario::{in_run, Fault, HookFault, PostFault, Scenario};
+use crate::scenario::{Counted, Scenario};
 use crate::trace::{Event, Trace};
 
 pub struct TraceObserver {
     trace: Trace,
-    faults: Vec<HookFault>,
-    /// `on_exhausted` calls so far, across the run's processes.
-    calls: AtomicU32,
+    /// `on_exhausted` calls, and those `hook_throws` faults fail.
+    throws: CountedFaults,
 }
 
 impl TraceObserver {
     pub fn new(trace: Trace, scenario: &Scenario) -> Self {
-        let faults = scenario
-            .faults
-            .iter()
-            .filter_map(|fault| match fault {
-                Fault::HookThrows(hook) => Some(hook.clone()),
-                _ => None,
-            })
-            .collect();
-        Self { trace, faults, calls: AtomicU32::new(0) }
+        Self { trace, throws: CountedFaults::of(scenario, Counted::HookCall) }
     }
 }
 
@@ -49,9 +39,7 @@ impl Observer for TraceObserver {
         if self.trace.engine_dead() {
             return Ok(());
         }
-        let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        let threw =
-            self.faults.iter().find(|fault| in_run(call, fault.call, fault.times)).map(|fault| fault.error.clone());
+        let threw = self.throws.count().1.map(str::to_string);
         let (incident, reason) = (context.incident_id.clone(), context.reason.clone());
         self.trace.record(Event::OnExhausted { incident, reason, threw: threw.clone() });
         self.trace.cross(Boundary::Exhausted { context: context.clone(), threw: threw.clone() });
@@ -62,22 +50,13 @@ impl Observer for TraceObserver {
 /// The chat surface a messenger posts to.
 pub struct TraceSurface {
     trace: Trace,
-    faults: Vec<PostFault>,
-    /// Posts attempted so far, across the run's processes.
-    posts: AtomicU32,
+    /// Posts attempted, and those `post_fails` faults refuse.
+    refusals: CountedFaults,
 }
 
 impl TraceSurface {
     pub fn new(trace: Trace, scenario: &Scenario) -> Self {
-        let faults = scenario
-            .faults
-            .iter()
-            .filter_map(|fault| match fault {
-                Fault::PostFails(post) => Some(post.clone()),
-                _ => None,
-            })
-            .collect();
-        Self { trace, faults, posts: AtomicU32::new(0) }
+        Self { trace, refusals: CountedFaults::of(scenario, Counted::Post) }
     }
 }
 
@@ -86,16 +65,15 @@ impl MessengerSurface for TraceSurface {
         if self.trace.engine_dead() {
             return Ok(());
         }
-        let post = self.posts.fetch_add(1, Ordering::SeqCst) + 1;
         let (delivery, text) = (delivery_id.to_string(), text.to_string());
-        match self.faults.iter().find(|fault| in_run(post, fault.post, fault.times)) {
+        match self.refusals.count().1 {
             None => {
                 self.trace.record(Event::MessengerPost { delivery: delivery.clone(), text: text.clone() });
                 self.trace.cross(Boundary::Post { delivery, text });
                 Ok(())
             }
-            Some(fault) => {
-                let error = fault.error.clone();
+            Some(error) => {
+                let error = error.to_string();
                 let refused = Event::MessengerPostRefused {
                     delivery: delivery.clone(),
                     text: text.clone(),

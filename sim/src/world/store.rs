@@ -1,23 +1,22 @@
 //! The durable store: lives outside the engine process, so it survives
 //! eviction. Every commit that changes more than counters is traced.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{DurableStore, StoreError};
 
+use super::counted::CountedFaults;
 use crate::history::Boundary;
-use crate::scenario::StoreFault;
 use crate::trace::{Event, Trace};
 
 pub struct SimStore {
     state: Mutex<DurableState>,
     trace: Trace,
-    /// Commits refused by the scenario's `store_error` faults.
-    refusals: Vec<StoreFault>,
-    /// Commits attempted so far.
-    attempts: AtomicU32,
+    /// Commits attempted so far, and those the scenario's `store_error`
+    /// faults refuse.
+    refusals: CountedFaults,
     /// When the world's faults last acted: a refusal is a fault acting, so
     /// the convergence window runs from the last one.
     healed_at_us: Arc<AtomicU64>,
@@ -25,8 +24,8 @@ pub struct SimStore {
 
 impl SimStore {
     /// A store holding `state` before the engine first boots.
-    pub fn new(trace: Trace, state: DurableState, refusals: Vec<StoreFault>, healed_at_us: Arc<AtomicU64>) -> Self {
-        Self { state: Mutex::new(state), trace, refusals, attempts: AtomicU32::new(0), healed_at_us }
+    pub fn new(trace: Trace, state: DurableState, refusals: CountedFaults, healed_at_us: Arc<AtomicU64>) -> Self {
+        Self { state: Mutex::new(state), trace, refusals, healed_at_us }
     }
 
     pub fn snapshot(&self) -> DurableState {
@@ -47,8 +46,8 @@ impl DurableStore for SimStore {
             // never sent.
             return Ok(());
         }
-        let attempt = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.refusals.iter().any(|fault| fault.refuses(attempt)) {
+        let (attempt, refused) = self.refusals.count();
+        if refused.is_some() {
             let summary: Vec<String> = writes.iter().map(Write::summary).collect();
             self.trace.record(Event::StoreRefused { commit: attempt, writes: summary });
             self.trace.cross(Boundary::CommitRefused { writes: writes.to_vec() });
