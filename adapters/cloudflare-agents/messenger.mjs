@@ -55,12 +55,14 @@ export class Messenger {
       await this.checkpoint(checkpoint, "accepted");
     } catch (error) {
       // The store refused the delivery: it is answered with the error reply, once.
-      this.postAll(checkpoint.id, [ERROR]);
+      await this.postAll(checkpoint.id, [ERROR]);
       return this.checkpoint(checkpoint, "completed").catch((refused) => this.host.log(refused.message));
     }
     let streaming = null;
     const collector = new Collector(() => {
-      streaming = this.checkpoint(checkpoint, "streaming");
+      // A refused checkpoint fails the turn's own next commit; the delivery
+      // still posts how the turn ended.
+      streaming = this.checkpoint(checkpoint, "streaming").catch((refused) => this.host.log(refused.message));
     });
     const requestId = this.session.newId("r");
     this.host.observe({ event: "delivery-accepted", delivery_id: checkpoint.id, request_id: requestId });
@@ -82,22 +84,27 @@ export class Messenger {
   }
 
   async postOnce(checkpoint, posts) {
-    this.postAll(checkpoint.id, posts);
-    await this.checkpoint(checkpoint, "completed");
+    await this.postAll(checkpoint.id, posts);
+    // A refused record leaves the delivery for a restart to settle; the
+    // reply has gone out.
+    await this.checkpoint(checkpoint, "completed").catch((refused) => this.host.log(refused.message));
   }
 
   /**
-   * Posts in order. A post the surface refuses ends the reply; unless it was
-   * the apology or the error reply, the error reply follows (as the
-   * reference's delivery posts it when a post throws).
+   * Posts in order, each once the surface has answered the one before. A
+   * post the surface refuses ends the reply; unless it was the apology or
+   * the error reply, the error reply follows (as the reference's delivery
+   * posts it when a post throws). Nothing is checkpointed between posts,
+   * as in Think: a crash mid-reply leaves the delivery `streaming`, and
+   * the restarted process apologises.
    */
-  postAll(delivery, posts) {
+  async postAll(delivery, posts) {
     for (const text of posts) {
       try {
-        this.host.post(delivery, text);
+        await this.host.post(delivery, text);
       } catch (error) {
         this.host.log("post refused:", error.message);
-        if (text !== INTERRUPTED && text !== ERROR) this.postAll(delivery, [ERROR]);
+        if (text !== INTERRUPTED && text !== ERROR) await this.postAll(delivery, [ERROR]);
         return;
       }
     }

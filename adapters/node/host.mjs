@@ -4,9 +4,10 @@
 // Settling means: turn the real event loop (with the original
 // `setImmediate`, so every microtask queued so far runs first) until the
 // engine has no immediate of its own queued and no virtual timer is due
-// now. Requests (`commit`, `model_request`, `fault_point`) write
-// their line and read the reply at once with a blocking read: the harness
-// sends nothing else in between, and nothing else is written in between.
+// now. Requests (`commit`, `model_request`, `fault_point`, `post`,
+// `exhausted`) write their line and read the reply at once with a blocking
+// read: the harness sends nothing else in between, and nothing else is
+// written in between.
 // A process may serve several runs (`reinit`); a run ends when the next
 // `init` arrives, and nothing the old run does after that is written.
 
@@ -15,7 +16,7 @@ import { Wire } from "./wire.mjs";
 import { Store } from "./store.mjs";
 import { ModelProxy } from "./model.mjs";
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /**
  * @typedef {object} Engine What an engine module gives `runEngine`: every
@@ -90,6 +91,8 @@ export class Host {
     /** @type {Map<number, Connection>} open connections by id */
     this.connections = new Map();
     this._serverTools = new Map();
+    /** Posts the surface has not answered yet, by number. */
+    this._posts = new Map();
   }
 
   /** Simulated milliseconds since the run began. */
@@ -130,10 +133,15 @@ export class Host {
     return this.request({ type: "fault_point", site }).fire;
   }
 
-  /** Posts `text` to the chat surface for `delivery`; throws `PostRefused` when the surface refused it (nothing was shown). */
+  /**
+   * Posts `text` to the chat surface for `delivery`. Resolves when the
+   * surface answers (`post_done`, which may come much later: other inputs
+   * are handled meanwhile); rejects with `PostRefused` when the surface
+   * refused it (nothing was shown).
+   */
   post(delivery, text) {
-    const reply = this.request({ type: "post", delivery, text });
-    if (!reply.ok) throw new PostRefused(reply.error ?? "");
+    const { post } = this.request({ type: "post", delivery, text });
+    return new Promise((resolve, reject) => this._posts.set(post, { resolve, reject }));
   }
 
   /** Calls the host's `onExhausted` hook; throws `HookFailed` when the hook threw. */
@@ -149,6 +157,14 @@ export class Host {
 
   log(...args) {
     console.error(...args);
+  }
+
+  _postDone(message) {
+    const pending = this._posts.get(message.post);
+    if (!pending) return;
+    this._posts.delete(message.post);
+    if (message.ok) pending.resolve();
+    else pending.reject(new PostRefused(message.error ?? ""));
   }
 
   _serverToolDone(message) {
@@ -237,6 +253,8 @@ function dispatch(host, engine, message) {
       return host.model.end(message.call, message.end);
     case "server_tool_done":
       return host._serverToolDone(message);
+    case "post_done":
+      return host._postDone(message);
     case "timer":
       return undefined; // the settle loop runs whatever is due
     case "reply":

@@ -1,8 +1,9 @@
 // A small fake harness: spawns an engine command and drives it through the
 // protocol as turnsim does. It answers requests the moment they arrive
 // (commit: the store takes the writes unless told to refuse;
-// model_request: the next call number; fault_point: never fire; post and
-// exhausted: the surface shows it, the hook runs), records every line the engine wrote, and turns the faults a
+// model_request: the next call number; fault_point: never fire; post: the
+// next post number, never answered; exhausted: the hook runs), records
+// every line the engine wrote, and turns the faults a
 // harness must catch into errors: a line that is not JSON, a message the
 // protocol does not have, and an exit or a closed stdout before `idle`.
 
@@ -10,6 +11,9 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { apply } from "../node/store.mjs";
+
+/** The protocol version this harness speaks (`docs/protocol.md`). */
+const PROTOCOL_VERSION = 2;
 
 const REQUESTS = new Set(["commit", "model_request", "fault_point", "post", "exhausted"]);
 const EFFECTS = new Set(["send", "model_cancel", "server_tool", "callback", "observe", "idle"]);
@@ -84,6 +88,7 @@ export class FakeHarness {
     this.store = structuredClone(EMPTY_STATE);
     this.store.extra = {};
     this.nextCall = 0;
+    this.nextPost = 0;
     this.refuseCommits = refuseCommits;
     /** Every line the engine wrote, in order. */
     this.transcript = [];
@@ -92,7 +97,7 @@ export class FakeHarness {
   async init({ seed = 0, config = DEFAULT_CONFIG, state = EMPTY_STATE, wallBaseMs = 1_700_000_000_000, generation = 1 } = {}) {
     this.store = structuredClone(state);
     this.store.extra ??= {};
-    return this.input({ type: "init", protocol: 1, seed, generation, wall_base_ms: wallBaseMs, config, state });
+    return this.input({ type: "init", protocol: PROTOCOL_VERSION, seed, generation, wall_base_ms: wallBaseMs, config, state });
   }
 
   /** Sends one input (with the current `now_ns`) and serves the engine until `idle`; returns its messages. */
@@ -125,6 +130,8 @@ export class FakeHarness {
       case "fault_point":
         return { fire: false };
       case "post":
+        this.nextPost += 1;
+        return { post: this.nextPost };
       case "exhausted":
         return { ok: true };
       default:

@@ -93,7 +93,7 @@ test("randomness and ids come from the seed", async () => {
 test("a u64 seed beyond 2^53 is read exactly", async () => {
   const draw = async (seed) => {
     const harness = new FakeHarness(PROBE);
-    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":1,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
+    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":2,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
     await harness.readMessage();
     const [drawn] = posts(await say(harness, "random"));
     await harness.close();
@@ -127,6 +127,17 @@ test("the same inputs give byte-identical output", async () => {
   };
   const first = await run();
   assert.equal(await run(), first);
+});
+
+test("post is answered with its number; the surface's answer comes later, as post_done", async () => {
+  const harness = await probe();
+  const sent = await say(harness, "answered");
+  assert.deepEqual(posts(sent), ["first"], "the next post waits for the surface's answer");
+  const answered = await harness.input({ type: "post_done", post: 1, delivery: "probe", ok: true });
+  assert.deepEqual(posts(answered), ["second"]);
+  await say(harness, "answered");
+  const refused = await harness.input({ type: "post_done", post: 3, delivery: "probe", ok: false, error: "rate limited" });
+  assert.deepEqual(posts(refused), ["refused: rate limited"], "a refused post rejects with the surface's error");
 });
 
 test("garbage on stdout is detected as a protocol fault", async () => {

@@ -107,8 +107,9 @@ pub struct Alarm {
 pub enum DeliveryStage {
     Accepted,
     Streaming,
-    /// The reply is decided and stored in `posts`; it has not all been
-    /// posted. A restarted process posts it.
+    /// The reply is decided; `posts` holds what the surface has not yet
+    /// acknowledged of it. A restarted process posts that (its first post
+    /// may already show, if it was in flight at the crash).
     Posting,
     Completed,
 }

@@ -4,11 +4,12 @@
 //! The callback only reports what happened to the session (it runs inside
 //! the session's actor); the session posts through the [`MessengerSurface`]
 //! port and checkpoints each delivery durably (`accepted` → `streaming` →
-//! `completed`), so a restarted process knows whether to answer again,
-//! apologise, or do nothing.
+//! `posting` → `completed`), so a restarted process knows whether to
+//! answer again, apologise, post what is still owed, or do nothing.
 
 use crate::chunk::Chunk;
 use crate::ports::StreamCallback;
+use crate::seam::InputSink;
 use crate::session::Reports;
 
 pub const EMPTY_MESSENGER_RESPONSE: &str = "I couldn't produce a text response. Please try again.";
@@ -22,8 +23,11 @@ pub const POST_SOFT_LIMIT_CHARS: usize = 2_000;
 
 /// A chat surface the reply is posted to.
 pub trait MessengerSurface: Send + Sync {
-    /// Posts `text`; an error means the surface did not show it.
-    fn post(&self, delivery_id: &str, text: &str) -> Result<(), PostError>;
+    /// Starts posting `text`; returns the post's number. The surface's
+    /// answer comes back on `sink` as [`crate::Input::PostDone`] with that
+    /// number, when the surface answers (a post can take time, and the
+    /// engine handles other inputs meanwhile).
+    fn post(&self, delivery_id: &str, text: &str, sink: InputSink) -> u32;
 }
 
 /// The surface refused a post (a rate limit, an outage, a message too long).

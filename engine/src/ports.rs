@@ -1,8 +1,9 @@
 //! The engine's ports: the narrow traits through which it sees the world.
 //!
 //! A simulator (or a production host) implements these; the engine never
-//! reaches past them. Everything is synchronous except the model stream and
-//! server-tool results, which come back to the engine as inputs.
+//! reaches past them. Everything is synchronous except the model stream,
+//! server-tool results and the chat surface's answers to posts, which come
+//! back to the engine as inputs.
 
 use std::sync::Arc;
 

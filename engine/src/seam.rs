@@ -1,9 +1,10 @@
 //! The seam every turn engine is driven through, ours or not: one input at
 //! a time, handled to the end, then the engine says when it next wants to
-//! be woken. Model chunks and server-tool results come back as inputs like
-//! any other, so an engine's every decision depends only on the order of
-//! its inputs and the times they carry. The same seam, as JSON lines, is
-//! the process protocol (`docs/protocol.md`).
+//! be woken. Model chunks, server-tool results and the chat surface's
+//! answers to posts come back as inputs like any other, so an engine's
+//! every decision depends only on the order of its inputs and the times
+//! they carry. The same seam, as JSON lines, is the process protocol
+//! (`docs/protocol.md`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use tokio::sync::mpsc;
 use crate::chunk::{Chunk, StreamError};
 use crate::clock::Instant;
 use crate::config::TurnOptions;
+use crate::messenger::PostError;
 use crate::ports::{Connection, StreamCallback};
 use crate::transcript::{ToolOutcome, ToolResult};
 
@@ -61,6 +63,14 @@ pub enum Input {
         request_id: String,
         call_id: String,
         outcome: Option<ToolOutcome>,
+    },
+    /// The chat surface answered post `post` (the number
+    /// [`crate::messenger::MessengerSurface::post`] returned): shown, or
+    /// refused and not shown.
+    PostDone {
+        post: u32,
+        delivery_id: String,
+        outcome: Result<(), PostError>,
     },
     /// The time the engine asked to be woken at has come.
     Timer,

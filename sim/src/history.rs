@@ -119,6 +119,14 @@ pub enum Boundary {
         call_id: String,
         outcome: ToolOutcome,
     },
+    /// The chat surface's answer to post `post`: shown, or refused with
+    /// `error`.
+    PostDone {
+        post: u32,
+        delivery: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
 
     // ---- out of the engine ----
     /// A model request, with the whole history the model was shown.
@@ -140,13 +148,16 @@ pub enum Boundary {
         chat: u32,
         call: CallbackCall,
     },
-    /// A messenger post of a delivery's reply, shown.
+    /// A messenger post of a delivery's reply, shown; `post` numbers the
+    /// engine's posts from 1.
     Post {
+        post: u32,
         delivery: String,
         text: String,
     },
-    /// A post the chat surface refused: the engine was told, nothing was shown.
+    /// A post the chat surface refused: nothing was shown.
     PostRefused {
+        post: u32,
         delivery: String,
         text: String,
         error: String,
@@ -190,6 +201,7 @@ impl Boundary {
                 | Self::ModelChunk { .. }
                 | Self::ModelEnd { .. }
                 | Self::ServerToolDone { .. }
+                | Self::PostDone { .. }
         )
     }
 }

@@ -154,15 +154,21 @@ pub enum Event {
         /// What the hook threw, when it failed.
         threw: Option<String>,
     },
+    /// A post shown on the chat surface; `after_ms` when the surface
+    /// answers the engine only that long after.
     MessengerPost {
         delivery: String,
         text: String,
+        #[serde(skip_serializing_if = "is_zero")]
+        after_ms: u64,
     },
     /// The chat surface refused a post: nothing was shown.
     MessengerPostRefused {
         delivery: String,
         text: String,
         error: String,
+        #[serde(skip_serializing_if = "is_zero")]
+        after_ms: u64,
     },
 }
 
@@ -355,14 +361,28 @@ impl Event {
             Self::CallbackError { chat, message } => format!("chat{chat} {message:?}"),
             Self::CallbackReset { chat, text } => format!("chat{chat} {text:?}"),
             Self::CallbackDropped { chat, terminal } => format!("chat{chat} terminal={terminal}"),
-            Self::MessengerPost { delivery, text } => format!("{delivery} {text:?}"),
-            Self::MessengerPostRefused { delivery, text, error } => format!("{delivery} {text:?} ({error})"),
+            Self::MessengerPost { delivery, text, after_ms } => format!("{delivery} {text:?}{}", answered(*after_ms)),
+            Self::MessengerPostRefused { delivery, text, error, after_ms } => {
+                format!("{delivery} {text:?} ({error}){}", answered(*after_ms))
+            }
             Self::OnExhausted { incident, reason, threw: None } => format!("{incident} {reason}"),
             Self::OnExhausted { incident, reason, threw: Some(error) } => {
                 format!("{incident} {reason} threw {error:?}")
             }
         }
     }
+}
+
+/// How a slow post's answer reads in the timeline ("" for one answered at once).
+fn answered(after_ms: u64) -> String {
+    match after_ms {
+        0 => String::new(),
+        ms => format!(", answered after {ms} ms"),
+    }
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

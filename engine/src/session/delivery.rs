@@ -1,6 +1,8 @@
 //! Messenger deliveries: checkpointed so each posts exactly once, across
 //! evictions too.
 
+use std::collections::VecDeque;
+
 use crate::durable::{DeliveryCheckpoint, DeliveryStage, Write};
 use crate::events::EngineEvent;
 use crate::messenger::{
@@ -11,9 +13,21 @@ use crate::messenger::{
 use super::Session;
 use crate::transcript::{Message, Role};
 
+/// A reply on its way to the chat surface: one post at a time, the next
+/// sent once the surface has answered the last.
+pub(crate) struct Outgoing {
+    /// Posts not yet answered; the first is in flight.
+    posts: VecDeque<String>,
+    /// The delivery's checkpoint (`None` when the store never held the
+    /// delivery).
+    checkpoint: Option<DeliveryCheckpoint>,
+    /// The number of the post in flight.
+    in_flight: u32,
+}
+
 impl Session {
     pub(super) fn accept_delivery(&mut self, delivery_id: String, text: String) {
-        if self.durable.deliveries.contains_key(&delivery_id) {
+        if self.durable.deliveries.contains_key(&delivery_id) || self.outgoing.contains_key(&delivery_id) {
             return;
         }
         let checkpoint = DeliveryCheckpoint {
@@ -26,7 +40,7 @@ impl Session {
         if !self.store_and_enqueue(&text, Default::default(), Some(callback), vec![Write::PutDelivery(checkpoint)]) {
             // Nothing was stored, not even a checkpoint to post from: say so
             // now rather than leave the chat silent.
-            self.post_all(&delivery_id, &[ERROR_MESSENGER_RESPONSE.to_string()]);
+            self.post_unrecorded(&delivery_id, vec![ERROR_MESSENGER_RESPONSE.to_string()]);
             return;
         }
         if let Some(queued) = self.queue.back_mut() {
@@ -61,12 +75,12 @@ impl Session {
     }
 
     /// The reply is checkpointed (`posting`, with its text) before it is
-    /// posted and `completed` after: a crash before the posts leaves them
-    /// for the restarted process to post, and one after leaves nothing
-    /// owed. Only a crash in the middle of the posts themselves (a real
-    /// surface call in flight) can post one twice. A checkpoint the store
-    /// refused still posts: the process is alive, and silence is the worse
-    /// failure.
+    /// posted, again as each post is acknowledged (with what is left), and
+    /// `completed` after the last: a crash leaves the restarted process the
+    /// posts still owed, and only a post in flight at the crash (the
+    /// surface showed it, the engine never heard) can be posted twice. A
+    /// checkpoint the store refused still posts: the process is alive, and
+    /// silence is the worse failure.
     fn post_once(&mut self, checkpoint: DeliveryCheckpoint, posts: Vec<String>) {
         let posting = DeliveryCheckpoint { stage: DeliveryStage::Posting, posts, ..checkpoint };
         self.checkpoint(posting.clone(), DeliveryStage::Posting);
@@ -74,9 +88,68 @@ impl Session {
     }
 
     fn post_owed(&mut self, checkpoint: DeliveryCheckpoint) {
-        if !self.unrecorded.posted.contains(&checkpoint.id) {
-            self.post_all(&checkpoint.id, &checkpoint.posts);
+        if self.outgoing.contains_key(&checkpoint.id) {
+            // On its way from this process already.
+            return;
         }
+        let delivery_id = checkpoint.id.clone();
+        if self.unrecorded.posted.contains(&delivery_id) {
+            self.complete(Some(checkpoint));
+            return;
+        }
+        let posts = checkpoint.posts.iter().cloned().collect();
+        self.send_next(delivery_id, Outgoing { posts, checkpoint: Some(checkpoint), in_flight: 0 });
+    }
+
+    /// Posts a reply the store holds nothing of (the delivery itself was
+    /// refused): there is nothing to checkpoint.
+    fn post_unrecorded(&mut self, delivery_id: &str, posts: Vec<String>) {
+        if self.outgoing.contains_key(delivery_id) {
+            return;
+        }
+        self.send_next(delivery_id.to_string(), Outgoing { posts: posts.into(), checkpoint: None, in_flight: 0 });
+    }
+
+    /// Sends the reply's next post, or completes the delivery when none is
+    /// left.
+    fn send_next(&mut self, delivery_id: String, mut outgoing: Outgoing) {
+        let Some(text) = outgoing.posts.front() else {
+            self.complete(outgoing.checkpoint);
+            return;
+        };
+        outgoing.in_flight = self.ports.surface.post(&delivery_id, text, self.sink.clone());
+        self.outgoing.insert(delivery_id, outgoing);
+    }
+
+    /// The surface answered a post. A post it refused ends the reply; an
+    /// answer cut short that way (or the empty-answer notice) is followed
+    /// by the error reply, so the chat never ends on part of an answer. The
+    /// interrupted apology or the error reply failing is left at that:
+    /// there is nothing better to say.
+    pub(super) fn on_post_done(&mut self, post: u32, delivery_id: &str, outcome: Result<(), PostError>) {
+        if self.outgoing.get(delivery_id).is_none_or(|outgoing| outgoing.in_flight != post) {
+            return;
+        }
+        let Some(mut outgoing) = self.outgoing.remove(delivery_id) else { return };
+        let posted = outgoing.posts.pop_front().unwrap_or_default();
+        if let Err(PostError(error)) = outcome {
+            let delivery = delivery_id.to_string();
+            self.observe(EngineEvent::DeliveryPostFailed { delivery_id: delivery, error });
+            let last_word = [INTERRUPTED_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE].contains(&posted.as_str());
+            outgoing.posts =
+                if last_word { VecDeque::new() } else { VecDeque::from([ERROR_MESSENGER_RESPONSE.into()]) };
+        }
+        if let (Some(checkpoint), false) = (&mut outgoing.checkpoint, outgoing.posts.is_empty()) {
+            checkpoint.posts = outgoing.posts.iter().cloned().collect();
+            let owed = checkpoint.clone();
+            self.checkpoint(owed, DeliveryStage::Posting);
+        }
+        self.send_next(delivery_id.to_string(), outgoing);
+    }
+
+    /// Every post of the reply is answered: nothing is owed.
+    fn complete(&mut self, checkpoint: Option<DeliveryCheckpoint>) {
+        let Some(checkpoint) = checkpoint else { return };
         let delivery_id = checkpoint.id.clone();
         let completed = DeliveryCheckpoint { posts: Vec::new(), ..checkpoint };
         if self.checkpoint(completed, DeliveryStage::Completed) {
@@ -86,31 +159,14 @@ impl Session {
         }
     }
 
-    /// Posts a reply in order. A post the surface refuses ends the reply;
-    /// an answer cut short that way (or the empty-answer notice) is
-    /// followed by the error reply, so the chat never ends on part of an
-    /// answer. The interrupted apology or the error reply failing is left
-    /// at that: there is nothing better to say.
-    fn post_all(&mut self, delivery_id: &str, posts: &[String]) {
-        for post in posts {
-            let Err(PostError(error)) = self.ports.surface.post(delivery_id, post) else { continue };
-            let delivery = delivery_id.to_string();
-            self.observe(EngineEvent::DeliveryPostFailed { delivery_id: delivery, error });
-            let last_word = [INTERRUPTED_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE].contains(&post.as_str());
-            if !last_word {
-                self.post_all(delivery_id, &[ERROR_MESSENGER_RESPONSE.to_string()]);
-            }
-            return;
-        }
-    }
-
     fn checkpoint(&mut self, checkpoint: DeliveryCheckpoint, stage: DeliveryStage) -> bool {
         self.commit(vec![Write::PutDelivery(DeliveryCheckpoint { stage, ..checkpoint })])
     }
 
-    /// After a restart: a delivery that never showed text is answered again;
-    /// one that was mid-stream gets the apology; one whose reply was decided
-    /// gets it posted; a completed one, nothing.
+    /// After a restart (or when putting the store right after refused
+    /// writes): a delivery that never showed text is answered again; one
+    /// that was mid-stream gets the apology; one whose reply was decided
+    /// gets it posted; a completed one, or one this process posted, nothing.
     pub(super) fn recover_deliveries(&mut self) {
         let open: Vec<DeliveryCheckpoint> = self
             .durable
@@ -120,6 +176,12 @@ impl Session {
             .cloned()
             .collect();
         for checkpoint in open {
+            if self.outgoing.contains_key(&checkpoint.id) || self.unrecorded.posted.contains(&checkpoint.id) {
+                // Posted (or posting) by this process, whatever the store
+                // says: only its record is owed.
+                self.post_owed(checkpoint);
+                continue;
+            }
             match checkpoint.stage {
                 _ if self.answers_again(&checkpoint) => self.answer_again(checkpoint),
                 // An `accepted` one not answered again was mid-stream too.

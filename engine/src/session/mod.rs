@@ -82,6 +82,8 @@ pub(crate) struct Session {
     /// What this process did whose record the store refused: never done
     /// again while it lives, only recorded again.
     unrecorded: Unrecorded,
+    /// Replies on their way to the chat surface, by delivery id.
+    outgoing: BTreeMap<String, delivery::Outgoing>,
 }
 
 /// A turn's end the store refused: the writes that record it, and its
@@ -139,6 +141,7 @@ impl Session {
             staged: None,
             refused: false,
             unrecorded: Default::default(),
+            outgoing: Default::default(),
         };
         session.recover();
         session.reconcile_if_refused();
@@ -190,6 +193,7 @@ impl Session {
             Input::ServerToolDone { request_id, call_id, outcome } => {
                 self.on_server_tool_done(&request_id, &call_id, outcome)
             }
+            Input::PostDone { post, delivery_id, outcome } => self.on_post_done(post, &delivery_id, outcome),
             Input::Model { call, event } => {
                 // Chunks of an abandoned call may still be on their way.
                 if self.model_call == Some(call) {

@@ -146,19 +146,27 @@ pub struct PostFact {
     /// Index in the history.
     pub at: usize,
     pub at_us: u64,
+    /// The post's number (the engine's posts count from 1).
+    pub post: u32,
     pub text: String,
     /// False when the surface refused it: nothing was shown.
     pub shown: bool,
+    /// Where the engine took the surface's answer to it, if it did.
+    pub answered: Option<usize>,
+    /// The engine made it while handling the answer to the delivery's
+    /// previous post (at its time, no other input in between): the same
+    /// reply going on.
+    pub chained: bool,
 }
 
-/// A delivery's posts split into bursts: posts made in one go (adjacent in
-/// the history, at one sim time) are one reply.
+/// A delivery's posts split into bursts, each a reply going out one post
+/// after another: a post the engine did not make on the answer to the one
+/// before (while handling it, at its sim time) starts a new burst.
 pub fn post_bursts(posts: &[PostFact]) -> Vec<&[PostFact]> {
     let mut bursts = Vec::new();
     let mut start = 0;
     for at in 1..=posts.len() {
-        let ends = at == posts.len() || posts[at].at_us != posts[at - 1].at_us || posts[at].at != posts[at - 1].at + 1;
-        if ends {
+        if at == posts.len() || !posts[at].chained {
             bursts.push(&posts[start..at]);
             start = at;
         }
@@ -175,6 +183,9 @@ pub struct Facts {
     pub chat_called: BTreeMap<u32, usize>,
     /// Posts the engine made per delivery id, shown or refused, in order.
     pub posts: BTreeMap<String, Vec<PostFact>>,
+    /// The delivery and post whose answer the engine took last, and when,
+    /// while no other input has come in since.
+    answering: Option<(String, u32, u64)>,
     /// Where the engine process was killed (indices in the history).
     pub kills: Vec<usize>,
     /// Where an engine process booted (indices in the history).
@@ -198,6 +209,9 @@ impl Facts {
     }
 
     fn absorb(&mut self, index: usize, at_us: u64, what: &Boundary) {
+        if what.is_input() {
+            self.answering = None;
+        }
         match what {
             Boundary::Killed => self.on_kill(index),
             Boundary::Boot { .. } => self.boots.push(index),
@@ -216,13 +230,16 @@ impl Facts {
             Boundary::Callback { chat, call } => {
                 self.callbacks.entry(*chat).or_default().push(CallbackFact { at: index, name: callback_name(call) })
             }
-            Boundary::Post { delivery, text } => {
-                let post = PostFact { at: index, at_us, text: text.clone(), shown: true };
-                self.posts.entry(delivery.clone()).or_default().push(post)
+            Boundary::Post { post, delivery, text } => self.on_post(index, at_us, *post, delivery, text, true),
+            Boundary::PostRefused { post, delivery, text, .. } => {
+                self.on_post(index, at_us, *post, delivery, text, false)
             }
-            Boundary::PostRefused { delivery, text, .. } => {
-                let post = PostFact { at: index, at_us, text: text.clone(), shown: false };
-                self.posts.entry(delivery.clone()).or_default().push(post)
+            Boundary::PostDone { post, delivery, .. } => {
+                let posts = self.posts.entry(delivery.clone()).or_default();
+                if let Some(fact) = posts.iter_mut().rev().find(|fact| fact.post == *post) {
+                    fact.answered.get_or_insert(index);
+                }
+                self.answering = Some((delivery.clone(), *post, at_us));
             }
             Boundary::ToolResult { result, .. } => self.answers.entry(result.call_id.clone()).or_default().push(index),
             Boundary::Approval { call_id, .. } => self.answers.entry(call_id.clone()).or_default().push(index),
@@ -235,6 +252,20 @@ impl Facts {
             }
             _ => {}
         }
+    }
+
+    fn on_post(&mut self, at: usize, at_us: u64, post: u32, delivery: &str, text: &str, shown: bool) {
+        let posts = self.posts.entry(delivery.to_string()).or_default();
+        // Handling an input takes no sim time: a post made on an answer is
+        // made at the answer's time.
+        let chained = posts
+            .last()
+            .is_some_and(|previous| self.answering.as_ref() == Some(&(delivery.to_string(), previous.post, at_us)));
+        if chained {
+            // One post carries the reply on; a second one would be a reply of its own.
+            self.answering = None;
+        }
+        posts.push(PostFact { at, at_us, post, text: text.to_string(), shown, answered: None, chained });
     }
 
     fn on_commit(&mut self, index: usize, writes: &[Write]) {

@@ -6,6 +6,7 @@ mod expect_stored;
 pub mod expect_timeline;
 mod facts;
 pub mod invariants;
+mod replies;
 pub mod views;
 
 use serde::Serialize;

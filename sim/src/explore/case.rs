@@ -9,8 +9,8 @@ use turnsim_engine::{FinishReason, ToolKind};
 
 use crate::scenario::{
     Action, ActionKind, AnswerSpec, ChunkPoint, ClientSpec, Delivery, Disconnect, EngineSpec, EvictFault, Expect,
-    Fault, FinishStep, Hook, HookFault, HttpFault, PostFault, RangeMs, RecoverySpec, Reply, Scenario, Step, StoreFault,
-    ToolSpec, ToolStep, Trigger, UserMessage, Via, When, DEFAULT_HORIZON_MS,
+    Fault, FinishStep, Hook, HookFault, HttpFault, PostFault, RangeMs, RecoverySpec, Reply, Scenario, SlowPostFault,
+    Step, StoreFault, ToolSpec, ToolStep, Trigger, UserMessage, Via, When, DEFAULT_HORIZON_MS,
 };
 
 /// How the user's message reaches the engine.
@@ -96,6 +96,13 @@ pub enum FaultCase {
     PostRefused {
         post: u32,
         times: u32,
+    },
+    /// The chat surface answers the engine's `post`-th post and `times - 1`
+    /// after it only `after_ms` later (a messenger story only).
+    PostSlow {
+        post: u32,
+        times: u32,
+        after_ms: u64,
     },
     /// The host's `on_exhausted` hook throws.
     HookThrows,
@@ -232,7 +239,7 @@ impl Case {
         // Posts are refused only where a messenger posts.
         let applies = |fault: &&FaultCase| match fault {
             FaultCase::Disconnect { .. } => false,
-            FaultCase::PostRefused { .. } => self.entry == Entry::Messenger,
+            FaultCase::PostRefused { .. } | FaultCase::PostSlow { .. } => self.entry == Entry::Messenger,
             _ => true,
         };
         let scripted = self.faults.iter().filter(applies);
@@ -245,6 +252,7 @@ impl Case {
                     | FaultCase::StoreError { .. }
                     | FaultCase::CrashAtCommit { .. }
                     | FaultCase::PostRefused { .. }
+                    | FaultCase::PostSlow { .. }
                     | FaultCase::HookThrows
             );
             if on_a_call {
@@ -300,6 +308,9 @@ impl Case {
                 times: *times,
                 error: "the chat surface refused the post".into(),
             }),
+            FaultCase::PostSlow { post, times, after_ms } => {
+                Fault::PostSlow(SlowPostFault { post: *post, times: *times, after_ms: RangeMs::exact(*after_ms) })
+            }
             FaultCase::HookThrows => Fault::HookThrows(HookFault {
                 hook: Hook::OnExhausted,
                 call: 1,

@@ -83,9 +83,12 @@ fn fault_of(kind: u8, tools: usize) -> BoxedStrategy<FaultCase> {
             .prop_map(|(commit, restart_after_ms)| FaultCase::CrashAtCommit { commit, restart_after_ms })
             .boxed(),
         // The host's other services: the chat surface refusing posts (a
-        // reply is one to a few posts), the recovery hook throwing.
+        // reply is one to a few posts) or answering them late, the
+        // recovery hook throwing.
         _ => prop_oneof![
             3 => (1u32..4, 1u32..4).prop_map(|(post, times)| FaultCase::PostRefused { post, times }),
+            2 => (1u32..4, 1u32..3, 100u64..3_000)
+                .prop_map(|(post, times, after_ms)| FaultCase::PostSlow { post, times, after_ms }),
             1 => Just(FaultCase::HookThrows),
         ]
         .boxed(),

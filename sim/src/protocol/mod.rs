@@ -11,7 +11,7 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{ExhaustedContext, FaultSite, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, ModelEvent, StreamError, ToolOutcome, ToolResult, TurnOptions};
 
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A message to the engine. Every one but `reply` carries the sim time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -77,6 +77,15 @@ pub enum ToEngine {
         call_id: String,
         outcome: Option<ToolOutcome>,
     },
+    /// The chat surface's answer to post `post`.
+    PostDone {
+        now_ns: u64,
+        post: u32,
+        delivery: String,
+        ok: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     Timer {
         now_ns: u64,
     },
@@ -99,6 +108,7 @@ impl ToEngine {
             | Self::ModelChunk { now_ns, .. }
             | Self::ModelEnd { now_ns, .. }
             | Self::ServerToolDone { now_ns, .. }
+            | Self::PostDone { now_ns, .. }
             | Self::Timer { now_ns } => Some(*now_ns),
             Self::Reply { .. } => None,
         }
@@ -207,8 +217,7 @@ pub enum WireCallback {
     Returned,
 }
 
-/// Replies to the three requests.
-/// The reply to `commit`, `post` and `exhausted`: it worked, or why not.
+/// The reply to `commit` and `exhausted`: it worked, or why not.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutcomeReply {
@@ -237,6 +246,14 @@ impl OutcomeReply {
 #[serde(deny_unknown_fields)]
 pub struct ModelReply {
     pub call: u32,
+}
+
+/// The reply to `post`: the post's number; the surface's answer comes
+/// later, as `post_done`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostReply {
+    pub post: u32,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

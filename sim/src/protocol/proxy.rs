@@ -22,7 +22,8 @@ use turnsim_engine::ports::{Connection, Ports, StreamCallback};
 use turnsim_engine::{Engine, EngineConfig, Input, InputSink, ModelEvent};
 
 use super::{
-    line, FaultReply, FromEngine, ModelReply, OutcomeReply, ToEngine, WireCallback, WireEnd, PROTOCOL_VERSION,
+    line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, ToEngine, WireCallback, WireEnd,
+    PROTOCOL_VERSION,
 };
 use crate::trace::sim_now;
 
@@ -292,8 +293,8 @@ impl ProcessEngine {
             }
             FromEngine::Callback { chat, call } => self.callback(chat, call),
             FromEngine::Post { delivery, text } => {
-                let reply = OutcomeReply::of(self.ports.surface.post(&delivery, &text), |error| error.0);
-                self.reply(reply);
+                let post = self.ports.surface.post(&delivery, &text, self.sink.clone());
+                self.reply(PostReply { post });
             }
             FromEngine::Exhausted { context } => {
                 let reply = OutcomeReply::of(self.ports.observer.on_exhausted(&context), |error| error.0);
@@ -403,6 +404,10 @@ impl Engine for ProcessEngine {
             }
             Input::ServerToolDone { request_id, call_id, outcome } => {
                 ToEngine::ServerToolDone { now_ns, request_id, call_id, outcome }
+            }
+            Input::PostDone { post, delivery_id, outcome } => {
+                let OutcomeReply { ok, error } = OutcomeReply::of(outcome, |error| error.0);
+                ToEngine::PostDone { now_ns, post, delivery: delivery_id, ok, error }
             }
             Input::Timer => ToEngine::Timer { now_ns },
         };

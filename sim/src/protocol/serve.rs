@@ -20,7 +20,7 @@ use turnsim_engine::ports::{
 };
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, Input, InputSink};
 
-use super::{line, FaultReply, FromEngine, ModelReply, OutcomeReply, ToEngine, WireCallback};
+use super::{line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, ToEngine, WireCallback};
 
 /// Serves runs until stdin closes: each `init` starts one afresh, on a
 /// simulated runtime of its own. Returns an error line for the harness's
@@ -184,6 +184,10 @@ impl Wire {
             ToEngine::ServerToolDone { request_id, call_id, outcome, .. } => {
                 Input::ServerToolDone { request_id, call_id, outcome }
             }
+            ToEngine::PostDone { post, delivery, ok, error, .. } => {
+                let outcome = OutcomeReply { ok, error }.into_result(PostError);
+                Input::PostDone { post, delivery_id: delivery, outcome }
+            }
             ToEngine::Timer { .. } => Input::Timer,
             ToEngine::Init { .. } => return Err("init sent twice".into()),
             ToEngine::Reply { .. } => return Err("a reply with no request waiting".into()),
@@ -255,10 +259,10 @@ impl Observer for WirePorts {
 }
 
 impl MessengerSurface for WirePorts {
-    fn post(&self, delivery_id: &str, text: &str) -> Result<(), PostError> {
+    fn post(&self, delivery_id: &str, text: &str, _sink: InputSink) -> u32 {
         let post = FromEngine::Post { delivery: delivery_id.to_string(), text: text.to_string() };
-        let reply: OutcomeReply = self.wire.request(&post);
-        reply.into_result(PostError)
+        let reply: PostReply = self.wire.request(&post);
+        reply.post
     }
 }
 

@@ -114,10 +114,14 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
         }
     }
     let delivers = scenario.actions.iter().any(|action| matches!(action.kind, super::ActionKind::Deliver(_)));
-    let post_fault = scenario.faults.iter().position(|fault| matches!(fault, super::Fault::PostFails(_)));
-    if let (Some(index), false) = (post_fault, delivers) {
-        let message = "`post_fails` refuses messenger posts, but no action delivers a messenger message (`deliver`)";
-        return error(&format!("faults[{index}]"), message.into());
+    let post_fault = scenario.faults.iter().enumerate().find_map(|(index, fault)| match fault {
+        super::Fault::PostFails(_) => Some((index, "`post_fails` refuses")),
+        super::Fault::PostSlow(_) => Some((index, "`post_slow` slows")),
+        _ => None,
+    });
+    if let (Some((index, does)), false) = (post_fault, delivers) {
+        let message = format!("{does} messenger posts, but no action delivers a messenger message (`deliver`)");
+        return error(&format!("faults[{index}]"), message);
     }
     if let Some(check) = &scenario.expect.expect_failure {
         if !crate::check::is_check_name(check) {
@@ -213,13 +217,7 @@ fn emitted_tool_ids(calls: &[Vec<Op>]) -> Vec<&str> {
 
 /// A scripted fault hits a scripted call or one of the first default replies.
 fn within_reach(fault: &Fault, scripted: usize) -> Result<(), String> {
-    let call = match fault {
-        Fault::Stall(point) | Fault::Cut(point) | Fault::Truncate(point) => point.call,
-        Fault::HttpError(http) => http.call,
-        Fault::Evict(_) | Fault::Random(_) | Fault::StoreError(_) | Fault::PostFails(_) | Fault::HookThrows(_) => {
-            return Ok(())
-        }
-    };
+    let Some(call) = fault.model_call() else { return Ok(()) };
     let reach = scripted as u64 + u64::from(MAX_DEFAULT_CALLS_FAULTED);
     if u64::from(call) > reach {
         return Err(format!(
@@ -377,9 +375,8 @@ pub(crate) fn apply_script_fault(fault: &Fault, calls: &mut Vec<Vec<Op>>) -> Res
         Fault::HttpError(http) => {
             (http.call, http.after_chunk, Op::Http { status: http.status, message: "injected".into() })
         }
-        Fault::Evict(_) | Fault::Random(_) | Fault::StoreError(_) | Fault::PostFails(_) | Fault::HookThrows(_) => {
-            return Ok(())
-        }
+        // Not a fault of a model call (`Fault::model_call`).
+        _ => return Ok(()),
     };
     if call == 0 {
         return Err("fault `call` counts from 1".into());

@@ -678,6 +678,10 @@ pub enum Fault {
     /// (counting from 1, every post it attempts) and the `times - 1` after
     /// it. A refused post is not shown.
     PostFails(PostFault),
+    /// The messenger surface is slow: it answers the engine's `post`-th
+    /// post (and the `times - 1` after it) only `after_ms` later. The post
+    /// shows at once; the engine hears so only then.
+    PostSlow(SlowPostFault),
     /// A host hook fails (throws): its `call`-th call (from 1) and the
     /// `times - 1` after it.
     HookThrows(HookFault),
@@ -785,6 +789,28 @@ pub struct PostFault {
     pub error: String,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SlowPostFault {
+    /// Which post is answered late first (1 is the engine's first post).
+    #[serde(deserialize_with = "post_number")]
+    #[schemars(range(min = 1))]
+    pub post: u32,
+    /// How many posts in a row are answered late.
+    #[serde(default = "one", deserialize_with = "post_number")]
+    #[schemars(range(min = 1))]
+    pub times: u32,
+    /// How long after the post the surface answers it (per post, per seed).
+    pub after_ms: RangeMs,
+}
+
+impl SlowPostFault {
+    /// Whether this fault answers post number `post` late.
+    pub fn slows(&self, post: u32) -> bool {
+        post >= self.post && post - self.post < self.times
+    }
+}
+
 fn default_post_error() -> String {
     "the chat surface refused the post".into()
 }
@@ -843,6 +869,20 @@ pub enum Counted {
 }
 
 impl Fault {
+    /// The model call a fault rewrites the script of, if it is one.
+    pub fn model_call(&self) -> Option<u32> {
+        match self {
+            Self::Stall(point) | Self::Cut(point) | Self::Truncate(point) => Some(point.call),
+            Self::HttpError(http) => Some(http.call),
+            Self::Evict(_)
+            | Self::Random(_)
+            | Self::StoreError(_)
+            | Self::PostFails(_)
+            | Self::PostSlow(_)
+            | Self::HookThrows(_) => None,
+        }
+    }
+
     /// A fault that fails the `first`-th counted call and the `times - 1`
     /// after it: what it counts, `first`, `times`, and what the failure says
     /// (the store says its own).

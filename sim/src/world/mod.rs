@@ -12,6 +12,7 @@ mod counted;
 mod link;
 mod model;
 mod observer;
+mod outstanding;
 mod random_faults;
 pub mod rng;
 mod store;
@@ -158,7 +159,9 @@ pub(crate) struct World {
     caller_node: NodeHandle,
     model_node_id: madsim::task::NodeId,
     model: Arc<model::MockModel>,
-    executions: tools::Executions,
+    executions: outstanding::Outstanding,
+    /// Posts the chat surface has not answered yet.
+    post_answers: outstanding::Outstanding,
     /// Scripted actions and faults not yet finished.
     busy: Arc<AtomicUsize>,
     /// `chat()` calls still waiting for their outcome.
@@ -184,7 +187,10 @@ impl World {
         let model_node_id = model_node.id();
         let model = model::MockModel::new(&scenario, model_node, rng::SharedRng::derive(seed, "model"), trace.clone());
         let model = Arc::new(model);
-        let executions = tools::Executions::default();
+        let executions = outstanding::Outstanding::default();
+        let surface =
+            observer::TraceSurface::new(trace.clone(), &scenario.scenario, rng::SharedRng::derive(seed, "surface"));
+        let post_answers = surface.answers.clone();
         let ports = Ports {
             store: store.clone(),
             model: model.clone(),
@@ -195,7 +201,7 @@ impl World {
                 executions: executions.clone(),
             }),
             observer: Arc::new(observer::TraceObserver::new(trace.clone(), &scenario.scenario)),
-            surface: Arc::new(observer::TraceSurface::new(trace.clone(), &scenario.scenario)),
+            surface: Arc::new(surface),
             faults: Arc::new(buggify::SimFaultPoints::new(
                 scenario.scenario.buggify,
                 rng::SharedRng::derive(seed, "buggify"),
@@ -224,6 +230,7 @@ impl World {
             model_node_id,
             model,
             executions,
+            post_answers,
             busy: Arc::new(AtomicUsize::new(0)),
             engine_down: Default::default(),
             healed_at_us,
@@ -319,7 +326,7 @@ impl World {
         // Judged from outside: nothing waits for the engine, the engine
         // waits for nothing (no timer, no model stream, no server tool).
         let engine_idle = self.switchboard.engine().is_some_and(|engine| engine.activity().is_idle());
-        engine_idle && !self.model.is_streaming() && !self.executions.any_running()
+        engine_idle && !self.model.is_streaming() && !self.executions.any_running() && !self.post_answers.any_running()
     }
 }
 

@@ -65,6 +65,11 @@ fn boundary(input: &Input) -> Option<Boundary> {
         Input::ServerToolDone { call_id, outcome: Some(outcome), .. } => {
             Boundary::ServerToolDone { call_id: call_id.clone(), outcome: outcome.clone() }
         }
+        Input::PostDone { post, delivery_id, outcome } => Boundary::PostDone {
+            post: *post,
+            delivery: delivery_id.clone(),
+            error: outcome.as_ref().err().map(|error| error.0.clone()),
+        },
         Input::Chat { .. }
         | Input::Model { event: ModelEvent::Closed, .. }
         | Input::ServerToolDone { outcome: None, .. }

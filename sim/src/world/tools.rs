@@ -4,13 +4,13 @@
 //! scenario declares as server (or approval) tools run.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 use turnsim_engine::ports::{ServerToolCall, ServerTools};
 use turnsim_engine::{Input, InputSink, ToolKind, ToolOutcome};
 
+use super::outstanding::Outstanding;
 use super::rng::SharedRng;
 use crate::history::Boundary;
 use crate::scenario::ToolSpec;
@@ -21,29 +21,7 @@ pub struct SimServerTools {
     pub rng: SharedRng,
     pub trace: Trace,
     /// Executions started, each with whether it finished.
-    pub executions: Executions,
-}
-
-/// Executions started and whether each is still under way for a live engine.
-#[derive(Clone, Default)]
-pub struct Executions(Arc<Mutex<Vec<Execution>>>);
-
-/// Whom an execution reports to, and whether it has.
-type Execution = (InputSink, Arc<AtomicBool>);
-
-impl Executions {
-    fn start(&self, sink: &InputSink) -> Arc<AtomicBool> {
-        let done = Arc::new(AtomicBool::new(false));
-        self.0.lock().expect("executions lock").push((sink.clone(), done.clone()));
-        done
-    }
-
-    /// Whether an execution is running for an engine still alive to take
-    /// its result (one running for a dead process died with it).
-    pub fn any_running(&self) -> bool {
-        let executions = self.0.lock().expect("executions lock");
-        executions.iter().any(|(sink, done)| !done.load(Ordering::SeqCst) && !sink.is_closed())
-    }
+    pub executions: Outstanding,
 }
 
 impl ServerTools for SimServerTools {

@@ -833,8 +833,12 @@ fn delivery_run() -> (Run, usize) {
     (run, post)
 }
 
-fn post(text: &str) -> Boundary {
-    Boundary::Post { delivery: "d1".into(), text: text.into() }
+fn post(post: u32, text: &str) -> Boundary {
+    Boundary::Post { post, delivery: "d1".into(), text: text.into() }
+}
+
+fn post_done(post: u32) -> Boundary {
+    Boundary::PostDone { post, delivery: "d1".into(), error: None }
 }
 
 #[test]
@@ -842,7 +846,7 @@ fn messenger_once_fires_on_a_second_post_later() {
     let (run, _) = delivery_run();
     let mut broken = run.broken();
     let last = broken.history.crossings.last().expect("crossings");
-    let again = Crossing { at_us: last.at_us + 5_000_000, at_event: last.at_event, what: post("Hello there.") };
+    let again = Crossing { at_us: last.at_us + 5_000_000, at_event: last.at_event, what: post(2, "Hello there.") };
     broken.history.crossings.push(again);
     run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
 }
@@ -863,7 +867,7 @@ fn posted_again_after_a_refused_record(killed: bool) -> (Run, RunRecord) {
     if killed {
         later.push(Boundary::Killed);
     }
-    later.push(post(INTERRUPTED_MESSENGER_RESPONSE));
+    later.push(post(2, INTERRUPTED_MESSENGER_RESPONSE));
     for (offset, what) in later.into_iter().enumerate() {
         let at_us = last.at_us + 1_000_000 * (offset as u64 + 1);
         broken.history.crossings.push(Crossing { at_us, at_event: last.at_event, what });
@@ -881,10 +885,15 @@ fn messenger_once_excuses_a_repeat_only_when_the_record_was_refused_and_the_proc
 
 #[test]
 fn messenger_once_counts_a_split_reply_as_one_post() {
-    let (run, at) = delivery_run();
+    let (run, _) = delivery_run();
     let mut edited = run.broken();
-    insert_crossings(&mut edited, at + 1, vec![post("(continued)")]);
-    run.assert_passes(MESSENGER_ONCE, &edited, "a long reply posted in one burst of consecutive posts");
+    let answered = crossing_of(&edited, "the answer to post 1", |what| *what == post_done(1));
+    insert_crossings(&mut edited, answered + 1, vec![post(2, "(continued)")]);
+    run.assert_passes(MESSENGER_ONCE, &edited, "a long reply posted one post after another");
+    // The same post made before the surface answered the first is a reply of its own.
+    let mut broken = run.broken();
+    insert_crossings(&mut broken, answered, vec![post(2, "(continued)")]);
+    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
 }
 
 /// `DELIVERY` with its one model call parked before it finished: the
@@ -917,7 +926,7 @@ fn messenger_once_fires_when_an_interrupted_delivery_posts_its_partial() {
 #[test]
 fn messenger_once_accepts_the_apology_for_an_interrupted_delivery() {
     let (run, mut edited, at) = interrupted_delivery();
-    edited.history.crossings[at].what = post(INTERRUPTED_MESSENGER_RESPONSE);
+    edited.history.crossings[at].what = post(1, INTERRUPTED_MESSENGER_RESPONSE);
     run.assert_passes(MESSENGER_ONCE, &edited, "an interrupted delivery that posts the apology");
 }
 
@@ -1231,6 +1240,50 @@ fn messenger_view_fires_when_a_refused_post_ends_the_chat() {
         }
     }
     run.assert_fires(MESSENGER_VIEW, &skipped, "posted \"Your inbox has messages.\"");
+}
+
+/// `messenger-slow-post-evicted-mid-reply`: the process died with its
+/// second post in flight; the next posted that one again, then the third.
+fn slow_post_run(invariant: &str) -> Run {
+    Run::committed("messenger-slow-post-evicted-mid-reply", invariant)
+}
+
+#[test]
+fn the_post_in_flight_at_a_kill_may_be_posted_again_but_no_other() {
+    for invariant in [MESSENGER_ONCE, MESSENGER_VIEW] {
+        slow_post_run(invariant).assert_passes(invariant, &slow_post_run(invariant).broken(), "the clean run");
+    }
+    // The surface had answered the second post: posting it again is not
+    // the at-least-once edge, and the chat shows part of the answer twice.
+    let run = slow_post_run(MESSENGER_VIEW);
+    let mut broken = run.broken();
+    let second = crossing_of(&broken, "post 2", |what| matches!(what, Boundary::Post { post: 2, .. }));
+    insert_crossings(&mut broken, second + 1, vec![post_done(2)]);
+    run.assert_fires(MESSENGER_VIEW, &broken, "posted \"Your inbox has three new three new messages.\"");
+    // The next process posting the whole reply from the start.
+    let mut from_scratch = run.broken();
+    let third = crossing_of(&from_scratch, "post 3", |what| matches!(what, Boundary::Post { post: 3, .. }));
+    from_scratch.history.crossings[third].what = post(3, "Your inbox has ");
+    run.assert_fires(MESSENGER_VIEW, &from_scratch, "posted \"Your inbox has three new Your inbox has messages.\"");
+}
+
+#[test]
+fn a_reply_cut_by_a_kill_may_end_in_the_apology_but_a_finished_one_is_not_posted_again() {
+    // The reference's way: the restarted process apologises for the rest.
+    let run = slow_post_run(MESSENGER_VIEW);
+    let mut apology = run.broken();
+    let third = crossing_of(&apology, "post 3", |what| matches!(what, Boundary::Post { post: 3, .. }));
+    apology.history.crossings[third].what = post(3, INTERRUPTED_MESSENGER_RESPONSE);
+    remove_crossings(&mut apology, "post 4", |what| matches!(what, Boundary::Post { post: 4, .. }));
+    run.assert_passes(MESSENGER_VIEW, &apology, "the start of the answer, then the apology after a kill");
+    let once = slow_post_run(MESSENGER_ONCE);
+    once.assert_passes(MESSENGER_ONCE, &apology, "the start of the answer, then the apology after a kill");
+    // A reply that said everything, posted again after a kill, is a second reply.
+    let (run, _) = delivery_run();
+    let mut broken = run.broken();
+    let end = broken.history.crossings.len();
+    insert_crossings(&mut broken, end, vec![Boundary::Killed, post(2, "Hello there.")]);
+    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
 }
 
 #[test]

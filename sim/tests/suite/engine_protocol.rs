@@ -118,9 +118,14 @@ fn check_determinism_holds_across_the_boundary_with_wall_clock_jitter() {
 
 #[test]
 fn the_time_escape_canary_catches_an_engine_that_reads_the_real_clock() {
-    // Answers every input with a post that carries the real time.
+    // Answers every input with a post that carries the real time (and the
+    // surface's answers to its posts with nothing more).
     let leaks = r#"while read line; do
-        echo "{\"type\":\"post\",\"delivery\":\"clock\",\"text\":\"$(date +%s%N)\"}"
+        case "$line" in
+            *'"type":"reply"'*) continue ;;
+            *'"type":"post_done"'*) ;;
+            *) echo "{\"type\":\"post\",\"delivery\":\"clock\",\"text\":\"$(date +%s%N)\"}" ;;
+        esac
         echo '{"type":"idle","next_timer_ns":null}'
     done"#;
     let output =

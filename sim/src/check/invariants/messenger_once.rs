@@ -3,12 +3,13 @@
 //! off (its last model call before the post stalled, was cut, or died with
 //! the process) gets the apology.
 
-use turnsim_engine::durable::{DeliveryStage, Write};
+use turnsim_engine::durable::Write;
 use turnsim_engine::messenger::{ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
 use turnsim_engine::Role;
 
 use super::Invariant;
-use crate::check::facts::{post_bursts, CallEnd, PostFact};
+use crate::check::facts::{CallEnd, PostFact};
+use crate::check::replies::{process_of, record_refused_then_killed, replies};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 use crate::world::RunEnd;
@@ -32,13 +33,13 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     for delivery in deliveries(input) {
         let posts = input.facts.posts.get(delivery.id).map_or(&[][..], Vec::as_slice);
-        let bursts = count_bursts(input, delivery.id, posts);
-        if bursts > 1 {
+        let replies = count_replies(input, delivery.id);
+        if replies > 1 {
             let at = posts.last().map(|post| input.event_of(post.at));
-            let message = format!("delivery {} posted {bursts} times", delivery.id);
+            let message = format!("delivery {} posted {replies} times", delivery.id);
             violations.push(Violation { check: NAME.into(), message, at_event: at });
         }
-        if bursts == 0 && delivery.message_id.is_some() && input.run.end == RunEnd::Quiescent {
+        if replies == 0 && delivery.message_id.is_some() && input.run.end == RunEnd::Quiescent {
             violations.push(Violation::new(NAME, format!("delivery {} was accepted but never posted", delivery.id)));
         }
         if let Some(violation) = check_interrupted(input, &delivery, posts) {
@@ -75,40 +76,22 @@ fn stored_user_message(what: &Boundary, text: &str) -> Option<String> {
     })
 }
 
-/// Posts made in one go (consecutive, at one sim time, shown or refused)
-/// are one reply. A burst after another is no second reply when the store
-/// refused the checkpoints recording the first (its `posting` or
-/// `completed` record) and the process died before it could record them:
-/// the next process cannot know it posted, and only a surface that drops
-/// repeats could tell (the engine's documented at-least-once edge).
-fn count_bursts(input: &CheckInput, delivery_id: &str, posts: &[PostFact]) -> usize {
-    let bursts = post_bursts(posts);
-    let repeats = bursts.windows(2).filter(|pair| {
-        let between = pair[0].last().map_or(0, |post| post.at)..pair[1][0].at;
+/// A delivery's replies (`check::replies`: a reply carried on after a
+/// crash cut it mid-post is one). A reply after another is no second reply
+/// when the store refused a checkpoint recording the first's posts (its
+/// `posting` record with what was left, or `completed`) and the process
+/// died before it could record them: the next process cannot know it
+/// posted, and only a surface that drops repeats could tell (the engine's
+/// documented at-least-once edge).
+fn count_replies(input: &CheckInput, delivery_id: &str) -> usize {
+    let replies = replies(input, delivery_id);
+    let repeats = replies.windows(2).filter(|pair| {
+        // From the boot of the process that made the first reply (its
+        // `posting` record comes before its posts) to the second.
+        let between = process_of(input, pair[0].decided_at)..pair[1].decided_at;
         record_refused_then_killed(input, delivery_id, between)
     });
-    bursts.len() - repeats.count()
-}
-
-/// Whether, in `range` of the history, the store refused the delivery's
-/// `completed` checkpoint and the process then died without storing it.
-fn record_refused_then_killed(input: &CheckInput, delivery_id: &str, range: std::ops::Range<usize>) -> bool {
-    let completes = |writes: &[Write]| {
-        writes.iter().any(|write| {
-            matches!(write, Write::PutDelivery(checkpoint)
-                if checkpoint.id == delivery_id && checkpoint.stage == DeliveryStage::Completed)
-        })
-    };
-    let mut refused = false;
-    for crossing in &input.run.history.crossings[range] {
-        match &crossing.what {
-            Boundary::CommitRefused { writes } if completes(writes) => refused = true,
-            Boundary::Commit { writes } if completes(writes) => refused = false,
-            Boundary::Killed if refused => return true,
-            _ => {}
-        }
-    }
-    false
+    replies.len() - repeats.count()
 }
 
 /// The delivery's first post, when the last model call answering its
