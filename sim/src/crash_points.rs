@@ -1,7 +1,7 @@
 //! Crash-point enumeration: run a scenario once to count its durable writes,
 //! then once per write with the engine evicted right after that write (and
-//! restarted), so every write boundary of every turn is a crash point, each
-//! distinct one counted once. Every
+//! restarted; whole, or only its memory), so every write boundary of every
+//! turn is a crash point, each distinct one counted once. Every
 //! invariant (no-lost-work above all) is checked on each run; the scenario's
 //! own expectations are not, since a crash changes the story they describe.
 
@@ -25,16 +25,27 @@ pub struct CrashOutcome {
 
 /// The scenario with an eviction right after its `write`-th store commit.
 pub fn with_crash_after(file: &ScenarioFile, write: usize) -> ScenarioFile {
-    with_crash_at(file, write, false)
+    with_crash_at(file, write, false, false)
 }
 
 /// The scenario with the process dying as its `write`-th commit returns:
 /// nothing it would have done after that commit in the same step happens.
 pub fn with_crash_at_commit(file: &ScenarioFile, write: usize) -> ScenarioFile {
-    with_crash_at(file, write, true)
+    with_crash_at(file, write, true, false)
 }
 
-fn with_crash_at(file: &ScenarioFile, write: usize, at_once: bool) -> ScenarioFile {
+/// As [`with_crash_after`], a memory-only eviction: the clients'
+/// connections outlive the process.
+pub fn with_memory_loss_after(file: &ScenarioFile, write: usize) -> ScenarioFile {
+    with_crash_at(file, write, false, true)
+}
+
+/// As [`with_crash_at_commit`], a memory-only eviction.
+pub fn with_memory_loss_at_commit(file: &ScenarioFile, write: usize) -> ScenarioFile {
+    with_crash_at(file, write, true, true)
+}
+
+fn with_crash_at(file: &ScenarioFile, write: usize, at_once: bool, memory_only: bool) -> ScenarioFile {
     let mut crashed = file.clone();
     let trigger = Trigger {
         tool: None,
@@ -44,7 +55,7 @@ fn with_crash_at(file: &ScenarioFile, write: usize, at_once: bool) -> ScenarioFi
         delay_ms: RangeMs::ZERO,
     };
     let restart_after_ms = RangeMs::exact(RESTART_AFTER_MS);
-    let evict = EvictFault { when: When::Trigger(trigger), restart_after_ms, at_once, memory_only: false };
+    let evict = EvictFault { when: When::Trigger(trigger), restart_after_ms, at_once, memory_only };
     crashed.scenario.faults.push(Fault::Evict(evict));
     crashed
 }
@@ -69,6 +80,19 @@ fn traced_commits(record: &world::RunRecord) -> usize {
 /// the middle of a synchronous step.
 pub fn sweep_at_commit(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> Vec<CrashOutcome> {
     sweep_writes(file, seed, regressions, traced_commits, with_crash_at_commit)
+}
+
+/// As [`sweep`] and [`sweep_at_commit`] (`at_once`), each eviction
+/// memory-only: a client sees no disconnect, and what it shows must come
+/// out right across the kill.
+pub fn sweep_memory_only(
+    file: &ScenarioFile,
+    seed: u64,
+    regressions: &RegressionSet,
+    at_once: bool,
+) -> Vec<CrashOutcome> {
+    let fault_at = if at_once { with_memory_loss_at_commit } else { with_memory_loss_after };
+    sweep_writes(file, seed, regressions, traced_commits, fault_at)
 }
 
 /// The scenario with its `commit`-th store commit refused (once).

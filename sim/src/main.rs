@@ -135,6 +135,10 @@ enum Command {
         /// every commit boundary is a crash point, even mid-step.
         #[arg(long, conflicts_with = "store_errors")]
         at_commit: bool,
+        /// Each eviction takes only the process's memory: client
+        /// connections stay open through it (with or without --at-commit).
+        #[arg(long, conflicts_with = "store_errors")]
+        memory_only: bool,
     },
     /// Measure seeded runs per second, time compression and exploration speed.
     Bench {
@@ -232,8 +236,8 @@ fn main() -> ExitCode {
             let options = ExploreFlags { cases, seed, jobs, regressions, max_shrink_iters, store_faults };
             explore_command(options, &out)
         }
-        Command::CrashPoints { paths, seed, store_errors, at_commit } => {
-            crash_points(&paths, seed, store_errors, at_commit)
+        Command::CrashPoints { paths, seed, store_errors, at_commit, memory_only } => {
+            crash_points(&paths, seed, Sweep { store_errors, at_commit, memory_only })
         }
         Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios, cli.engine_cmd).map(|report| {
             match format {
@@ -390,18 +394,36 @@ fn explore(options: &turnsim::explore::ExploreOptions, out: &std::path::Path) ->
     Ok(ExitCode::FAILURE)
 }
 
-fn crash_points(paths: &[PathBuf], seed: u64, store_errors: bool, at_commit: bool) -> Result<ExitCode, ScenarioError> {
+/// Which crash-point sweep to run.
+struct Sweep {
+    store_errors: bool,
+    at_commit: bool,
+    memory_only: bool,
+}
+
+fn crash_points(paths: &[PathBuf], seed: u64, mode: Sweep) -> Result<ExitCode, ScenarioError> {
+    use turnsim::crash_points::{refusal_sweep, sweep, sweep_at_commit, sweep_memory_only, CrashOutcome};
     let files = load_some(paths)?;
-    type Sweep = fn(&ScenarioFile, u64, &RegressionSet) -> Vec<turnsim::crash_points::CrashOutcome>;
-    let (sweep, what): (Sweep, &str) = match (store_errors, at_commit) {
-        (true, _) => (turnsim::crash_points::refusal_sweep, "the store refused commit"),
-        (false, true) => (turnsim::crash_points::sweep_at_commit, "died as it returned from commit"),
-        (false, false) => (turnsim::crash_points::sweep, "evicted after write"),
+    let what = match (mode.store_errors, mode.at_commit, mode.memory_only) {
+        (true, ..) => "the store refused commit",
+        (false, true, false) => "died as it returned from commit",
+        (false, false, false) => "evicted after write",
+        (false, true, true) => "lost its memory as it returned from commit",
+        (false, false, true) => "lost its memory after write",
+    };
+    let run_sweep = |file: &ScenarioFile| -> Vec<CrashOutcome> {
+        let regressions = RegressionSet::default();
+        match (mode.store_errors, mode.at_commit, mode.memory_only) {
+            (true, ..) => refusal_sweep(file, seed, &regressions),
+            (false, at_once, true) => sweep_memory_only(file, seed, &regressions, at_once),
+            (false, true, false) => sweep_at_commit(file, seed, &regressions),
+            (false, false, false) => sweep(file, seed, &regressions),
+        }
     };
     let mut failed = 0;
     let mut runs = 0;
     for file in &files {
-        for outcome in sweep(file, seed, &RegressionSet::default()) {
+        for outcome in run_sweep(file) {
             runs += 1;
             if !outcome.violations.is_empty() {
                 failed += 1;

@@ -1,14 +1,15 @@
 //! The gate `cargo mutants` puts each mutant of the engine through (see
 //! docs/mutants.md): everything that judges the engine's behaviour — the
 //! committed scenarios on their own seeds, every crash point (after a
-//! write, as a commit returns, a refused commit), blind exploration, and
+//! write, as a commit returns, a refused commit, a memory-only eviction
+//! after a write), blind exploration, and
 //! every historical regression caught by the scenarios that guard it. A
 //! mutant survives only if all of it stays green. In release it runs in
 //! seconds, so a mutant costs little more than its build.
 
 use std::path::{Path, PathBuf};
 
-use turnsim::crash_points::{refusal_sweep, sweep, sweep_at_commit, CrashOutcome};
+use turnsim::crash_points::{refusal_sweep, sweep, sweep_at_commit, sweep_memory_only, CrashOutcome};
 use turnsim::explore::{explore, ExploreOptions};
 use turnsim::runner::run_one;
 use turnsim::scenario::{load_paths, ScenarioFile};
@@ -64,6 +65,14 @@ fn every_crash_after_a_write_passes() {
 #[test]
 fn every_crash_as_a_commit_returns_passes() {
     every_point_passes(sweep_at_commit, "died as it returned from commit");
+}
+
+#[test]
+fn every_memory_loss_passes() {
+    every_point_passes(
+        |file, seed, regressions| sweep_memory_only(file, seed, regressions, false),
+        "lost its memory after write",
+    );
 }
 
 #[test]

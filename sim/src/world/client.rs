@@ -39,11 +39,12 @@ impl Connection for SimConnection {
         self.trace.cross(Boundary::Frame { connection: self.connection, frame: frame.clone() });
         self.unread.fetch_add(1, Ordering::SeqCst);
         if self.link.is_active() {
-            let (frames, unread, wait) = (self.frames.clone(), self.unread.clone(), self.link.wait(true));
+            let (frames, wait) = (self.frames.clone(), self.link.wait(true));
+            let in_flight = InFlight(Some(self.unread.clone()));
             tokio::spawn(async move {
                 tokio::time::sleep(wait).await;
-                if frames.send(frame).is_err() {
-                    unread.fetch_sub(1, Ordering::SeqCst);
+                if frames.send(frame).is_ok() {
+                    in_flight.delivered();
                 }
             });
             return true;
@@ -53,6 +54,26 @@ impl Connection for SimConnection {
             self.unread.fetch_sub(1, Ordering::SeqCst);
         }
         sent
+    }
+}
+
+/// A frame on its way over a slow link, counted unread until it arrives.
+/// It dies with the process that sent it (its task runs there): then it
+/// is no longer counted, or the world would wait for it forever.
+struct InFlight(Option<Arc<AtomicUsize>>);
+
+impl InFlight {
+    /// The client has it: its reader counts it from here.
+    fn delivered(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(unread) = self.0.take() {
+            unread.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 

@@ -68,3 +68,29 @@ fn a_crash_at_a_commit_fences_everything_the_dead_process_would_have_done() {
     let (_, _, posts) = effects_after_crash(&with_crash_after(&file, checkpoint));
     assert_eq!(posts, 1, "dying at the next await, the step (and its post) completes");
 }
+
+/// A memory-only crash point keeps the client's connection through the
+/// kill: the history marks it kept open, the client never disconnects, and
+/// the new process is handed the same connection.
+#[test]
+fn a_memory_only_crash_point_keeps_the_connection() {
+    use turnsim::crash_points::{with_crash_after, with_memory_loss_after};
+    use turnsim::history::Boundary;
+    let file = scenario("continuation-single-client-tool");
+    let connections = |crashed: &turnsim::scenario::ScenarioFile| {
+        let record = turnsim::world::run(crashed, 0, &RegressionSet::default());
+        let crossings = &record.history.crossings;
+        let kept = crossings.iter().any(|crossing| matches!(crossing.what, Boundary::KeptOpen { .. }));
+        let opened: std::collections::BTreeSet<u64> = crossings
+            .iter()
+            .filter_map(|crossing| match crossing.what {
+                Boundary::Connect { connection } => Some(connection),
+                _ => None,
+            })
+            .collect();
+        (kept, opened.len())
+    };
+    assert_eq!(connections(&with_memory_loss_after(&file, 2)), (true, 1), "one connection, kept through the kill");
+    let (kept, opened) = connections(&with_crash_after(&file, 2));
+    assert!(!kept && opened > 1, "a whole-process eviction closes the connection and the client reconnects");
+}
