@@ -159,7 +159,7 @@ pub enum Event {
     MessengerPost {
         delivery: String,
         text: String,
-        #[serde(skip_serializing_if = "is_zero")]
+        #[serde(skip_serializing_if = "crate::scenario::is_zero")]
         after_ms: u64,
     },
     /// The chat surface refused a post: nothing was shown.
@@ -167,7 +167,7 @@ pub enum Event {
         delivery: String,
         text: String,
         error: String,
-        #[serde(skip_serializing_if = "is_zero")]
+        #[serde(skip_serializing_if = "crate::scenario::is_zero")]
         after_ms: u64,
     },
 }
@@ -379,10 +379,6 @@ fn answered(after_ms: u64) -> String {
         0 => String::new(),
         ms => format!(", answered after {ms} ms"),
     }
-}
-
-fn is_zero(value: &u64) -> bool {
-    *value == 0
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -65,48 +65,38 @@ pub fn stored_answer(input: &CheckInput, delivery: &str, at: usize) -> Option<St
 }
 
 /// Joins `burst` to `reply` when it carries the reply on after a crash cut
-/// it; returns whether it did.
+/// it; returns whether it did. The new process may post again what it
+/// could not know was shown: the post in flight at the crash, or, when the
+/// store refused the record of the posts already answered (and the process
+/// died before recording them), an unfinished reply from any post on. Or
+/// it posts the rest of an unfinished reply, or apologises for it.
 fn carry_on<'a>(input: &CheckInput, delivery: &str, reply: &mut Reply<'a>, burst: &'a [PostFact]) -> bool {
     let (Some(&last), Some(first)) = (reply.posts.last(), burst.first()) else { return false };
     if !input.facts.kills.iter().any(|&kill| last.at < kill && kill < first.at) {
         return false;
     }
-    if let Some(from) = picked_up_at(input, delivery, reply, burst) {
-        pick_up(reply, from, burst);
+    let in_flight = reply.posts.len() - 1;
+    if last.answered.is_none() && repeats(reply, in_flight, burst) {
+        pick_up(reply, in_flight, burst);
         return true;
-    }
-    if first.text == INTERRUPTED_MESSENGER_RESPONSE && !finished(input, delivery, reply) {
-        reply.posts.extend(burst);
-        reply.cut = true;
-        return true;
-    }
-    if !finished(input, delivery, reply) {
-        reply.posts.extend(burst);
-        return true;
-    }
-    false
-}
-
-/// Where `burst` picks `reply` up by posting again what the new process
-/// could not know was shown: the post in flight at the crash, or, when the
-/// store refused the record of the posts already answered (and the process
-/// died before recording them), any post of an unfinished reply from which
-/// the burst repeats it.
-fn picked_up_at(input: &CheckInput, delivery: &str, reply: &Reply, burst: &[PostFact]) -> Option<usize> {
-    let in_flight = reply.posts.len().checked_sub(1).filter(|&last| reply.posts[last].answered.is_none());
-    let lost = || record_refused_then_killed(input, delivery, process_of(input, reply.decided_at)..burst[0].at);
-    let repeats = |from: usize| {
-        let tail = &reply.posts[from..];
-        tail.iter().zip(burst).all(|(before, again)| before.text == again.text)
-    };
-    if let Some(from) = in_flight.filter(|&from| repeats(from)) {
-        return Some(from);
     }
     if finished(input, delivery, reply) {
         // Said in full: posted again, it is a reply of its own.
-        return None;
+        return false;
     }
-    (0..reply.posts.len()).find(|&from| repeats(from) && lost())
+    let lost = record_refused_then_killed(input, delivery, process_of(input, reply.decided_at)..first.at);
+    if let Some(from) = (0..reply.posts.len()).find(|&from| lost && repeats(reply, from, burst)) {
+        pick_up(reply, from, burst);
+        return true;
+    }
+    reply.cut |= first.text == INTERRUPTED_MESSENGER_RESPONSE;
+    reply.posts.extend(burst);
+    true
+}
+
+/// Whether `burst` posts `reply` again from post `from` on.
+fn repeats(reply: &Reply, from: usize, burst: &[PostFact]) -> bool {
+    reply.posts[from..].iter().zip(burst).all(|(before, again)| before.text == again.text)
 }
 
 /// Joins `burst` to `reply` from post `from` on: a post shown both times

@@ -107,7 +107,7 @@ pub struct Scenario {
     pub expect: Expect,
 }
 
-fn is_zero(value: &u64) -> bool {
+pub(crate) fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 
