@@ -17,6 +17,10 @@ pub enum EngineEvent {
     UserMessageStored {
         message_id: String,
     },
+    /// A `chat()` call arrived again under a key already taken: ignored.
+    ChatRepeated {
+        key: String,
+    },
     TurnQueued {
         request_id: String,
         kind: TurnKind,
@@ -166,6 +170,7 @@ impl EngineEvent {
         match self {
             Self::Boot { .. } => "boot",
             Self::UserMessageStored { .. } => "user-message.stored",
+            Self::ChatRepeated { .. } => "chat.repeated",
             Self::TurnQueued { .. } => "turn.queued",
             Self::TurnStarted { .. } => "turn.start",
             Self::ModelCall { .. } => "model.call",
@@ -203,6 +208,7 @@ impl EngineEvent {
                 format!("restored_intent={restored_intent} in_flight={}", in_flight.as_deref().unwrap_or("-"))
             }
             Self::UserMessageStored { message_id } => message_id.clone(),
+            Self::ChatRepeated { key } => key.clone(),
             Self::TurnQueued { request_id, kind } => format!("{request_id} {}", kind.as_str()),
             Self::TurnStarted { request_id, kind, message_id } => {
                 format!("{request_id} {} into {message_id}", kind.as_str())

@@ -32,8 +32,11 @@ pub enum Input {
         text: String,
         options: TurnOptions,
     },
-    /// The `chat()` RPC: the reply goes to `callback`.
+    /// The `chat()` RPC: the reply goes to `callback`. `key` names the call,
+    /// as its caller chose it: a call delivered again under a key already
+    /// taken is the same call, and changes nothing.
     Chat {
+        key: String,
         text: String,
         options: TurnOptions,
         callback: Box<dyn StreamCallback>,

@@ -86,10 +86,13 @@ pub enum Boundary {
     UserMessage {
         text: String,
     },
-    /// The `chat()` RPC from caller `chat`.
+    /// The `chat()` RPC from caller `chat`. `again`: the caller's link
+    /// delivered this call a second time (the same call, the same callback).
     Chat {
         chat: u32,
         text: String,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        again: bool,
     },
     /// A messenger delivery.
     Deliver {
@@ -144,9 +147,14 @@ pub enum Boundary {
         connection: u64,
         frame: Frame,
     },
+    /// A callback call as the caller got it. `sent_at`: on a slow caller
+    /// link, where in the history the engine made it (the history's length
+    /// then).
     Callback {
         chat: u32,
         call: CallbackCall,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sent_at: Option<usize>,
     },
     /// A messenger post of a delivery's reply, shown; `post` numbers the
     /// engine's posts from 1.

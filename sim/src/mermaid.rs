@@ -213,6 +213,7 @@ fn item_for(traced: &TraceEvent) -> Item {
         Event::ClientSendFailed { .. } => message(Lane::Client, "-x", Lane::Engine, &named),
         Event::ClientSawTool { .. } | Event::ClientFrame { .. } => message(Lane::Engine, "-->>", Lane::Client, &bare),
         Event::ChatCalled { .. } => message(Lane::Caller, "->>", Lane::Engine, &format!("{at} chat()")),
+        Event::ChatArrived { .. } => message(Lane::Caller, "->>", Lane::Engine, &named),
         Event::CallbackStart { .. }
         | Event::CallbackEvent { .. }
         | Event::CallbackReset { .. }

@@ -117,6 +117,12 @@ pub enum Event {
     ChatCalled {
         chat: u32,
     },
+    /// A `chat()` call reached the engine over a slow caller link; `again`:
+    /// the link delivered it a second time.
+    ChatArrived {
+        chat: u32,
+        again: bool,
+    },
     CallbackStart {
         chat: u32,
         request_id: String,
@@ -281,6 +287,7 @@ impl Event {
             | Self::ClientSendFailed { .. }
             | Self::ClientFrame { .. } => Lane::Client,
             Self::ChatCalled { .. }
+            | Self::ChatArrived { .. }
             | Self::CallbackStart { .. }
             | Self::CallbackEvent { .. }
             | Self::CallbackReset { .. }
@@ -315,6 +322,7 @@ impl Event {
             Self::ClientSendFailed { .. } => "send-failed",
             Self::ClientFrame { .. } => "frame",
             Self::ChatCalled { .. } => "chat",
+            Self::ChatArrived { .. } => "chat-arrived",
             Self::CallbackStart { .. } => "on_start",
             Self::CallbackEvent { .. } => "on_event",
             Self::CallbackReset { .. } => "on_reset",
@@ -356,6 +364,7 @@ impl Event {
             Self::ChatCalled { chat } | Self::CallbackDone { chat } | Self::CallbackInterrupted { chat } => {
                 format!("chat{chat}")
             }
+            Self::ChatArrived { chat, again } => format!("chat{chat}{}", if *again { " again" } else { "" }),
             Self::CallbackStart { chat, request_id } => format!("chat{chat} {request_id}"),
             Self::CallbackEvent { chat, chunk } => format!("chat{chat} {chunk}"),
             Self::CallbackError { chat, message } => format!("chat{chat} {message:?}"),
@@ -572,6 +581,11 @@ impl Trace {
 
     pub fn take(&self) -> Vec<TraceEvent> {
         std::mem::take(&mut self.inner.lock().expect("trace lock").events)
+    }
+
+    /// Crossings recorded so far: the history index of the next one.
+    pub fn crossing_count(&self) -> usize {
+        self.inner.lock().expect("trace lock").crossings.len()
     }
 
     pub fn take_crossings(&self) -> Vec<Crossing> {

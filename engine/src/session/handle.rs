@@ -89,8 +89,8 @@ impl SessionHandle {
     }
 
     /// The `chat()` RPC: the reply goes to `callback`.
-    pub fn chat(&self, text: &str, options: TurnOptions, callback: Box<dyn StreamCallback>) -> bool {
-        self.send(Input::Chat { text: text.to_string(), options, callback })
+    pub fn chat(&self, key: &str, text: &str, options: TurnOptions, callback: Box<dyn StreamCallback>) -> bool {
+        self.send(Input::Chat { key: key.to_string(), text: text.to_string(), options, callback })
     }
 
     /// A messenger delivery: the engine drives `chat()` with a

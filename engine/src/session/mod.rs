@@ -84,6 +84,9 @@ pub(crate) struct Session {
     unrecorded: Unrecorded,
     /// Replies on their way to the chat surface, by delivery id.
     outgoing: BTreeMap<String, delivery::Outgoing>,
+    /// Keys of the `chat()` calls this process took, stored or not: a call
+    /// whose storing was refused was answered, and is not taken again.
+    chats_taken: std::collections::BTreeSet<String>,
 }
 
 /// A turn's end the store refused: the writes that record it, and its
@@ -142,6 +145,7 @@ impl Session {
             refused: false,
             unrecorded: Default::default(),
             outgoing: Default::default(),
+            chats_taken: Default::default(),
         };
         session.recover();
         session.reconcile_if_refused();
@@ -186,7 +190,7 @@ impl Session {
                 self.connections.remove(&connection_id);
             }
             Input::UserMessage { text, options } => self.accept_user_message(text, options, None),
-            Input::Chat { text, options, callback } => self.accept_user_message(text, options, Some(callback)),
+            Input::Chat { key, text, options, callback } => self.accept_chat(key, text, options, callback),
             Input::Deliver { delivery_id, text } => self.accept_delivery(delivery_id, text),
             Input::ToolResult { result, auto_continue } => self.on_tool_result(result, auto_continue),
             Input::Approval { call_id, approved, auto_continue } => self.on_approval(&call_id, approved, auto_continue),

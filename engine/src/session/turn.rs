@@ -9,6 +9,9 @@ use crate::transcript::{leaf_assistant, Message, Part, Role};
 
 use super::Session;
 
+/// The store's record of a `chat()` call's key, among the engine's own entries.
+const CHAT_KEY_PREFIX: &str = "chat:";
+
 /// A turn waiting its place in the serial queue.
 pub(crate) struct QueuedTurn {
     pub request_id: String,
@@ -70,6 +73,27 @@ impl Session {
         callback: Option<Box<dyn StreamCallback>>,
     ) {
         self.store_and_enqueue(&text, options, callback, Vec::new());
+    }
+
+    /// A `chat()` call, taken once per key: a call delivered again (a link
+    /// that retries) is the call already taken, whose callback already has
+    /// its answer coming, so the repeat's callback is let go unused. The
+    /// key is stored with the user message, so a repeat that reaches a
+    /// restarted process is known too.
+    pub(super) fn accept_chat(
+        &mut self,
+        key: String,
+        text: String,
+        options: TurnOptions,
+        callback: Box<dyn StreamCallback>,
+    ) {
+        let record = format!("{CHAT_KEY_PREFIX}{key}");
+        if self.durable.extra.contains_key(&record) || !self.chats_taken.insert(key.clone()) {
+            self.observe(EngineEvent::ChatRepeated { key });
+            return;
+        }
+        let write = Write::Put { key: record, value: serde_json::Value::Bool(true) };
+        self.store_and_enqueue(&text, options, Some(callback), vec![write]);
     }
 
     /// Stores the user message together with `writes`, atomically, then queues

@@ -225,9 +225,9 @@ impl Facts {
             }
             Boundary::Chat { chat, .. } => {
                 self.callbacks.entry(*chat).or_default();
-                self.chat_called.insert(*chat, index);
+                self.chat_called.entry(*chat).or_insert(index);
             }
-            Boundary::Callback { chat, call } => {
+            Boundary::Callback { chat, call, .. } => {
                 self.callbacks.entry(*chat).or_default().push(CallbackFact { at: index, name: callback_name(call) })
             }
             Boundary::Post { post, delivery, text } => self.on_post(index, at_us, *post, delivery, text, true),

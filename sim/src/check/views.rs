@@ -145,27 +145,34 @@ pub struct CallerOutcome {
     pub text: String,
     /// Where `on_done` came (index into the history), if it did.
     pub done_at: Option<usize>,
+    /// Where the engine made that call: later than `done_at` only on a slow
+    /// caller link, and the store to judge by is the one it answered from.
+    pub done_sent_at: Option<usize>,
 }
 
 pub fn caller_outcomes(history: &History) -> Vec<CallerOutcome> {
     let mut outcomes: Vec<CallerOutcome> = Vec::new();
     for (index, crossing) in history.iter().enumerate() {
         match &crossing.what {
-            Boundary::Chat { chat, text } => outcomes.push(CallerOutcome {
+            Boundary::Chat { chat, text, again: false } => outcomes.push(CallerOutcome {
                 chat: *chat,
                 sent_at: index,
                 sent: text.clone(),
                 text: String::new(),
                 done_at: None,
+                done_sent_at: None,
             }),
-            Boundary::Callback { chat, call } => {
+            Boundary::Callback { chat, call, sent_at } => {
                 let Some(outcome) = outcomes.iter_mut().rev().find(|outcome| outcome.chat == *chat) else {
                     continue;
                 };
                 match call {
                     CallbackCall::Event { chunk: Chunk::TextDelta { delta, .. } } => outcome.text.push_str(delta),
                     CallbackCall::Reset { text } => outcome.text = text.clone(),
-                    CallbackCall::Done => outcome.done_at = Some(index),
+                    CallbackCall::Done => {
+                        outcome.done_at = Some(index);
+                        outcome.done_sent_at = Some(sent_at.unwrap_or(index));
+                    }
                     _ => {}
                 }
             }
@@ -192,7 +199,9 @@ pub fn stored_reply(messages: &[Message], text: &str, nth: usize) -> Option<Stri
 /// The user text a crossing sends, over any of the three ways in.
 pub fn sent_text(what: &Boundary) -> Option<&str> {
     match what {
-        Boundary::UserMessage { text } | Boundary::Chat { text, .. } | Boundary::Deliver { text, .. } => Some(text),
+        Boundary::UserMessage { text } | Boundary::Chat { text, again: false, .. } | Boundary::Deliver { text, .. } => {
+            Some(text)
+        }
         _ => None,
     }
 }

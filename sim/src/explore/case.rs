@@ -160,6 +160,7 @@ impl Case {
             stored: Vec::new(),
             model: vec![self.first_call()],
             client: ClientSpec { tools: self.answers(), ..ClientSpec::default() },
+            caller: Default::default(),
             actions: [self.entry_action()].into_iter().chain(disconnect_actions(self)).collect(),
             faults: self.faults(),
             expect: Expect::default(),

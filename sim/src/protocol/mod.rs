@@ -39,9 +39,12 @@ pub enum ToEngine {
         text: String,
         options: TurnOptions,
     },
+    /// `chat` addresses the callback; `key` names the call (the same key
+    /// again is the same call delivered twice).
     Chat {
         now_ns: u64,
         chat: u32,
+        key: String,
         text: String,
         options: TurnOptions,
     },

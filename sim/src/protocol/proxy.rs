@@ -385,10 +385,10 @@ impl Engine for ProcessEngine {
                 ToEngine::Disconnect { now_ns, connection: connection_id }
             }
             Input::UserMessage { text, options } => ToEngine::UserMessage { now_ns, text, options },
-            Input::Chat { text, options, callback } => {
+            Input::Chat { key, text, options, callback } => {
                 self.next_chat += 1;
                 self.chats.insert(self.next_chat, callback);
-                ToEngine::Chat { now_ns, chat: self.next_chat, text, options }
+                ToEngine::Chat { now_ns, chat: self.next_chat, key, text, options }
             }
             Input::Deliver { delivery_id, text } => ToEngine::Deliver { now_ns, delivery: delivery_id, text },
             Input::ToolResult { result, auto_continue } => ToEngine::ToolResult { now_ns, result, auto_continue },

@@ -169,8 +169,8 @@ impl Wire {
             }
             ToEngine::Disconnect { connection, .. } => Input::Disconnect { connection_id: connection },
             ToEngine::UserMessage { text, options, .. } => Input::UserMessage { text, options },
-            ToEngine::Chat { chat, text, options, .. } => {
-                Input::Chat { text, options, callback: Box::new(WireChat { chat, wire: self.clone() }) }
+            ToEngine::Chat { chat, key, text, options, .. } => {
+                Input::Chat { key, text, options, callback: Box::new(WireChat { chat, wire: self.clone() }) }
             }
             ToEngine::Deliver { delivery, text, .. } => Input::Deliver { delivery_id: delivery, text },
             ToEngine::ToolResult { result, auto_continue, .. } => Input::ToolResult { result, auto_continue },

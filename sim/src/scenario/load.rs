@@ -123,6 +123,13 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
         let message = format!("{does} messenger posts, but no action delivers a messenger message (`deliver`)");
         return error(&format!("faults[{index}]"), message);
     }
+    let calls_chat = scenario.actions.iter().any(
+        |action| matches!(&action.kind, super::ActionKind::UserMessage(message) if message.via == super::Via::Chat),
+    );
+    if !scenario.caller.is_clean() && !calls_chat {
+        let message = "the caller's link has faults, but no action calls chat() (`user_message` with `via: chat`)";
+        return error("caller.link", message.to_string());
+    }
     if let Some(check) = &scenario.expect.expect_failure {
         if !crate::check::is_check_name(check) {
             let known = crate::check::check_names().join(", ");

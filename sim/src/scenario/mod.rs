@@ -98,6 +98,9 @@ pub struct Scenario {
     pub model: Vec<Vec<Step>>,
     #[serde(default)]
     pub client: ClientSpec,
+    /// The `chat()` caller: faults on its link to the engine.
+    #[serde(default, skip_serializing_if = "CallerSpec::is_clean")]
+    pub caller: CallerSpec,
     #[serde(default)]
     pub actions: Vec<Action>,
     #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
@@ -290,10 +293,30 @@ fn is_one_client(connections: &u32) -> bool {
     *connections == 1
 }
 
+/// The `chat()` caller's side of the world.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallerSpec {
+    /// Faults on the caller's link: each `chat()` call and each callback
+    /// call waits `delay_ms`; callback calls stay in order (one RPC
+    /// session), a `chat()` call may overtake an earlier one with
+    /// `reorder`; `duplicate` is the chance a `chat()` call is delivered
+    /// twice (the same call, the same callback).
+    #[serde(default, skip_serializing_if = "LinkSpec::is_clean")]
+    pub link: LinkSpec,
+}
+
+impl CallerSpec {
+    pub fn is_clean(&self) -> bool {
+        self.link.is_clean()
+    }
+}
+
 /// A link's faults: each message waits `delay_ms` (drawn per message);
-/// frames to the client stay in order, what the client sends may overtake
-/// earlier sends with `reorder`; `duplicate` is the chance a result or
-/// approval the client sends is delivered twice.
+/// what the engine sends stays in order, what is sent to it may overtake
+/// earlier sends with `reorder`; `duplicate` is the chance a message sent
+/// to the engine (a client's result or approval, a `chat()` call) is
+/// delivered twice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSpec {

@@ -2,12 +2,16 @@
 //! then acts on the world.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use madsim::runtime::Handle;
+use tokio::time::Duration;
 use turnsim_engine::TurnOptions;
 
+use super::caller::CallerEnd;
+use super::link::LinkDelay;
 use super::rng::SharedRng;
+use super::switchboard::EngineLink;
 use super::{pause_ms, SimCallback, World};
 use crate::scenario::{ActionKind, Evict, Fault, Trigger, Via, When};
 use crate::trace::{Event, Trace};
@@ -96,10 +100,8 @@ impl World {
                     }
                     Via::Chat => {
                         self.trace.record(Event::ChatCalled { chat: chat_id });
-                        let callback = Box::new(SimCallback::new(chat_id, self.trace.clone(), self.open_chats.clone()));
-                        // The RPC leaves from the caller's node.
-                        let call = async move { engine.chat(chat_id, &message.text, options, callback) };
-                        let _ = self.caller_node.spawn(call).await;
+                        let caller = SimCallback::new(chat_id, self.trace.clone(), self.open_chats.clone());
+                        self.call_chat(engine, chat_id, &message.text, options, Arc::new(Mutex::new(caller))).await;
                     }
                 }
             }
@@ -170,6 +172,45 @@ impl World {
     }
 
     /// The live engine, waiting while the process is down.
+    /// Sends a `chat()` call from the caller's node: at once, or over a
+    /// slow link after its delay, maybe twice (each copy hands the engine
+    /// an end of the same callback).
+    async fn call_chat(
+        &self,
+        engine: EngineLink,
+        chat: u32,
+        text: &str,
+        options: TurnOptions,
+        caller: Arc<Mutex<SimCallback>>,
+    ) {
+        let link = &self.caller_link;
+        if !link.to_engine.is_active() {
+            let end = Box::new(CallerEnd::new(caller, None, self.trace.clone()));
+            let text = text.to_string();
+            let call = async move { engine.chat(chat, false, &text, options, end) };
+            let _ = self.caller_node.spawn(call).await;
+            return;
+        }
+        let mut waits = vec![link.to_engine.wait(false)];
+        if link.to_engine.duplicates() {
+            waits.push(link.to_engine.wait(false));
+        }
+        waits.sort();
+        let back = LinkDelay::new(link.spec, link.rng.clone());
+        let mut waited = Duration::ZERO;
+        for (copy, wait) in waits.into_iter().enumerate() {
+            tokio::time::sleep(wait - waited).await;
+            waited = wait;
+            let engine = self.live_engine().await;
+            let again = copy > 0;
+            self.trace.record(Event::ChatArrived { chat, again });
+            let end = Box::new(CallerEnd::new(caller.clone(), Some(back.clone()), self.trace.clone()));
+            let text = text.to_string();
+            let call = async move { engine.chat(chat, again, &text, options, end) };
+            let _ = self.caller_node.spawn(call).await;
+        }
+    }
+
     async fn live_engine(&self) -> super::switchboard::EngineLink {
         self.switchboard.wait_for_engine().await
     }

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use turnsim_engine::ports::{Connection, Frame};
 use turnsim_engine::{ToolOutcome, ToolResult, ToolState};
 
-use super::link::LinkDelay;
+use super::link::{InOrder, LinkDelay};
 use super::rng::SharedRng;
 use super::switchboard::{EngineLink, Switchboard};
 use crate::history::Boundary;
@@ -29,6 +29,25 @@ struct SimConnection {
     unread: Arc<AtomicUsize>,
     /// Frames wait out the link's delay, in order.
     link: LinkDelay,
+    slow: InOrder<(Frame, InFlight)>,
+}
+
+impl SimConnection {
+    fn new(
+        connection: u64,
+        trace: Trace,
+        frames: mpsc::UnboundedSender<Frame>,
+        unread: Arc<AtomicUsize>,
+        link: LinkDelay,
+    ) -> Self {
+        let sender = frames.clone();
+        let slow = InOrder::new(move |(frame, in_flight): (Frame, InFlight)| {
+            if sender.send(frame).is_ok() {
+                in_flight.delivered();
+            }
+        });
+        Self { connection, trace, frames, unread, link, slow }
+    }
 }
 
 impl Connection for SimConnection {
@@ -39,14 +58,7 @@ impl Connection for SimConnection {
         self.trace.cross(Boundary::Frame { connection: self.connection, frame: frame.clone() });
         self.unread.fetch_add(1, Ordering::SeqCst);
         if self.link.is_active() {
-            let (frames, wait) = (self.frames.clone(), self.link.wait(true));
-            let in_flight = InFlight(Some(self.unread.clone()));
-            tokio::spawn(async move {
-                tokio::time::sleep(wait).await;
-                if frames.send(frame).is_ok() {
-                    in_flight.delivered();
-                }
-            });
+            self.slow.send(self.link.wait(true), (frame, InFlight(Some(self.unread.clone()))));
             return true;
         }
         let sent = self.frames.send(frame).is_ok();
@@ -184,13 +196,8 @@ impl Client {
         let Some((connection, frames)) = kept else {
             return;
         };
-        let engine_end = SimConnection {
-            connection,
-            trace: self.trace.clone(),
-            frames,
-            unread: self.unread.clone(),
-            link: self.to_client.clone(),
-        };
+        let engine_end =
+            SimConnection::new(connection, self.trace.clone(), frames, self.unread.clone(), self.to_client.clone());
         if engine.connect(connection, Box::new(engine_end)) {
             self.trace.record(Event::ClientResumed { connection });
         }
@@ -238,13 +245,8 @@ impl Client {
         let (sender, frames) = mpsc::unbounded_channel();
         self.unread.store(0, Ordering::SeqCst);
         self.state.lock().expect("client lock").kept = Some((connection, sender.clone()));
-        let engine_end = SimConnection {
-            connection,
-            trace: self.trace.clone(),
-            frames: sender,
-            unread: self.unread.clone(),
-            link: self.to_client.clone(),
-        };
+        let engine_end =
+            SimConnection::new(connection, self.trace.clone(), sender, self.unread.clone(), self.to_client.clone());
         if !engine.connect(connection, Box::new(engine_end)) {
             return None;
         }

@@ -9,6 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::mpsc;
 use tokio::time::Duration;
 
 use crate::trace::sim_now;
@@ -54,5 +55,49 @@ impl LinkDelay {
     /// Whether a message the client sends is delivered a second time.
     pub fn duplicates(&self) -> bool {
         self.spec.duplicate > 0.0 && self.rng.chance(self.spec.duplicate)
+    }
+}
+
+/// Hands what one sender sends over a slow link to `deliver`, in send
+/// order, each at its arrival time. One task drains the queue: tasks woken
+/// at the same instant run in a seeded random order, so a task per message
+/// would not keep the order. The task runs on the node of whoever sends
+/// first, and dies with it: what it still holds is lost in flight, and the
+/// next send starts a new task.
+pub struct InOrder<T> {
+    queue: Mutex<Option<mpsc::UnboundedSender<(Duration, T)>>>,
+    deliver: Arc<dyn Fn(T) + Send + Sync>,
+}
+
+impl<T: Send + 'static> InOrder<T> {
+    pub fn new(deliver: impl Fn(T) + Send + Sync + 'static) -> Self {
+        Self { queue: Mutex::new(None), deliver: Arc::new(deliver) }
+    }
+
+    /// Sends `item`, to arrive `wait` from now (never before what was sent
+    /// earlier: the link's waits already keep arrivals in order).
+    pub fn send(&self, wait: Duration, item: T) {
+        let arrival = sim_now() + wait;
+        let mut queue = self.queue.lock().expect("link queue lock");
+        let item = match queue.as_ref() {
+            Some(sender) => match sender.send((arrival, item)) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError((_, item))) => item,
+            },
+            None => item,
+        };
+        let (sender, mut receiver) = mpsc::unbounded_channel::<(Duration, T)>();
+        let _ = sender.send((arrival, item));
+        let deliver = self.deliver.clone();
+        tokio::spawn(async move {
+            while let Some((arrival, item)) = receiver.recv().await {
+                let now = sim_now();
+                if arrival > now {
+                    tokio::time::sleep(arrival - now).await;
+                }
+                deliver(item);
+            }
+        });
+        *queue = Some(sender);
     }
 }

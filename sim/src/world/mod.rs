@@ -144,6 +144,22 @@ pub(crate) async fn pause_ms(ms: u64) {
     }
 }
 
+/// The `chat()` caller's link: calls to the engine share one delay (so
+/// that, without `reorder`, a call never overtakes an earlier one); each
+/// call's callback gets its own way back, in order.
+#[derive(Clone)]
+struct CallerLink {
+    spec: crate::scenario::LinkSpec,
+    rng: rng::SharedRng,
+    to_engine: link::LinkDelay,
+}
+
+impl CallerLink {
+    fn new(spec: crate::scenario::LinkSpec, rng: rng::SharedRng) -> Self {
+        Self { spec, to_engine: link::LinkDelay::new(spec, rng.clone()), rng }
+    }
+}
+
 /// Shared parts of the world, cheap to clone into tasks.
 #[derive(Clone)]
 pub(crate) struct World {
@@ -157,6 +173,7 @@ pub(crate) struct World {
     /// Starts the engine's processes, with `--engine-cmd`.
     launcher: Option<Launcher>,
     caller_node: NodeHandle,
+    caller_link: CallerLink,
     model_node_id: madsim::task::NodeId,
     model: Arc<model::MockModel>,
     executions: outstanding::Outstanding,
@@ -218,6 +235,7 @@ impl World {
         let engine_node = engine_node(&handle, config, ports, switchboard.clone(), booter);
         let clients = clients(&scenario, seed, &switchboard, &trace);
         let caller_node = handle.create_node().name("caller").build();
+        let caller_link = CallerLink::new(scenario.scenario.caller.link, rng::SharedRng::derive(seed, "caller-link"));
         Self {
             scenario: Arc::new(scenario),
             trace,
@@ -227,6 +245,7 @@ impl World {
             engine_node,
             launcher,
             caller_node,
+            caller_link,
             model_node_id,
             model,
             executions,

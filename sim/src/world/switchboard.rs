@@ -99,14 +99,22 @@ impl EngineLink {
         self.handle.user_message(text, options)
     }
 
-    pub fn chat(&self, chat: u32, text: &str, options: TurnOptions, callback: Box<dyn StreamCallback>) -> bool {
+    /// `again`: the caller's link delivers call `chat` a second time.
+    pub fn chat(
+        &self,
+        chat: u32,
+        again: bool,
+        text: &str,
+        options: TurnOptions,
+        callback: Box<dyn StreamCallback>,
+    ) -> bool {
         // The RPC leaves later than the link was made: a process evicted in
         // between never gets it (the dropped callback is the transport break).
         if self.current.load(std::sync::atomic::Ordering::SeqCst) != self.generation {
             return false;
         }
-        self.trace.cross(Boundary::Chat { chat, text: text.into() });
-        self.handle.chat(text, options, callback)
+        self.trace.cross(Boundary::Chat { chat, text: text.into(), again });
+        self.handle.chat(&format!("chat{chat}"), text, options, callback)
     }
 
     pub fn deliver(&self, delivery: &str, text: &str) -> bool {

@@ -17,8 +17,8 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let history = &input.run.history;
     let mut violations = Vec::new();
     for outcome in caller_outcomes(history) {
-        let Some(done_at) = outcome.done_at else { continue };
-        let store = history.store_at(done_at);
+        let (Some(done_at), Some(sent_at)) = (outcome.done_at, outcome.done_sent_at) else { continue };
+        let store = history.store_at(sent_at);
         let nth = occurrence(history, outcome.sent_at, &outcome.sent);
         let Some(stored) = stored_reply(&store.messages, &outcome.sent, nth) else {
             let at = history.crossings[done_at].at_event;

@@ -59,7 +59,7 @@ fn reported_done(input: &CheckInput, after: usize) -> Option<(usize, String)> {
             Boundary::Frame { connection, frame: Frame::Done { .. } } => {
                 return Some((index, format!("client connection c{connection} was sent done")))
             }
-            Boundary::Callback { chat, call: CallbackCall::Done } => {
+            Boundary::Callback { chat, call: CallbackCall::Done, .. } => {
                 return Some((index, format!("chat{chat} got on_done")))
             }
             Boundary::Post { delivery, .. } => return Some((index, format!("delivery {delivery} posted it"))),

@@ -40,7 +40,10 @@ fn unrecovered_cut<'a>(input: &'a CheckInput, before: usize) -> Option<&'a CallF
     let cut = earlier.filter(|call| call.end.is_cut_off() && call.ends_mid_tool_input()).last()?;
     let recovered = calls.iter().any(|call| call.at > cut.at && call.at < before && kept_output(call));
     let moved_on = input.run.history.crossings[cut.at..before].iter().any(|crossing| {
-        matches!(crossing.what, Boundary::UserMessage { .. } | Boundary::Chat { .. } | Boundary::Deliver { .. })
+        matches!(
+            crossing.what,
+            Boundary::UserMessage { .. } | Boundary::Chat { again: false, .. } | Boundary::Deliver { .. }
+        )
     });
     (!recovered && !moved_on).then_some(cut)
 }

@@ -180,7 +180,7 @@ fn unanswered_last_message(input: &CheckInput) -> Option<Violation> {
 fn told_why_not(input: &CheckInput) -> bool {
     let crossings = &input.run.history.crossings;
     let sent = |what: &Boundary| {
-        matches!(what, Boundary::UserMessage { .. } | Boundary::Chat { .. } | Boundary::Deliver { .. })
+        matches!(what, Boundary::UserMessage { .. } | Boundary::Chat { again: false, .. } | Boundary::Deliver { .. })
     };
     let since = crossings.iter().rposition(|crossing| sent(&crossing.what)).unwrap_or(0);
     crate::check::facts::told_failure_since(&input.run.history, since)
