@@ -83,6 +83,20 @@ export class Session {
     return connection.send({ Messages: this.liveMessages() });
   }
 
+  /** The resume handshake as Think's chat harness runs it: offer the running turn and hold the connection until its ack. */
+  resumeRequest(connection) {
+    if (!this.streaming) return connection.send("ResumeNone");
+    connection.held = this.streaming.requestId;
+    return connection.send({ StreamResuming: { request_id: this.streaming.requestId } });
+  }
+
+  /** Think replays the turn's chunks here; in this vocabulary the live transcript says the same. */
+  resumeAck(connection, requestId) {
+    if (connection.held !== requestId) return undefined;
+    connection.held = false;
+    return connection.send({ Messages: this.liveMessages() });
+  }
+
   userMessage(text, options) {
     const requestId = this.newId("r");
     return this.enqueueTurn({ requestId, kind: "user", userText: text, options });

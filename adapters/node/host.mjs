@@ -16,7 +16,7 @@ import { Wire } from "./wire.mjs";
 import { Store } from "./store.mjs";
 import { ModelProxy } from "./model.mjs";
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /**
  * @typedef {object} Engine What an engine module gives `runEngine`: every
@@ -24,8 +24,12 @@ export const PROTOCOL_VERSION = 2;
  * @property {() => unknown} [boot] the process started: recover what a dead predecessor left
  * @property {(connection: Connection) => unknown} [connect]
  * @property {(connectionId: number) => unknown} [disconnect]
+ * @property {(connection: Connection) => unknown} [resumeRequest] the client asks to resume the stream:
+ *   answer `{StreamResuming: {request_id}}` (then send it nothing until its ack) or `"ResumeNone"`
+ * @property {(connection: Connection, requestId: string) => unknown} [resumeAck] the client is ready for the offered turn
  * @property {(text: string, options: object) => unknown} [userMessage]
- * @property {(chat: Chat, text: string, options: object) => unknown} [chat]
+ * @property {(chat: Chat, text: string, options: object) => unknown} [chat] `chat.key` names the call:
+ *   the same key again is the same call delivered twice
  * @property {(delivery: string, text: string) => unknown} [deliver]
  * @property {(result: {call_id: string, outcome: object}, autoContinue: boolean) => unknown} [toolResult]
  * @property {(callId: string, approved: boolean, autoContinue: boolean) => unknown} [approval]
@@ -38,6 +42,8 @@ export class Connection {
     this.id = id;
     /** Open from its `connect` to its `disconnect`; frames sent after that are dropped. */
     this.open = true;
+    /** Held for a resume ack: `broadcast` passes it by (its engine sets and clears this). */
+    this.held = false;
   }
   /** Sends one frame (`Frame` JSON); resolves to whether the connection was still open. */
   async send(frame) {
@@ -48,9 +54,11 @@ export class Connection {
 
 /** The callback of one `chat()` call. */
 export class Chat {
-  constructor(host, id) {
+  constructor(host, id, key) {
     this.host = host;
     this.id = id;
+    /** The call's name as its caller chose it: a call delivered twice has one key. */
+    this.key = key;
   }
   _call(call) {
     this.host.effect({ type: "callback", chat: this.id, call });
@@ -117,7 +125,7 @@ export class Host {
 
   /** Sends a frame to every open connection, in connection order. */
   async broadcast(frame) {
-    for (const connection of [...this.connections.values()]) await connection.send(frame);
+    for (const connection of [...this.connections.values()]) if (!connection.held) await connection.send(frame);
   }
 
   /** Runs a server tool on the harness; resolves to its outcome (`ToolOutcome` JSON, or null if it died). */
@@ -237,10 +245,18 @@ function dispatch(host, engine, message) {
       host.connections.delete(message.connection);
       return engine.disconnect?.(message.connection);
     }
+    case "resume_request": {
+      const connection = host.connections.get(message.connection);
+      return connection && engine.resumeRequest?.(connection);
+    }
+    case "resume_ack": {
+      const connection = host.connections.get(message.connection);
+      return connection && engine.resumeAck?.(connection, message.request_id);
+    }
     case "user_message":
       return engine.userMessage?.(message.text, message.options);
     case "chat":
-      return engine.chat?.(new Chat(host, message.chat), message.text, message.options);
+      return engine.chat?.(new Chat(host, message.chat, message.key), message.text, message.options);
     case "deliver":
       return engine.deliver?.(message.delivery, message.text);
     case "tool_result":

@@ -75,6 +75,12 @@ pub enum Frame {
     Error { request_id: String, message: String },
     /// Recovery is in progress (replayed on connect).
     Recovering(bool),
+    /// The answer to a resume request while turn `request_id` runs: nothing
+    /// more is sent on this connection until the client acks it; then the
+    /// live transcript, then the turn's chunks as they come.
+    StreamResuming { request_id: String },
+    /// The answer to a resume request while no turn runs.
+    ResumeNone,
 }
 
 /// One client connection (a WebSocket in production).

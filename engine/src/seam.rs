@@ -27,6 +27,16 @@ pub enum Input {
     Disconnect {
         connection_id: u64,
     },
+    /// The client on `connection_id` asks to resume the stream in progress
+    /// (answered `StreamResuming` or `ResumeNone`).
+    ResumeRequest {
+        connection_id: u64,
+    },
+    /// The client is ready for the stream it was offered.
+    ResumeAck {
+        connection_id: u64,
+        request_id: String,
+    },
     /// A user message over a client connection; the reply is broadcast.
     UserMessage {
         text: String,

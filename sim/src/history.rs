@@ -82,6 +82,15 @@ pub enum Boundary {
     Disconnect {
         connection: u64,
     },
+    /// The client on `connection` asked to resume the stream.
+    ResumeRequest {
+        connection: u64,
+    },
+    /// The client on `connection` is ready for the stream it was offered.
+    ResumeAck {
+        connection: u64,
+        request_id: String,
+    },
     /// A user message over a client connection.
     UserMessage {
         text: String,

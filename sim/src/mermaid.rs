@@ -211,6 +211,7 @@ fn item_for(traced: &TraceEvent) -> Item {
         | Event::ClientDisconnected { .. }
         | Event::ClientResumed { .. } => message(Lane::Client, "->>", Lane::Engine, &named),
         Event::ClientSendFailed { .. } => message(Lane::Client, "-x", Lane::Engine, &named),
+        Event::ClientAsked { .. } => message(Lane::Client, "->>", Lane::Engine, &named),
         Event::ClientSawTool { .. } | Event::ClientFrame { .. } => message(Lane::Engine, "-->>", Lane::Client, &bare),
         Event::ChatCalled { .. } => message(Lane::Caller, "->>", Lane::Engine, &format!("{at} chat()")),
         Event::ChatArrived { .. } => message(Lane::Caller, "->>", Lane::Engine, &named),

@@ -114,6 +114,13 @@ pub enum Event {
     ClientFrame {
         what: String,
     },
+    /// The client asked the engine to resume the stream, or acked a resume
+    /// (`sent`: the engine's inbox took it).
+    ClientAsked {
+        connection: u64,
+        what: String,
+        sent: bool,
+    },
     ChatCalled {
         chat: u32,
     },
@@ -181,7 +188,7 @@ pub enum Event {
 /// Every name a timeline event can have, with its lane: what triggers and
 /// timing expectations may name, as `name` or `lane.name`. A test checks
 /// that every event the committed suite produces is listed.
-pub const EVENT_NAMES: [(&str, &str); 57] = [
+pub const EVENT_NAMES: [(&str, &str); 60] = [
     ("world", "action"),
     ("world", "evict"),
     ("world", "restart"),
@@ -199,7 +206,9 @@ pub const EVENT_NAMES: [(&str, &str); 57] = [
     ("client", "sent"),
     ("client", "send-failed"),
     ("client", "frame"),
+    ("client", "resume"),
     ("caller", "chat"),
+    ("caller", "chat-arrived"),
     ("caller", "on_start"),
     ("caller", "on_event"),
     ("caller", "on_reset"),
@@ -212,6 +221,7 @@ pub const EVENT_NAMES: [(&str, &str); 57] = [
     ("engine", "on_exhausted"),
     ("engine", "boot"),
     ("engine", "user-message.stored"),
+    ("engine", "chat.repeated"),
     ("engine", "turn.queued"),
     ("engine", "turn.start"),
     ("engine", "model.call"),
@@ -285,7 +295,8 @@ impl Event {
             | Self::ClientSawTool { .. }
             | Self::ClientSent { .. }
             | Self::ClientSendFailed { .. }
-            | Self::ClientFrame { .. } => Lane::Client,
+            | Self::ClientFrame { .. }
+            | Self::ClientAsked { .. } => Lane::Client,
             Self::ChatCalled { .. }
             | Self::ChatArrived { .. }
             | Self::CallbackStart { .. }
@@ -321,6 +332,7 @@ impl Event {
             Self::ClientSent { .. } => "sent",
             Self::ClientSendFailed { .. } => "send-failed",
             Self::ClientFrame { .. } => "frame",
+            Self::ClientAsked { .. } => "resume",
             Self::ChatCalled { .. } => "chat",
             Self::ChatArrived { .. } => "chat-arrived",
             Self::CallbackStart { .. } => "on_start",
@@ -361,6 +373,9 @@ impl Event {
             }
             Self::ClientSendFailed { call_id } => call_id.clone(),
             Self::ClientFrame { what } => what.clone(),
+            Self::ClientAsked { connection, what, sent } => {
+                format!("c{connection} {what}{}", if *sent { "" } else { " (not sent)" })
+            }
             Self::ChatCalled { chat } | Self::CallbackDone { chat } | Self::CallbackInterrupted { chat } => {
                 format!("chat{chat}")
             }

@@ -83,6 +83,14 @@ impl SessionHandle {
         self.send(Input::Disconnect { connection_id })
     }
 
+    pub fn resume_request(&self, connection_id: u64) -> bool {
+        self.send(Input::ResumeRequest { connection_id })
+    }
+
+    pub fn resume_ack(&self, connection_id: u64, request_id: &str) -> bool {
+        self.send(Input::ResumeAck { connection_id, request_id: request_id.to_string() })
+    }
+
     /// A user message over a client connection; the reply is broadcast.
     pub fn user_message(&self, text: &str, options: TurnOptions) -> bool {
         self.send(Input::UserMessage { text: text.to_string(), options })

@@ -87,6 +87,9 @@ pub(crate) struct Session {
     /// Keys of the `chat()` calls this process took, stored or not: a call
     /// whose storing was refused was answered, and is not taken again.
     chats_taken: std::collections::BTreeSet<String>,
+    /// Connections offered a resume of turn (value) and not yet acked:
+    /// nothing is broadcast to them meanwhile.
+    resuming: BTreeMap<u64, String>,
 }
 
 /// A turn's end the store refused: the writes that record it, and its
@@ -146,6 +149,7 @@ impl Session {
             unrecorded: Default::default(),
             outgoing: Default::default(),
             chats_taken: Default::default(),
+            resuming: Default::default(),
         };
         session.recover();
         session.reconcile_if_refused();
@@ -188,7 +192,10 @@ impl Session {
             Input::Connect { connection_id, connection } => self.connect(connection_id, connection),
             Input::Disconnect { connection_id } => {
                 self.connections.remove(&connection_id);
+                self.resuming.remove(&connection_id);
             }
+            Input::ResumeRequest { connection_id } => self.on_resume_request(connection_id),
+            Input::ResumeAck { connection_id, request_id } => self.on_resume_ack(connection_id, &request_id),
             Input::UserMessage { text, options } => self.accept_user_message(text, options, None),
             Input::Chat { key, text, options, callback } => self.accept_chat(key, text, options, callback),
             Input::Deliver { delivery_id, text } => self.accept_delivery(delivery_id, text),
@@ -260,6 +267,15 @@ impl Session {
     }
 
     fn connect(&mut self, connection_id: u64, connection: Box<dyn Connection>) {
+        self.send_state(connection.as_ref());
+        self.resuming.remove(&connection_id);
+        self.connections.insert(connection_id, connection);
+    }
+
+    /// What a client needs to show the conversation as it stands: the live
+    /// transcript, a terminal status stored for later clients, recovery in
+    /// progress.
+    fn send_state(&self, connection: &dyn Connection) {
         connection.send(Frame::Messages(self.live_transcript()));
         if let Some(status) = &self.durable.terminal_status {
             let frame = Frame::Error { request_id: status.request_id.clone(), message: status.message.clone() };
@@ -268,11 +284,43 @@ impl Session {
         if !self.durable.alarms.is_empty() {
             connection.send(Frame::Recovering(true));
         }
-        self.connections.insert(connection_id, connection);
     }
 
+    /// A client asks to resume the stream: offered the running turn (and
+    /// held until it acks, so no chunk reaches it before it is ready), or
+    /// told nothing runs.
+    fn on_resume_request(&mut self, connection_id: u64) {
+        let Some(connection) = self.connections.get(&connection_id) else {
+            return;
+        };
+        match self.turn.as_ref().map(|turn| turn.request_id.clone()) {
+            Some(request_id) => {
+                connection.send(Frame::StreamResuming { request_id: request_id.clone() });
+                self.resuming.insert(connection_id, request_id);
+            }
+            None => {
+                connection.send(Frame::ResumeNone);
+            }
+        }
+    }
+
+    /// The client is ready: it gets the state as it stands now, which holds
+    /// everything streamed while it was held, and the live stream from here.
+    /// An ack for anything but the offer it holds changes nothing.
+    fn on_resume_ack(&mut self, connection_id: u64, request_id: &str) {
+        if self.resuming.get(&connection_id).map(String::as_str) != Some(request_id) {
+            return;
+        }
+        self.resuming.remove(&connection_id);
+        if let Some(connection) = self.connections.get(&connection_id) {
+            self.send_state(connection.as_ref());
+        }
+    }
+
+    /// Sends `frame` to every open connection not held for a resume ack.
     fn broadcast(&mut self, frame: Frame) {
-        self.connections.retain(|_, connection| connection.send(frame.clone()));
+        let held = &self.resuming;
+        self.connections.retain(|id, connection| held.contains_key(id) || connection.send(frame.clone()));
     }
 
     /// A BUGGIFY point: the host decides whether the unlucky path is taken.

@@ -79,7 +79,11 @@ impl ClientView {
                     tool.state = *state;
                 }
             }
-            Frame::Done { .. } | Frame::Error { .. } | Frame::Recovering(_) => {}
+            Frame::Done { .. }
+            | Frame::Error { .. }
+            | Frame::Recovering(_)
+            | Frame::StreamResuming { .. }
+            | Frame::ResumeNone => {}
         }
     }
 

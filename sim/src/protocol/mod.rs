@@ -11,7 +11,7 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{ExhaustedContext, FaultSite, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, ModelEvent, StreamError, ToolOutcome, ToolResult, TurnOptions};
 
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// A message to the engine. Every one but `reply` carries the sim time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -33,6 +33,17 @@ pub enum ToEngine {
     Disconnect {
         now_ns: u64,
         connection: u64,
+    },
+    /// The client on `connection` asks to resume the stream in progress.
+    ResumeRequest {
+        now_ns: u64,
+        connection: u64,
+    },
+    /// The client on `connection` acks the resume it was offered.
+    ResumeAck {
+        now_ns: u64,
+        connection: u64,
+        request_id: String,
     },
     UserMessage {
         now_ns: u64,
@@ -103,6 +114,8 @@ impl ToEngine {
             Self::Init { now_ns, .. }
             | Self::Connect { now_ns, .. }
             | Self::Disconnect { now_ns, .. }
+            | Self::ResumeRequest { now_ns, .. }
+            | Self::ResumeAck { now_ns, .. }
             | Self::UserMessage { now_ns, .. }
             | Self::Chat { now_ns, .. }
             | Self::Deliver { now_ns, .. }

@@ -384,6 +384,10 @@ impl Engine for ProcessEngine {
                 self.connections.remove(&connection_id);
                 ToEngine::Disconnect { now_ns, connection: connection_id }
             }
+            Input::ResumeRequest { connection_id } => ToEngine::ResumeRequest { now_ns, connection: connection_id },
+            Input::ResumeAck { connection_id, request_id } => {
+                ToEngine::ResumeAck { now_ns, connection: connection_id, request_id }
+            }
             Input::UserMessage { text, options } => ToEngine::UserMessage { now_ns, text, options },
             Input::Chat { key, text, options, callback } => {
                 self.next_chat += 1;

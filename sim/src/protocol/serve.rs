@@ -168,6 +168,10 @@ impl Wire {
                 Input::Connect { connection_id: connection, connection: end }
             }
             ToEngine::Disconnect { connection, .. } => Input::Disconnect { connection_id: connection },
+            ToEngine::ResumeRequest { connection, .. } => Input::ResumeRequest { connection_id: connection },
+            ToEngine::ResumeAck { connection, request_id, .. } => {
+                Input::ResumeAck { connection_id: connection, request_id }
+            }
             ToEngine::UserMessage { text, options, .. } => Input::UserMessage { text, options },
             ToEngine::Chat { chat, key, text, options, .. } => {
                 Input::Chat { key, text, options, callback: Box::new(WireChat { chat, wire: self.clone() }) }

@@ -283,6 +283,10 @@ pub struct ClientSpec {
     /// same way); actions address one with `client: N`, counting from 1.
     #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
     pub connections: u32,
+    /// On every connect, ask to resume the stream in progress, and ack the
+    /// stream the engine offers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resume: bool,
 }
 
 fn one_client() -> u32 {
@@ -351,6 +355,7 @@ impl Default for ClientSpec {
             tools: BTreeMap::new(),
             link: LinkSpec::default(),
             connections: 1,
+            resume: false,
         }
     }
 }

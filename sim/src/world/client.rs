@@ -122,7 +122,10 @@ pub struct Client {
     rng: SharedRng,
     trace: Trace,
     wake: Arc<tokio::sync::Notify>,
-    unread: Arc<AtomicUsize>,
+    /// The open connection's count of frames on their way or unread: a new
+    /// one per connection, so frames lost with a closed connection never
+    /// count against the next.
+    unread: Arc<Mutex<Arc<AtomicUsize>>>,
     /// The link's faults, engine to client and client to engine.
     to_client: LinkDelay,
     to_engine: LinkDelay,
@@ -159,7 +162,7 @@ impl Client {
 
     /// Work the client has not finished (the world is not quiescent before).
     pub fn outstanding(&self) -> usize {
-        self.state.lock().expect("client lock").outstanding + self.unread.load(Ordering::SeqCst)
+        self.state.lock().expect("client lock").outstanding + self.unread().load(Ordering::SeqCst)
     }
 
     /// Closes the connection now and reconnects after `reconnect_after_ms`
@@ -197,7 +200,7 @@ impl Client {
             return;
         };
         let engine_end =
-            SimConnection::new(connection, self.trace.clone(), frames, self.unread.clone(), self.to_client.clone());
+            SimConnection::new(connection, self.trace.clone(), frames, self.unread(), self.to_client.clone());
         if engine.connect(connection, Box::new(engine_end)) {
             self.trace.record(Event::ClientResumed { connection });
         }
@@ -211,6 +214,9 @@ impl Client {
             };
             self.update(|state| state.outstanding -= 1);
             self.update(|state| state.connected = true);
+            if self.spec.resume {
+                self.send_resume(connection, None);
+            }
             let reconnect_after = self.serve(connection, frames).await;
             self.update(|state| {
                 state.connected = false;
@@ -223,6 +229,10 @@ impl Client {
             };
             super::pause_ms(self.rng.sample(reconnect_after)).await;
         }
+    }
+
+    fn unread(&self) -> Arc<AtomicUsize> {
+        self.unread.lock().expect("client lock").clone()
     }
 
     fn is_connected(&self) -> bool {
@@ -243,10 +253,10 @@ impl Client {
             self.connection_base + state.connections
         });
         let (sender, frames) = mpsc::unbounded_channel();
-        self.unread.store(0, Ordering::SeqCst);
+        let unread = Arc::new(AtomicUsize::new(0));
+        *self.unread.lock().expect("client lock") = unread.clone();
         self.state.lock().expect("client lock").kept = Some((connection, sender.clone()));
-        let engine_end =
-            SimConnection::new(connection, self.trace.clone(), sender, self.unread.clone(), self.to_client.clone());
+        let engine_end = SimConnection::new(connection, self.trace.clone(), sender, unread, self.to_client.clone());
         if !engine.connect(connection, Box::new(engine_end)) {
             return None;
         }
@@ -262,12 +272,12 @@ impl Client {
                 biased;
                 frame = frames.recv() => match frame {
                     Some(frame) => {
-                        self.on_frame(frame);
-                        self.unread.fetch_sub(1, Ordering::SeqCst);
+                        self.on_frame(connection, frame);
+                        self.unread().fetch_sub(1, Ordering::SeqCst);
                         self.trace.poke();
                     }
                     None => {
-                        self.unread.store(0, Ordering::SeqCst);
+                        self.unread().store(0, Ordering::SeqCst);
                         return Some(self.spec.reconnect_after_ms);
                     }
                 },
@@ -283,7 +293,7 @@ impl Client {
         }
     }
 
-    fn on_frame(&self, frame: Frame) {
+    fn on_frame(&self, connection: u64, frame: Frame) {
         match frame {
             Frame::Messages(messages) => {
                 let pending =
@@ -311,8 +321,40 @@ impl Client {
             Frame::Reset { request_id, .. } => {
                 self.trace.record(Event::ClientFrame { what: format!("reset {request_id}") })
             }
+            Frame::StreamResuming { request_id } => {
+                self.trace.record(Event::ClientFrame { what: format!("stream-resuming {request_id}") });
+                if self.spec.resume {
+                    self.send_resume(connection, Some(request_id));
+                }
+            }
+            Frame::ResumeNone => self.trace.record(Event::ClientFrame { what: "resume-none".into() }),
             Frame::Chunk { .. } => {}
         }
+    }
+
+    /// Asks the engine to resume the stream on `connection` (`ack`: acks the
+    /// offer of that turn), over the link like any send; lost if the
+    /// connection dropped meanwhile.
+    fn send_resume(&self, connection: u64, ack: Option<String>) {
+        let what = ack.as_ref().map_or("resume-request".to_string(), |request_id| format!("resume-ack {request_id}"));
+        let send = move |client: &Client| {
+            let engine = client.switchboard.engine().filter(|_| client.is_connected());
+            let sent = engine.is_some_and(|engine| match &ack {
+                None => engine.resume_request(connection),
+                Some(request_id) => engine.resume_ack(connection, request_id),
+            });
+            client.trace.record(Event::ClientAsked { connection, what: what.clone(), sent });
+        };
+        if !self.to_engine.is_active() {
+            return send(self);
+        }
+        let (client, wait) = (self.clone(), self.to_engine.wait(false));
+        self.update(|state| state.outstanding += 1);
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            send(&client);
+            client.update(|state| state.outstanding -= 1);
+        });
     }
 
     /// Schedules an answer for a tool waiting on the client, once.

@@ -95,6 +95,14 @@ impl EngineLink {
         self.handle.disconnect(connection)
     }
 
+    pub fn resume_request(&self, connection: u64) -> bool {
+        self.handle.resume_request(connection)
+    }
+
+    pub fn resume_ack(&self, connection: u64, request_id: &str) -> bool {
+        self.handle.resume_ack(connection, request_id)
+    }
+
     pub fn user_message(&self, text: &str, options: TurnOptions) -> bool {
         self.handle.user_message(text, options)
     }

@@ -45,6 +45,10 @@ fn boundary(input: &Input) -> Option<Boundary> {
     Some(match input {
         Input::Connect { connection_id, .. } => Boundary::Connect { connection: *connection_id },
         Input::Disconnect { connection_id } => Boundary::Disconnect { connection: *connection_id },
+        Input::ResumeRequest { connection_id } => Boundary::ResumeRequest { connection: *connection_id },
+        Input::ResumeAck { connection_id, request_id } => {
+            Boundary::ResumeAck { connection: *connection_id, request_id: request_id.clone() }
+        }
         Input::UserMessage { text, .. } => Boundary::UserMessage { text: text.clone() },
         Input::Deliver { delivery_id, text } => Boundary::Deliver { delivery: delivery_id.clone(), text: text.clone() },
         Input::ToolResult { result, auto_continue } => {

@@ -223,13 +223,13 @@ fn replace_crossing(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>)
 fn chat_run() -> (Run, usize) {
     let run = Run::committed("server-tools-two-steps", CALLBACK_CONTRACT);
     let done = crossing_of(&run.record, "on_done of chat1", |what| {
-        matches!(what, Boundary::Callback { chat: 1, call: CallbackCall::Done })
+        matches!(what, Boundary::Callback { chat: 1, call: CallbackCall::Done, .. })
     });
     (run, done)
 }
 
 fn callback(call: CallbackCall) -> Boundary {
-    Boundary::Callback { chat: 1, call }
+    Boundary::Callback { chat: 1, call, sent_at: None }
 }
 
 #[test]
@@ -1187,6 +1187,41 @@ fn client_view_keeps_a_connection_through_a_memory_only_eviction() {
         .expect("the new process sends the transcript on connect");
     broken.history.crossings.remove(resent);
     run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 shows a different transcript");
+}
+
+// ---------------------------------------------------------------- resume-handshake
+
+const RESUME_HANDSHAKE: &str = "resume-handshake";
+
+/// `client-resumes-the-stream-after-reconnecting`: the history index of the
+/// offer the reconnected client gets, and its connection.
+fn offered(record: &RunRecord) -> (usize, u64) {
+    let at = crossing_of(record, "resume offer", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::StreamResuming { .. }, .. })
+    });
+    let Boundary::Frame { connection, .. } = record.history.crossings[at].what else { unreachable!() };
+    (at, connection)
+}
+
+#[test]
+fn resume_handshake_fires_on_a_chunk_sent_before_the_ack() {
+    let run = Run::committed("client-resumes-the-stream-after-reconnecting", RESUME_HANDSHAKE);
+    let mut broken = run.broken();
+    let (at, connection) = offered(&broken);
+    let chunk = Chunk::TextDelta { id: "t1".into(), delta: "early ".into() };
+    let frame = Frame::Chunk { request_id: "r1".into(), message_id: "m3".into(), chunk };
+    insert_crossings(&mut broken, at + 1, vec![Boundary::Frame { connection, frame }]);
+    run.assert_fires(RESUME_HANDSHAKE, &broken, "was offered a resume of r1 and sent a chunk before it acked");
+}
+
+#[test]
+fn resume_handshake_accepts_an_offer_made_again() {
+    let run = Run::committed("client-resumes-the-stream-after-reconnecting", RESUME_HANDSHAKE);
+    let mut edited = run.broken();
+    let (at, connection) = offered(&edited);
+    let again = Frame::StreamResuming { request_id: "r1".into() };
+    insert_crossings(&mut edited, at + 1, vec![Boundary::Frame { connection, frame: again }]);
+    run.assert_passes(RESUME_HANDSHAKE, &edited, "a second offer to a client that asked twice");
 }
 
 #[test]

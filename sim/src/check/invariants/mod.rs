@@ -12,6 +12,7 @@ mod messenger_view;
 mod mid_tool_input;
 mod no_lost_work;
 mod parked_tool;
+mod resume_handshake;
 mod tool_results;
 mod transcript_shape;
 
@@ -27,7 +28,7 @@ pub struct Invariant {
 
 /// Invariant 11 (determinism) is checked by running a seed twice:
 /// `turnsim check-determinism` and the determinism tests.
-pub const INVARIANTS: [Invariant; 13] = [
+pub const INVARIANTS: [Invariant; 14] = [
     callback_contract::INVARIANT,
     continuation::INVARIANT,
     tool_results::INVARIANT,
@@ -41,6 +42,7 @@ pub const INVARIANTS: [Invariant; 13] = [
     client_view::INVARIANT,
     caller_view::INVARIANT,
     messenger_view::INVARIANT,
+    resume_handshake::INVARIANT,
 ];
 
 pub const DETERMINISM_RULE: (&str, &str) = ("determinism", "the same seed gives the same trace, byte for byte");
