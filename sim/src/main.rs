@@ -113,8 +113,8 @@ enum Command {
         #[arg(long, default_value_t = 2000)]
         max_shrink_iters: usize,
         /// Also draw the host's faults: a refused commit, the process dying
-        /// as a commit returns, the chat surface refusing posts, the
-        /// recovery hook throwing.
+        /// as a commit returns, the chat surface refusing or delaying posts,
+        /// the recovery hook throwing, slow and racy client and caller links.
         #[arg(long)]
         store_faults: bool,
     },

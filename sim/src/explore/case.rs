@@ -8,9 +8,9 @@ use serde_json::json;
 use turnsim_engine::{FinishReason, ToolKind};
 
 use crate::scenario::{
-    Action, ActionKind, AnswerSpec, ChunkPoint, ClientSpec, Delivery, Disconnect, EngineSpec, EvictFault, Expect,
-    Fault, FinishStep, Hook, HookFault, HttpFault, PostFault, RangeMs, RecoverySpec, Reply, Scenario, SlowPostFault,
-    Step, StoreFault, ToolSpec, ToolStep, Trigger, UserMessage, Via, When, DEFAULT_HORIZON_MS,
+    Action, ActionKind, AnswerSpec, CallerSpec, ChunkPoint, ClientSpec, Delivery, Disconnect, EngineSpec, EvictFault,
+    Expect, Fault, FinishStep, Hook, HookFault, HttpFault, LinkSpec, PostFault, RangeMs, RecoverySpec, Reply, Scenario,
+    SlowPostFault, Step, StoreFault, ToolSpec, ToolStep, Trigger, UserMessage, Via, When, DEFAULT_HORIZON_MS,
 };
 
 /// How the user's message reaches the engine.
@@ -106,6 +106,16 @@ pub enum FaultCase {
     },
     /// The host's `on_exhausted` hook throws.
     HookThrows,
+    /// Slow, racy links to the client and (in a `chat()` story) the
+    /// caller: each message waits up to `delay_max_ms`; `duplicate_percent`
+    /// of what is sent to the engine arrives twice. `resume`: the client
+    /// runs the stream-resume handshake on every connect.
+    SlowLinks {
+        delay_max_ms: u64,
+        reorder: bool,
+        duplicate_percent: u8,
+        resume: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -159,12 +169,30 @@ impl Case {
             },
             stored: Vec::new(),
             model: vec![self.first_call()],
-            client: ClientSpec { tools: self.answers(), ..ClientSpec::default() },
-            caller: Default::default(),
+            client: ClientSpec {
+                tools: self.answers(),
+                link: self.link(),
+                resume: self.faults.iter().any(|fault| matches!(fault, FaultCase::SlowLinks { resume: true, .. })),
+                ..ClientSpec::default()
+            },
+            caller: CallerSpec { link: if self.entry == Entry::Chat { self.link() } else { LinkSpec::default() } },
             actions: [self.entry_action()].into_iter().chain(disconnect_actions(self)).collect(),
             faults: self.faults(),
             expect: Expect::default(),
         }
+    }
+
+    /// The links' faults: the slowest and most duplicating of the case's.
+    fn link(&self) -> LinkSpec {
+        let mut link = LinkSpec::default();
+        for fault in &self.faults {
+            if let FaultCase::SlowLinks { delay_max_ms, reorder, duplicate_percent, .. } = fault {
+                link.delay_ms = RangeMs { min: 0, max: link.delay_ms.max.max(*delay_max_ms) };
+                link.reorder |= *reorder;
+                link.duplicate = link.duplicate.max(f64::from(*duplicate_percent) / 100.0);
+            }
+        }
+        link
     }
 
     fn tool_name(index: usize) -> String {
@@ -239,7 +267,7 @@ impl Case {
     fn faults(&self) -> Vec<Fault> {
         // Posts are refused only where a messenger posts.
         let applies = |fault: &&FaultCase| match fault {
-            FaultCase::Disconnect { .. } => false,
+            FaultCase::Disconnect { .. } | FaultCase::SlowLinks { .. } => false,
             FaultCase::PostRefused { .. } | FaultCase::PostSlow { .. } => self.entry == Entry::Messenger,
             _ => true,
         };
@@ -319,6 +347,7 @@ impl Case {
                 error: "the hook threw".into(),
             }),
             FaultCase::Disconnect { .. } => unreachable!("disconnects are actions"),
+            FaultCase::SlowLinks { .. } => unreachable!("links are the client's and the caller's"),
         }
     }
 }

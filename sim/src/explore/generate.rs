@@ -85,21 +85,30 @@ fn fault_of(kind: u8, tools: usize) -> BoxedStrategy<FaultCase> {
         // The host's other services: the chat surface refusing posts (a
         // reply is one to a few posts) or answering them late, the
         // recovery hook throwing.
-        _ => prop_oneof![
+        8 => prop_oneof![
             3 => (1u32..4, 1u32..4).prop_map(|(post, times)| FaultCase::PostRefused { post, times }),
             2 => (1u32..4, 1u32..3, 100u64..3_000)
                 .prop_map(|(post, times, after_ms)| FaultCase::PostSlow { post, times, after_ms }),
             1 => Just(FaultCase::HookThrows),
         ]
         .boxed(),
+        // Slow, racy links to the client and the caller.
+        _ => (20u64..400, any::<bool>(), 0u8..60, any::<bool>())
+            .prop_map(|(delay_max_ms, reorder, duplicate_percent, resume)| FaultCase::SlowLinks {
+                delay_max_ms,
+                reorder,
+                duplicate_percent,
+                resume,
+            })
+            .boxed(),
     }
 }
 
-/// The swarm: which of the fault kinds are on (six, or nine with the
-/// host's: the store's two, the chat surface's and the hook's), then up to
-/// two of each.
+/// The swarm: which of the fault kinds are on (six, or ten with the
+/// host's: the store's two, the chat surface's and the hook's, the links),
+/// then up to two of each.
 fn faults(tools: usize, store_faults: bool) -> impl Strategy<Value = Vec<FaultCase>> {
-    let kinds = if store_faults { 9 } else { 6 };
+    let kinds = if store_faults { 10 } else { 6 };
     prop::collection::vec(prop::bool::weighted(0.3), kinds).prop_flat_map(move |on| {
         let kinds: Vec<u8> = on.iter().enumerate().filter(|(_, on)| **on).map(|(kind, _)| kind as u8).collect();
         let per_kind: Vec<BoxedStrategy<Vec<FaultCase>>> =

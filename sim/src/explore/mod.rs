@@ -187,9 +187,10 @@ fn render_yaml(case: &Case, options: &ExploreOptions, case_index: usize, violati
     let body = serde_yaml::to_string(&scenario).expect("scenario serialises");
     let regressions: Vec<&str> = options.regressions.iter().map(|regression| regression.name()).collect();
     let mut header = format!(
-        "# Goal: found by `turnsim explore --seed {} --cases {}` (case {case_index}) and shrunk.\n# On seed {} the check `{}` fails: {}\n",
+        "# Goal: found by `turnsim explore --seed {} --cases {}{}` (case {case_index}) and shrunk.\n# On seed {} the check `{}` fails: {}\n",
         options.seed,
         options.cases,
+        if options.store_faults { " --store-faults" } else { "" },
         case.sim_seed,
         violation.check,
         violation.message.replace('\n', " ")
