@@ -46,7 +46,9 @@ export class Messenger {
   }
 
   async deliver(delivery, text) {
-    if (this.host.store.state.deliveries[delivery]?.stage === "completed") return;
+    // A delivery is answered once by its id: a platform that delivers it
+    // again (a retried webhook) while it is answered, or after, gets nothing.
+    if (this.host.store.state.deliveries[delivery]) return;
     await this.answer({ id: delivery, user_text: text, stage: "accepted" });
   }
 

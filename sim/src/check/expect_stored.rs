@@ -61,6 +61,10 @@ fn field_mismatches(part: Option<&ToolPart>, fields: &ToolFields) -> Option<Stri
     if let Some(state) = fields.not.filter(|state| state.as_str() == actual) {
         wrong.push(format!("expected anything but {}, got it", state.as_str()));
     }
+    let input = part.and_then(|tool| tool.input.as_ref());
+    if let Some(expected) = fields.input.as_ref().filter(|expected| Some(*expected) != input) {
+        wrong.push(format!("expected input {expected}, got {}", input.map_or("none".to_string(), |i| i.to_string())));
+    }
     let output = part.and_then(|tool| tool.output.as_ref());
     if let Some(expected) = fields.output.as_ref().filter(|expected| Some(*expected) != output) {
         wrong.push(format!("expected output {expected}, got {}", output.map_or("none".to_string(), |o| o.to_string())));

@@ -112,6 +112,9 @@ pub struct ToolFields {
     pub state: Option<ExpectedToolState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not: Option<ExpectedToolState>,
+    /// The input value, compared as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
     /// The output value, compared as JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
@@ -142,7 +145,7 @@ impl<'de> Deserialize<'de> for ToolExpectation {
 
             fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
                 formatter
-                    .write_str("a tool state (output-available, ...), or { state, not, output, error, approval_id }")
+                    .write_str("a tool state (output-available, ...), or { state, not, input, output, error, approval_id, dynamic }")
             }
 
             fn visit_str<E: de::Error>(self, value: &str) -> Result<ToolExpectation, E> {

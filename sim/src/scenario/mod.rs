@@ -1010,7 +1010,7 @@ pub struct Expect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Count>,
     /// Final state by tool call id (`absent`: no such part), or the part's
-    /// fields (`{ state, not, output, error, approval_id, dynamic }`).
+    /// fields (`{ state, not, input, output, error, approval_id, dynamic }`).
     #[serde(default)]
     pub tools: BTreeMap<String, ToolExpectation>,
     /// Exactly the text of the last stored assistant message.
