@@ -27,7 +27,12 @@ pub(crate) struct Outgoing {
 
 impl Session {
     pub(super) fn accept_delivery(&mut self, delivery_id: String, text: String) {
-        if self.durable.deliveries.contains_key(&delivery_id) || self.outgoing.contains_key(&delivery_id) {
+        // Answered once by its id: stored, on its way, or answered by this
+        // process though the store refused to keep it.
+        let known = self.durable.deliveries.contains_key(&delivery_id)
+            || self.outgoing.contains_key(&delivery_id)
+            || self.unrecorded.posted.contains(&delivery_id);
+        if known {
             return;
         }
         let checkpoint = DeliveryCheckpoint {
@@ -94,7 +99,7 @@ impl Session {
         }
         let delivery_id = checkpoint.id.clone();
         if self.unrecorded.posted.contains(&delivery_id) {
-            self.complete(Some(checkpoint));
+            self.complete(checkpoint);
             return;
         }
         let posts = checkpoint.posts.iter().cloned().collect();
@@ -114,7 +119,11 @@ impl Session {
     /// left.
     fn send_next(&mut self, delivery_id: String, mut outgoing: Outgoing) {
         let Some(text) = outgoing.posts.front() else {
-            self.complete(outgoing.checkpoint);
+            match outgoing.checkpoint {
+                Some(checkpoint) => self.complete(checkpoint),
+                // Nothing to record: this process remembers it answered.
+                None => _ = self.unrecorded.posted.insert(delivery_id),
+            }
             return;
         };
         outgoing.in_flight = self.ports.surface.post(&delivery_id, text, self.sink.clone());
@@ -148,8 +157,7 @@ impl Session {
     }
 
     /// Every post of the reply is answered: nothing is owed.
-    fn complete(&mut self, checkpoint: Option<DeliveryCheckpoint>) {
-        let Some(checkpoint) = checkpoint else { return };
+    fn complete(&mut self, checkpoint: DeliveryCheckpoint) {
         let delivery_id = checkpoint.id.clone();
         let completed = DeliveryCheckpoint { posts: Vec::new(), ..checkpoint };
         if self.checkpoint(completed, DeliveryStage::Completed) {

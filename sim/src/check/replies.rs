@@ -123,15 +123,16 @@ pub fn process_of(input: &CheckInput, at: usize) -> usize {
     input.facts.kills.iter().rev().find(|&&kill| kill < at).map_or(0, |&kill| kill)
 }
 
-/// Whether, in `range` of the history, the store refused a checkpoint of
-/// the delivery's posts (its `posting` record with what was left, or
-/// `completed`) and the process then died without storing one.
+/// Whether, in `range` of the history, the store refused a record of the
+/// delivery (its acceptance, so that it was answered with nothing stored;
+/// or its `posting` record with what was left, or `completed`) and the
+/// process then died without storing one: the next process cannot know
+/// what was posted.
 pub fn record_refused_then_killed(input: &CheckInput, delivery: &str, range: std::ops::Range<usize>) -> bool {
     let records_posts = |writes: &[Write]| {
         writes.iter().any(|write| {
             matches!(write, Write::PutDelivery(checkpoint)
-                if checkpoint.id == delivery
-                    && matches!(checkpoint.stage, DeliveryStage::Posting | DeliveryStage::Completed))
+                if checkpoint.id == delivery && checkpoint.stage != DeliveryStage::Streaming)
         })
     };
     let mut refused = false;

@@ -200,18 +200,25 @@ pub fn stored_reply(messages: &[Message], text: &str, nth: usize) -> Option<Stri
     Some(reply.filter(|message| message.role == Role::Assistant).map(Message::text).collect())
 }
 
-/// The user text a crossing sends, over any of the three ways in.
-pub fn sent_text(what: &Boundary) -> Option<&str> {
-    match what {
-        Boundary::UserMessage { text } | Boundary::Chat { text, again: false, .. } | Boundary::Deliver { text, .. } => {
-            Some(text)
+/// The user text the crossing at `index` brings in, over any of the three
+/// ways in; `None` for anything else, and for a message that came before:
+/// a `chat()` call the caller's link delivered again, or a delivery whose
+/// id the chat platform delivered before.
+pub fn new_message(history: &History, index: usize) -> Option<&str> {
+    match &history.crossings[index].what {
+        Boundary::UserMessage { text } | Boundary::Chat { text, again: false, .. } => Some(text),
+        Boundary::Deliver { delivery, text } => {
+            let delivered_before = history.crossings[..index].iter().any(
+                |crossing| matches!(&crossing.what, Boundary::Deliver { delivery: earlier, .. } if earlier == delivery),
+            );
+            (!delivered_before).then_some(text)
         }
         _ => None,
     }
 }
 
 /// Which occurrence (0-based) of its text the send at `index` is, counting
-/// every earlier send of the same text.
+/// every earlier message that brought the same text.
 pub fn occurrence(history: &History, index: usize, text: &str) -> usize {
-    history.crossings[..index].iter().filter(|crossing| sent_text(&crossing.what) == Some(text)).count()
+    (0..index).filter(|&earlier| new_message(history, earlier) == Some(text)).count()
 }

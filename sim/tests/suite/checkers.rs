@@ -851,19 +851,15 @@ fn messenger_once_fires_on_a_second_post_later() {
     run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
 }
 
-/// `delivery_run` with the store refusing the `completed` record after the
-/// post, then (with `killed`) the process dying, then a second post.
-fn posted_again_after_a_refused_record(killed: bool) -> (Run, RunRecord) {
+/// `delivery_run` with the store refusing a record of the delivery at
+/// `stage` after the post, then (with `killed`) the process dying, then a
+/// second post.
+fn posted_again_after_a_refused_record(stage: DeliveryStage, killed: bool) -> (Run, RunRecord) {
     let (run, _) = delivery_run();
     let mut broken = run.broken();
     let last = broken.history.crossings.last().expect("crossings").clone();
-    let completed = DeliveryCheckpoint {
-        id: "d1".into(),
-        user_text: "hi".into(),
-        stage: DeliveryStage::Completed,
-        posts: Vec::new(),
-    };
-    let mut later = vec![Boundary::CommitRefused { writes: vec![Write::PutDelivery(completed)] }];
+    let record = DeliveryCheckpoint { id: "d1".into(), user_text: "hi".into(), stage, posts: Vec::new() };
+    let mut later = vec![Boundary::CommitRefused { writes: vec![Write::PutDelivery(record)] }];
     if killed {
         later.push(Boundary::Killed);
     }
@@ -877,9 +873,16 @@ fn posted_again_after_a_refused_record(killed: bool) -> (Run, RunRecord) {
 
 #[test]
 fn messenger_once_excuses_a_repeat_only_when_the_record_was_refused_and_the_process_died() {
-    let (run, excused) = posted_again_after_a_refused_record(true);
+    let (run, excused) = posted_again_after_a_refused_record(DeliveryStage::Completed, true);
     run.assert_passes(MESSENGER_ONCE, &excused, "the next process could not know the delivery was posted");
-    let (run, broken) = posted_again_after_a_refused_record(false);
+    let (run, broken) = posted_again_after_a_refused_record(DeliveryStage::Completed, false);
+    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
+    // A delivery whose acceptance was refused was answered with nothing
+    // stored: a process after a kill cannot know it either.
+    let (run, excused) = posted_again_after_a_refused_record(DeliveryStage::Accepted, true);
+    run.assert_passes(MESSENGER_ONCE, &excused, "the delivery's acceptance refused, then a kill");
+    // A refused `streaming` record loses nothing of what was posted.
+    let (run, broken) = posted_again_after_a_refused_record(DeliveryStage::Streaming, true);
     run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
 }
 

@@ -9,6 +9,7 @@ use turnsim_engine::durable::Write;
 use turnsim_engine::{Frame, Message, Role, ToolState};
 
 use super::Invariant;
+use crate::check::views::new_message;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 use crate::world::RunEnd;
@@ -178,10 +179,7 @@ fn unanswered_last_message(input: &CheckInput) -> Option<Violation> {
 /// Whether a failure was reported, or stored for later clients, after the
 /// last message came in.
 fn told_why_not(input: &CheckInput) -> bool {
-    let crossings = &input.run.history.crossings;
-    let sent = |what: &Boundary| {
-        matches!(what, Boundary::UserMessage { .. } | Boundary::Chat { again: false, .. } | Boundary::Deliver { .. })
-    };
-    let since = crossings.iter().rposition(|crossing| sent(&crossing.what)).unwrap_or(0);
+    let history = &input.run.history;
+    let since = (0..history.crossings.len()).rev().find(|&at| new_message(history, at).is_some()).unwrap_or(0);
     crate::check::facts::told_failure_since(&input.run.history, since)
 }
