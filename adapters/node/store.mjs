@@ -47,6 +47,12 @@ export function apply(state, write) {
       else state.messages.push(structuredClone(value));
       break;
     }
+    case "PutMessageAfter": {
+      state.messages = state.messages.filter((message) => message.id !== value.message.id);
+      const after = state.messages.findIndex((message) => message.id === value.after);
+      state.messages.splice(after >= 0 ? after + 1 : state.messages.length, 0, structuredClone(value.message));
+      break;
+    }
     case "NextId":
       state.next_id = value;
       break;

@@ -138,6 +138,13 @@ pub enum Write {
     /// A message taken out of the transcript (a dead turn's partial that a
     /// new turn answers in its place).
     RemoveMessage(String),
+    /// Insert or replace a message, placed right after message `after` (at
+    /// the end when `after` is not stored): a reply stored first while
+    /// later user messages already wait their turn goes before them.
+    PutMessageAfter {
+        after: String,
+        message: Message,
+    },
     NextId(u64),
     Intent(Option<ContinuationIntent>),
     InFlight(Option<InFlightTurn>),
@@ -164,6 +171,9 @@ impl Write {
                 format!("message {} ({} parts)", message.id, message.parts.len())
             }
             Self::RemoveMessage(id) => format!("message {id} removed"),
+            Self::PutMessageAfter { after, message } => {
+                format!("message {} ({} parts) after {after}", message.id, message.parts.len())
+            }
             Self::NextId(next) => format!("next-id {next}"),
             Self::Intent(Some(intent)) => format!("intent {}", intent.message_id),
             Self::Intent(None) => "intent cleared".into(),
@@ -186,6 +196,14 @@ impl Write {
         }
     }
 
+    /// The message a write stores, wherever it places it.
+    pub fn message(&self) -> Option<&Message> {
+        match self {
+            Self::PutMessage(message) | Self::PutMessageAfter { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+
     /// Writes that only move counters; timelines fold them away.
     pub fn is_bookkeeping(&self) -> bool {
         matches!(self, Self::NextId(_) | Self::Progress(_))
@@ -197,6 +215,7 @@ impl DurableState {
         match write {
             Write::PutMessage(message) => self.put_message(message),
             Write::RemoveMessage(id) => self.messages.retain(|message| &message.id != id),
+            Write::PutMessageAfter { after, message } => place_after(&mut self.messages, after, message.clone()),
             Write::NextId(next) => self.next_id = *next,
             Write::Intent(intent) => self.continuation_intent = intent.clone(),
             Write::InFlight(turn) => self.in_flight = turn.clone(),
@@ -235,4 +254,12 @@ impl DurableState {
     pub fn message(&self, id: &str) -> Option<&Message> {
         self.messages.iter().find(|message| message.id == id)
     }
+}
+
+/// Puts `message` right after message `after` in `messages` (at the end
+/// when `after` is not there), taking out an earlier copy of it first.
+pub fn place_after(messages: &mut Vec<Message>, after: &str, message: Message) {
+    messages.retain(|existing| existing.id != message.id);
+    let at = messages.iter().position(|existing| existing.id == after).map_or(messages.len(), |at| at + 1);
+    messages.insert(at, message);
 }

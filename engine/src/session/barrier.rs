@@ -209,6 +209,7 @@ impl Session {
             delivery_id: None,
             incident_id: None,
             options: Default::default(),
+            answers: None,
         });
     }
 

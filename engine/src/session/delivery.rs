@@ -213,7 +213,7 @@ impl Session {
             delivery_id: checkpoint.id.clone(),
             request_id: request_id.clone(),
         });
-        self.enqueue_reply(request_id, Default::default(), Some(callback), Some(checkpoint.id));
+        self.enqueue_reply(request_id, Default::default(), Some(callback), Some(checkpoint.id), None);
     }
 
     /// Text-only replies to the delivery's message that dead turns left: the

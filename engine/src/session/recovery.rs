@@ -111,7 +111,7 @@ impl Session {
         for (request_id, end) in &unrecorded.ended_turns {
             let missing = end.writes.iter().filter(|write| match write {
                 Write::InFlight(None) => state.in_flight.as_ref().is_some_and(|turn| &turn.request_id == request_id),
-                Write::PutMessage(message) => {
+                Write::PutMessage(message) | Write::PutMessageAfter { message, .. } => {
                     let now = state.message(&message.id);
                     now == end.message_then.as_ref() && now != Some(message)
                 }
@@ -547,6 +547,7 @@ impl Session {
             delivery_id: None,
             incident_id: Some(alarm.incident_id),
             options: self.stored_turn_options(),
+            answers: None,
         });
     }
 

@@ -62,9 +62,10 @@ impl Session {
         let Some(turn) = self.turn.as_ref() else {
             return messages;
         };
-        match messages.iter_mut().find(|message| message.id == turn.assistant.id) {
-            Some(existing) => *existing = turn.assistant.clone(),
-            None => messages.push(turn.assistant.clone()),
+        match (messages.iter_mut().find(|message| message.id == turn.assistant.id), &turn.after) {
+            (Some(existing), _) => *existing = turn.assistant.clone(),
+            (None, Some(after)) => crate::durable::place_after(&mut messages, after, turn.assistant.clone()),
+            (None, None) => messages.push(turn.assistant.clone()),
         }
         messages
     }
@@ -76,7 +77,9 @@ impl Session {
     pub(super) fn as_known<'a>(&'a self, message: &'a Message) -> std::borrow::Cow<'a, Message> {
         let ended = self.unrecorded.ended_turns.values().filter(|end| end.message_then.as_ref() == Some(message));
         let refused = ended.flat_map(|end| &end.writes).find_map(|write| match write {
-            Write::PutMessage(ended) if ended.id == message.id => Some(ended),
+            Write::PutMessage(ended) | Write::PutMessageAfter { message: ended, .. } if ended.id == message.id => {
+                Some(ended)
+            }
             _ => None,
         });
         match refused {
@@ -160,14 +163,18 @@ impl Session {
         turn.unflushed_chunks = 0;
         turn.flushed_once = true;
         let mut settled = turn.assistant.clone();
+        let after = turn.after.clone();
         super::turn::drop_trailing_step_start(&mut settled);
         let mut writes = Vec::new();
+        let mut moved = false;
         // A re-persist of what the store holds writes (and bumps) nothing,
         // and a message with nothing in it yet is not stored at all.
         let stored = self.durable.message(&settled.id);
         let empty_and_new = stored.is_none() && settled.parts.is_empty();
         if stored != Some(&settled) && !empty_and_new {
-            writes.push(Write::PutMessage(settled));
+            let (write, moves) = self.put_reply(settled, after.as_deref());
+            writes.push(write);
+            moved = moves;
             if progress {
                 writes.push(Write::Progress(self.durable.progress + 1));
             }
@@ -176,7 +183,27 @@ impl Session {
             in_flight.stream_started = true;
             writes.push(Write::InFlight(Some(in_flight)));
         }
-        self.commit(writes);
+        if self.commit(writes) && moved {
+            // Clients placed the new reply after the messages it now precedes.
+            self.broadcast(Frame::Messages(self.live_transcript()));
+        }
+    }
+
+    /// How to store the running turn's reply: in place when the store has
+    /// it; new, right after the message it answers (`after`), ahead of the
+    /// user messages that came in while it ran, whose turns come after it.
+    /// Returns the write and whether it puts the reply before others.
+    pub(super) fn put_reply(&self, message: Message, after: Option<&str>) -> (Write, bool) {
+        let messages = &self.durable.messages;
+        let followed = |after: &str| {
+            messages.iter().position(|stored| stored.id == after).is_some_and(|at| at + 1 < messages.len())
+        };
+        match after {
+            Some(after) if self.durable.message(&message.id).is_none() && followed(after) => {
+                (Write::PutMessageAfter { after: after.to_string(), message }, true)
+            }
+            _ => (Write::PutMessage(message), false),
+        }
     }
 
     /// A tool call became `input-available` in the live stream: an approval

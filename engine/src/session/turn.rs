@@ -21,6 +21,8 @@ pub(crate) struct QueuedTurn {
     pub delivery_id: Option<String>,
     pub incident_id: Option<String>,
     pub options: TurnOptions,
+    /// The user message this turn answers, when it came with one.
+    pub answers: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +60,10 @@ pub(crate) struct Turn {
     /// Content chunks since the last durable flush.
     pub unflushed_chunks: u32,
     pub flushed_once: bool,
+    /// Where a reply the store does not hold yet goes: right after this
+    /// message (the user message it answers), ahead of user messages that
+    /// came in while it ran.
+    pub after: Option<String>,
     pub phase: Phase,
     pub outstanding_server_tools: Vec<String>,
     /// This turn's stall watchdog timeout (0 = off).
@@ -124,9 +130,9 @@ impl Session {
             }
             return false;
         }
-        self.observe(EngineEvent::UserMessageStored { message_id });
+        self.observe(EngineEvent::UserMessageStored { message_id: message_id.clone() });
         self.broadcast(Frame::Messages(self.live_transcript()));
-        self.enqueue_reply(request_id, options, callback, None);
+        self.enqueue_reply(request_id, options, callback, None, Some(message_id));
         true
     }
 
@@ -158,6 +164,7 @@ impl Session {
         options: TurnOptions,
         callback: Option<Box<dyn StreamCallback>>,
         delivery_id: Option<String>,
+        answers: Option<String>,
     ) {
         let kind = if callback.is_some() { TurnKind::Chat } else { TurnKind::User };
         self.enqueue(QueuedTurn {
@@ -168,6 +175,7 @@ impl Session {
             delivery_id,
             incident_id: None,
             options,
+            answers,
         });
     }
 
@@ -227,6 +235,10 @@ impl Session {
             message_id: assistant.id.clone(),
         });
         let turn_floor = assistant.parts.len();
+        let after = match self.durable.message(&assistant.id) {
+            Some(_) => None,
+            None => queued.answers.clone().or_else(|| self.durable.messages.last().map(|last| last.id.clone())),
+        };
         self.turn = Some(Turn {
             request_id: queued.request_id,
             kind: queued.kind,
@@ -243,6 +255,7 @@ impl Session {
             produced_output: false,
             unflushed_chunks: 0,
             flushed_once: false,
+            after,
             phase: super::turn::Phase::Streaming,
             outstanding_server_tools: Vec::new(),
             stall_timeout_ms: queued.options.stall_timeout_ms.unwrap_or(self.config.stall_timeout_ms),
@@ -328,14 +341,22 @@ impl Session {
             settled.settle_text();
             settled == turn.assistant
         }) || (stored.is_none() && turn.assistant.parts.is_empty());
+        let mut moved = false;
         if changed || (stored.is_none() && !turn.assistant.parts.is_empty()) {
-            writes.insert(0, Write::PutMessage(turn.assistant.clone()));
+            let (write, moves) = self.put_reply(turn.assistant.clone(), turn.after.as_deref());
+            writes.insert(0, write);
+            moved = moves;
         }
         let message_then = stored.cloned();
         // What the turn did, whatever the store kept of it: a recovery that
         // answered ends its incident even if the answer is recorded later.
         let outcome = status;
-        if !self.commit(writes.clone()) {
+        let committed = self.commit(writes.clone());
+        if committed && moved {
+            // Clients placed the new reply after the messages it now precedes.
+            self.broadcast(Frame::Messages(self.live_transcript()));
+        }
+        if !committed {
             // The reply was not saved: a turn that would have completed
             // fails and says so, and its end is recorded once the store
             // takes writes again.

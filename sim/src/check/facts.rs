@@ -269,10 +269,7 @@ impl Facts {
     }
 
     fn on_commit(&mut self, index: usize, writes: &[Write]) {
-        let messages = writes.iter().filter_map(|write| match write {
-            Write::PutMessage(message) => Some(message),
-            _ => None,
-        });
+        let messages = writes.iter().filter_map(Write::message);
         for tool in messages.flat_map(|message| message.tools()).filter(|tool| tool.state.is_pending()) {
             self.asked.entry(tool.call_id.clone()).or_insert(index);
         }

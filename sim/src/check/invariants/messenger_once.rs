@@ -5,7 +5,7 @@
 
 use turnsim_engine::durable::Write;
 use turnsim_engine::messenger::{ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
-use turnsim_engine::Role;
+use turnsim_engine::{Message, Role};
 
 use super::Invariant;
 use crate::check::facts::{CallEnd, PostFact};
@@ -70,10 +70,8 @@ fn deliveries<'a>(input: &CheckInput<'a>) -> Vec<Delivery<'a>> {
 /// The id of a user message reading `text` that a commit stores.
 fn stored_user_message(what: &Boundary, text: &str) -> Option<String> {
     let Boundary::Commit { writes } = what else { return None };
-    writes.iter().find_map(|write| match write {
-        Write::PutMessage(message) if message.role == Role::User && message.text() == text => Some(message.id.clone()),
-        _ => None,
-    })
+    let stores = |message: &&Message| message.role == Role::User && message.text() == text;
+    writes.iter().filter_map(Write::message).find(stores).map(|message| message.id.clone())
 }
 
 /// A delivery's replies (`check::replies`: a reply carried on after a

@@ -37,13 +37,7 @@ fn shown_messages(what: &Boundary) -> Vec<&Message> {
         Boundary::Frame { frame: Frame::Messages(messages), .. } => messages.iter().collect(),
         Boundary::Frame { frame: Frame::Reset { message, .. }, .. } => vec![message],
         Boundary::ModelRequest { request, .. } => request.messages.iter().collect(),
-        Boundary::Commit { writes } => writes
-            .iter()
-            .filter_map(|write| match write {
-                Write::PutMessage(message) => Some(message),
-                _ => None,
-            })
-            .collect(),
+        Boundary::Commit { writes } => writes.iter().filter_map(Write::message).collect(),
         _ => Vec::new(),
     }
 }
