@@ -76,12 +76,7 @@ impl Session {
     /// when nothing was refused, which is almost always.
     pub(super) fn as_known<'a>(&'a self, message: &'a Message) -> std::borrow::Cow<'a, Message> {
         let ended = self.unrecorded.ended_turns.values().filter(|end| end.message_then.as_ref() == Some(message));
-        let refused = ended.flat_map(|end| &end.writes).find_map(|write| match write {
-            Write::PutMessage(ended) | Write::PutMessageAfter { message: ended, .. } if ended.id == message.id => {
-                Some(ended)
-            }
-            _ => None,
-        });
+        let refused = ended.flat_map(|end| &end.writes).filter_map(Write::message).find(|ended| ended.id == message.id);
         match refused {
             Some(ended) => std::borrow::Cow::Owned(ended.clone()),
             None => std::borrow::Cow::Borrowed(message),
@@ -166,15 +161,13 @@ impl Session {
         let after = turn.after.clone();
         super::turn::drop_trailing_step_start(&mut settled);
         let mut writes = Vec::new();
-        let mut moved = false;
         // A re-persist of what the store holds writes (and bumps) nothing,
         // and a message with nothing in it yet is not stored at all.
         let stored = self.durable.message(&settled.id);
         let empty_and_new = stored.is_none() && settled.parts.is_empty();
         if stored != Some(&settled) && !empty_and_new {
-            let (write, moves) = self.put_reply(settled, after.as_deref());
-            writes.push(write);
-            moved = moves;
+            let new = stored.is_none();
+            writes.push(self.put_reply(settled, after.as_deref().filter(|_| new)));
             if progress {
                 writes.push(Write::Progress(self.durable.progress + 1));
             }
@@ -183,27 +176,33 @@ impl Session {
             in_flight.stream_started = true;
             writes.push(Write::InFlight(Some(in_flight)));
         }
-        if self.commit(writes) && moved {
-            // Clients placed the new reply after the messages it now precedes.
-            self.broadcast(Frame::Messages(self.live_transcript()));
-        }
+        self.commit_reply(writes);
     }
 
-    /// How to store the running turn's reply: in place when the store has
-    /// it; new, right after the message it answers (`after`), ahead of the
-    /// user messages that came in while it ran, whose turns come after it.
-    /// Returns the write and whether it puts the reply before others.
-    pub(super) fn put_reply(&self, message: Message, after: Option<&str>) -> (Write, bool) {
+    /// How to store the running turn's reply: `after` is given only for a
+    /// reply the store does not hold yet, which goes right after the
+    /// message it answers, ahead of the user messages that came in while
+    /// it ran (their turns come after it).
+    pub(super) fn put_reply(&self, message: Message, after: Option<&str>) -> Write {
         let messages = &self.durable.messages;
         let followed = |after: &str| {
             messages.iter().position(|stored| stored.id == after).is_some_and(|at| at + 1 < messages.len())
         };
         match after {
-            Some(after) if self.durable.message(&message.id).is_none() && followed(after) => {
-                (Write::PutMessageAfter { after: after.to_string(), message }, true)
-            }
-            _ => (Write::PutMessage(message), false),
+            Some(after) if followed(after) => Write::PutMessageAfter { after: after.to_string(), message },
+            _ => Write::PutMessage(message),
         }
+    }
+
+    /// Commits writes that may place a reply before other messages; clients,
+    /// which put a new reply last, are then sent the transcript as stored.
+    pub(super) fn commit_reply(&mut self, writes: Vec<Write>) -> bool {
+        let moves = writes.iter().any(|write| matches!(write, Write::PutMessageAfter { .. }));
+        let committed = self.commit(writes);
+        if committed && moves {
+            self.broadcast(Frame::Messages(self.live_transcript()));
+        }
+        committed
     }
 
     /// A tool call became `input-available` in the live stream: an approval

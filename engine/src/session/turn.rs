@@ -341,22 +341,15 @@ impl Session {
             settled.settle_text();
             settled == turn.assistant
         }) || (stored.is_none() && turn.assistant.parts.is_empty());
-        let mut moved = false;
         if changed || (stored.is_none() && !turn.assistant.parts.is_empty()) {
-            let (write, moves) = self.put_reply(turn.assistant.clone(), turn.after.as_deref());
-            writes.insert(0, write);
-            moved = moves;
+            let after = turn.after.as_deref().filter(|_| stored.is_none());
+            writes.insert(0, self.put_reply(turn.assistant.clone(), after));
         }
         let message_then = stored.cloned();
         // What the turn did, whatever the store kept of it: a recovery that
         // answered ends its incident even if the answer is recorded later.
         let outcome = status;
-        let committed = self.commit(writes.clone());
-        if committed && moved {
-            // Clients placed the new reply after the messages it now precedes.
-            self.broadcast(Frame::Messages(self.live_transcript()));
-        }
-        if !committed {
+        if !self.commit_reply(writes.clone()) {
             // The reply was not saved: a turn that would have completed
             // fails and says so, and its end is recorded once the store
             // takes writes again.

@@ -171,10 +171,9 @@ impl World {
         }
     }
 
-    /// The live engine, waiting while the process is down.
-    /// Sends a `chat()` call from the caller's node: at once, or over a
-    /// slow link after its delay, maybe twice (each copy hands the engine
-    /// an end of the same callback).
+    /// Sends a `chat()` call: at once, or over a slow link after its delay,
+    /// maybe twice (each copy hands the engine an end of the same callback,
+    /// and reaches whichever process is up when it arrives).
     async fn call_chat(
         &self,
         engine: EngineLink,
@@ -185,11 +184,9 @@ impl World {
     ) {
         let link = &self.caller_link;
         if !link.to_engine.is_active() {
-            let end = Box::new(CallerEnd::new(caller, None, self.trace.clone()));
-            let text = text.to_string();
-            let call = async move { engine.chat(chat, false, &text, options, end) };
-            let _ = self.caller_node.spawn(call).await;
-            return;
+            return self
+                .deliver_chat(engine, chat, false, text, options, CallerEnd::new(caller, None, self.trace.clone()))
+                .await;
         }
         let mut waits = vec![link.to_engine.wait(false)];
         if link.to_engine.duplicates() {
@@ -204,13 +201,27 @@ impl World {
             let engine = self.live_engine().await;
             let again = copy > 0;
             self.trace.record(Event::ChatArrived { chat, again });
-            let end = Box::new(CallerEnd::new(caller.clone(), Some(back.clone()), self.trace.clone()));
-            let text = text.to_string();
-            let call = async move { engine.chat(chat, again, &text, options, end) };
-            let _ = self.caller_node.spawn(call).await;
+            let end = CallerEnd::new(caller.clone(), Some(back.clone()), self.trace.clone());
+            self.deliver_chat(engine, chat, again, text, options, end).await;
         }
     }
 
+    /// The RPC leaves from the caller's node.
+    async fn deliver_chat(
+        &self,
+        engine: EngineLink,
+        chat: u32,
+        again: bool,
+        text: &str,
+        options: TurnOptions,
+        end: CallerEnd,
+    ) {
+        let text = text.to_string();
+        let call = async move { engine.chat(chat, again, &text, options, Box::new(end)) };
+        let _ = self.caller_node.spawn(call).await;
+    }
+
+    /// The live engine, waiting while the process is down.
     async fn live_engine(&self) -> super::switchboard::EngineLink {
         self.switchboard.wait_for_engine().await
     }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
+use tokio::time::Duration;
 use turnsim_engine::ports::{Connection, Frame};
 use turnsim_engine::{ToolOutcome, ToolResult, ToolState};
 
@@ -348,13 +349,7 @@ impl Client {
         if !self.to_engine.is_active() {
             return send(self);
         }
-        let (client, wait) = (self.clone(), self.to_engine.wait(false));
-        self.update(|state| state.outstanding += 1);
-        tokio::spawn(async move {
-            tokio::time::sleep(wait).await;
-            send(&client);
-            client.update(|state| state.outstanding -= 1);
-        });
+        self.over_the_link(self.to_engine.wait(false), send);
     }
 
     /// Schedules an answer for a tool waiting on the client, once.
@@ -438,17 +433,26 @@ impl Client {
             self.trace.record(Event::ClientSendFailed { call_id: call_id.to_string() });
             return false;
         }
-        let (client, call_id, wait) = (self.clone(), call_id.to_string(), self.to_engine.wait(false));
+        let (call_id, wait) = (call_id.to_string(), self.to_engine.wait(false));
         let copies = 1 + usize::from(self.to_engine.duplicates());
-        self.update(|state| state.outstanding += 1);
-        tokio::spawn(async move {
-            tokio::time::sleep(wait).await;
+        self.over_the_link(wait, move |client| {
             for _ in 0..copies {
                 client.deliver(&call_id, &what, auto_continue, &send);
             }
-            client.update(|state| state.outstanding -= 1);
         });
         true
+    }
+
+    /// Runs `arrive` once what the client sends now has waited out `wait`
+    /// (the link's delay); the client has work outstanding until then.
+    fn over_the_link(&self, wait: Duration, arrive: impl FnOnce(&Client) + Send + 'static) {
+        let client = self.clone();
+        self.update(|state| state.outstanding += 1);
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            arrive(&client);
+            client.update(|state| state.outstanding -= 1);
+        });
     }
 
     /// One delivery to the engine, traced as sent or failed.
