@@ -336,11 +336,6 @@ impl Parts {
         (start..end).map(move |index| &self[index])
     }
 
-    /// Index of the first part that matches.
-    pub fn position(&self, matches: impl FnMut(&Part) -> bool) -> Option<usize> {
-        self.iter().position(matches)
-    }
-
     /// Index of the first tool part of `call_id`, looking only inside the
     /// chunks whose index says they may hold it.
     pub fn find_tool(&self, call_id: &str) -> Option<usize> {
@@ -474,6 +469,8 @@ impl PartialEq for Parts {
     }
 }
 
+// Only the unit tests compare parts with a plain list.
+#[cfg(test)]
 impl PartialEq<Vec<Part>> for Parts {
     fn eq(&self, other: &Vec<Part>) -> bool {
         self.len == other.len() && self.iter().eq(other.iter())
