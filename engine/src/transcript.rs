@@ -215,8 +215,8 @@ impl Message {
             .collect()
     }
 
-    /// Applies one stream chunk. Returns whether the message changed.
-    pub fn apply_chunk(&mut self, chunk: &Chunk) -> bool {
+    /// Applies one stream chunk.
+    pub fn apply_chunk(&mut self, chunk: &Chunk) {
         match chunk {
             Chunk::TextStart { id } => self.push_text(id, false),
             Chunk::TextDelta { id, delta } => self.append_text(id, delta, false),
@@ -226,15 +226,14 @@ impl Message {
             Chunk::ReasoningEnd { id } => self.end_text(id, true),
             Chunk::ToolInputStart { id, name, dynamic } => self.tool_input_start(id, name, *dynamic),
             Chunk::ToolInputDelta { id, delta } => self.tool_input_delta(id, delta),
-            Chunk::ToolInputEnd { .. } => false,
             Chunk::ToolCall { id, name, input, dynamic } => {
                 self.tool_input_available(id, name, input.clone(), *dynamic)
             }
-            Chunk::FinishStep { .. } | Chunk::Finish { .. } | Chunk::Error { .. } => false,
+            Chunk::ToolInputEnd { .. } | Chunk::FinishStep { .. } | Chunk::Finish { .. } | Chunk::Error { .. } => {}
         }
     }
 
-    fn push_text(&mut self, id: &str, reasoning: bool) -> bool {
+    fn push_text(&mut self, id: &str, reasoning: bool) {
         let text = String::new();
         let state = TextState::Streaming;
         let id = id.to_string();
@@ -242,11 +241,10 @@ impl Message {
             true => Part::Reasoning { id, text, state },
             false => Part::Text { id, text, state },
         });
-        true
     }
 
     /// Appends to the last text (or reasoning) part; creates one if missing.
-    fn append_text(&mut self, id: &str, delta: &str, reasoning: bool) -> bool {
+    fn append_text(&mut self, id: &str, delta: &str, reasoning: bool) {
         let at = self
             .parts
             .rposition(|part| matches!((part, reasoning), (Part::Text { .. }, false) | (Part::Reasoning { .. }, true)));
@@ -258,31 +256,21 @@ impl Message {
             Some(text) => text.push_str(delta),
             None => {
                 self.push_text(id, reasoning);
-                return self.append_text(id, delta, reasoning);
+                self.append_text(id, delta, reasoning);
             }
         }
-        true
     }
 
-    fn end_text(&mut self, id: &str, reasoning: bool) -> bool {
+    /// Marks the last text (or reasoning) part with `id` done.
+    fn end_text(&mut self, id: &str, reasoning: bool) {
         let found = self.parts.rposition(|part| match (part, reasoning) {
             (Part::Text { id: part_id, .. }, false) | (Part::Reasoning { id: part_id, .. }, true) => part_id == id,
             _ => false,
         });
-        let streaming = |part: &Part| {
-            matches!(
-                part,
-                Part::Text { state: TextState::Streaming, .. } | Part::Reasoning { state: TextState::Streaming, .. }
-            )
-        };
-        match found {
-            Some(at) if streaming(&self.parts[at]) => {
-                if let Some(Part::Text { state, .. } | Part::Reasoning { state, .. }) = self.parts.get_mut(at) {
-                    *state = TextState::Done;
-                }
-                true
-            }
-            _ => false,
+        if let Some(Part::Text { state, .. } | Part::Reasoning { state, .. }) =
+            found.and_then(|at| self.parts.get_mut(at))
+        {
+            *state = TextState::Done;
         }
     }
 
@@ -298,38 +286,30 @@ impl Message {
     }
 
     /// First write wins: a replayed start never resets an existing part.
-    fn tool_input_start(&mut self, call_id: &str, name: &str, dynamic: bool) -> bool {
-        if self.tool(call_id).is_some() {
-            return false;
-        }
-        self.parts.push(Part::Tool(ToolPart { dynamic, ..ToolPart::streaming(call_id, name) }));
-        true
-    }
-
-    fn tool_input_delta(&mut self, call_id: &str, delta: &str) -> bool {
-        match self.tool_mut(call_id) {
-            Some(tool) if tool.state == ToolState::InputStreaming => {
-                tool.input_text.push_str(delta);
-                true
-            }
-            _ => false,
+    fn tool_input_start(&mut self, call_id: &str, name: &str, dynamic: bool) {
+        if self.tool(call_id).is_none() {
+            self.parts.push(Part::Tool(ToolPart { dynamic, ..ToolPart::streaming(call_id, name) }));
         }
     }
 
-    fn tool_input_available(&mut self, call_id: &str, name: &str, input: Value, dynamic: bool) -> bool {
+    fn tool_input_delta(&mut self, call_id: &str, delta: &str) {
+        if let Some(tool) = self.tool_mut(call_id).filter(|tool| tool.state == ToolState::InputStreaming) {
+            tool.input_text.push_str(delta);
+        }
+    }
+
+    fn tool_input_available(&mut self, call_id: &str, name: &str, input: Value, dynamic: bool) {
         let Some(tool) = self.tool_mut(call_id) else {
             let mut tool = ToolPart { dynamic, ..ToolPart::streaming(call_id, name) };
             tool.state = ToolState::InputAvailable;
             tool.input = Some(normalise_input(input));
             self.parts.push(Part::Tool(tool));
-            return true;
+            return;
         };
-        if tool.state != ToolState::InputStreaming {
-            return false;
+        if tool.state == ToolState::InputStreaming {
+            tool.state = ToolState::InputAvailable;
+            tool.input = Some(normalise_input(input));
         }
-        tool.state = ToolState::InputAvailable;
-        tool.input = Some(normalise_input(input));
-        true
     }
 
     /// Finalises every tool whose input finished streaming without a `tool-call`
