@@ -175,9 +175,12 @@ impl Session {
         }
     }
 
-    /// A refused commit fails what was running; what starts next may be
-    /// refused too. Bounded: each round ends a turn for good.
+    /// A refused commit fails what was running when the store refused it,
+    /// before anything queued starts: a turn started after the refusal
+    /// wrote nothing the store refused. What starts next may be refused
+    /// too. Bounded: each round ends a turn for good.
     fn settle_refusals(&mut self) {
+        self.after_refused_commit();
         self.settle_round();
         for _ in 0..MAX_REFUSAL_ROUNDS {
             if !self.after_refused_commit() {

@@ -727,6 +727,38 @@ fn transcript_shape_fires_on_text_left_streaming_after_the_run_settled() {
     );
 }
 
+#[test]
+fn transcript_shape_fires_on_text_stored_streaming_after_the_model_ended_it() {
+    // `server-tools-two-steps`: call #1 streams text t0 and ends it, then
+    // a tool call; the first commit of m3 after the text-end is rewritten
+    // with t0 still streaming. The run's later commits store it done, so
+    // only the moment's commit is wrong.
+    let (run, _) = two_step_run();
+    let mut broken = run.broken();
+    let ended = crossing_of(&broken, "call #1's text-end", |what| {
+        matches!(what, Boundary::ModelChunk { call: 1, chunk: Chunk::TextEnd { .. } })
+    });
+    let commit = (ended..broken.history.crossings.len())
+        .find(|&at| match &broken.history.crossings[at].what {
+            Boundary::Commit { writes } => writes.iter().any(|write| write.message().is_some_and(|m| m.id == "m3")),
+            _ => false,
+        })
+        .expect("the clean history commits m3 after call #1's text-end");
+    let Boundary::Commit { writes } = &mut broken.history.crossings[commit].what else { unreachable!() };
+    for write in writes.iter_mut() {
+        if let Write::PutMessage(message) | Write::PutMessageAfter { message, .. } = write {
+            for part in message.parts.iter_mut() {
+                if let Part::Text { state, .. } = part {
+                    *state = TextState::Streaming;
+                }
+            }
+        }
+    }
+    let violations =
+        run.assert_fires(TRANSCRIPT_SHAPE, &broken, "m3: part t0 is stored streaming after model call #1 ended it");
+    assert_eq!(violations.len(), 1, "only that commit is wrong: {violations:#?}");
+}
+
 // ---------------------------------------------------------------- mid-tool-input-recovers
 
 /// `EVICTED_MID_STREAM` with the host's `on_exhausted` called right after

@@ -19,7 +19,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "transcript-shape",
-    rule: "no orphan step-start, no duplicated tool call, no parts of a retried attempt, no text left streaming in the stored transcript",
+    rule: "no orphan step-start, no duplicated tool call, no parts of a retried attempt, no text left streaming in the stored transcript or stored streaming after the model ended it",
     check,
 };
 
@@ -43,6 +43,76 @@ fn check(input: &CheckInput) -> Vec<Violation> {
         violations.extend(still_streaming(input, message));
     }
     violations.extend(tool_inputs(input, &messages));
+    violations.extend(ended_text_stored_streaming(input));
+    violations
+}
+
+/// Text the model ended is stored ended: once a call has sent a part's
+/// `text-end` (or `reasoning-end`), every commit of the reply it streams
+/// into shows that part done, not still streaming (a UI keeps animating a
+/// streaming part: a finished paragraph above a long tool call would look
+/// unfinished). A part is known by its id, the last of the reply's parts
+/// with that id; chunks of a call the engine let go of count for nothing.
+fn ended_text_stored_streaming(input: &CheckInput) -> Vec<Violation> {
+    let targets: BTreeMap<u32, &str> =
+        input.facts.calls.iter().filter_map(|call| Some((call.call, call.target.as_deref()?))).collect();
+    // The call streaming into each reply now, and what each call has ended.
+    let mut streaming_into: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut ended: BTreeMap<u32, BTreeMap<(bool, &str), bool>> = BTreeMap::new();
+    let mut cancelled = BTreeSet::new();
+    let mut reported = BTreeSet::new();
+    let mut violations = Vec::new();
+    for crossing in input.run.history.iter() {
+        match &crossing.what {
+            Boundary::ModelRequest { call, .. } => {
+                if let Some(target) = targets.get(call) {
+                    streaming_into.insert(target, *call);
+                }
+            }
+            Boundary::ModelCancel { call } => {
+                cancelled.insert(*call);
+            }
+            Boundary::ModelChunk { call, chunk } if !cancelled.contains(call) => {
+                let (key, done) = match chunk {
+                    Chunk::TextStart { id } => ((false, id.as_str()), false),
+                    Chunk::TextEnd { id } => ((false, id.as_str()), true),
+                    Chunk::ReasoningStart { id } => ((true, id.as_str()), false),
+                    Chunk::ReasoningEnd { id } => ((true, id.as_str()), true),
+                    _ => continue,
+                };
+                ended.entry(*call).or_default().insert(key, done);
+            }
+            Boundary::Commit { writes } => {
+                for message in writes.iter().filter_map(|write| write.message()) {
+                    let Some(call) = streaming_into.get(message.id.as_str()) else { continue };
+                    let closed = ended.get(call).into_iter().flatten().filter(|(_, done)| **done);
+                    for (&(reasoning, id), _) in closed {
+                        let last = message.parts.iter().rev().find(|part| match (part, reasoning) {
+                            (Part::Text { id: part_id, .. }, false) | (Part::Reasoning { id: part_id, .. }, true) => {
+                                part_id == id
+                            }
+                            _ => false,
+                        });
+                        let still = matches!(
+                            last,
+                            Some(
+                                Part::Text { state: TextState::Streaming, .. }
+                                    | Part::Reasoning { state: TextState::Streaming, .. }
+                            )
+                        );
+                        if still && reported.insert((message.id.clone(), reasoning, id)) {
+                            let text = format!(
+                                "{}: part {id} is stored streaming after model call #{call} ended it",
+                                message.id
+                            );
+                            violations.push(Violation::new(NAME, text));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
     violations
 }
 
