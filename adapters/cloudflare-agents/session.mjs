@@ -424,8 +424,15 @@ export class Session {
   }
 
   /** Recovery gave up: the terminal message to every client. */
+  /**
+   * A recovery that gave up: the terminal message, and the recovery status
+   * cleared. Cloudflare's engine clears it itself on the completed, skipped
+   * and failed transitions, but an exhaustion seals the incident directly
+   * and leaves clearing it to the host's terminalize step.
+   */
   async terminalize(requestId, message) {
     await this.host.broadcast({ Error: { request_id: requestId, message } });
+    await this.host.broadcast({ Recovering: false });
   }
 
   // ---- helpers -----------------------------------------------------------

@@ -78,6 +78,13 @@ fn error(call_id: &str, text: Option<&str>) -> ToolResult {
     ToolResult { call_id: call_id.to_string(), outcome: ToolOutcome::Error(text.map(str::to_string)) }
 }
 
+/// Applies `chunk` and says whether the message is any different for it.
+fn changes(message: &mut Message, chunk: &Chunk) -> bool {
+    let before = message.clone();
+    message.apply_chunk(chunk);
+    *message != before
+}
+
 fn tool_input_start(id: &str, name: &str) -> Chunk {
     Chunk::ToolInputStart { id: id.to_string(), name: name.to_string(), dynamic: false }
 }
@@ -147,7 +154,7 @@ fn is_client_tool(name: &str) -> bool {
 fn tool_input_start_pushes_an_input_streaming_part() {
     let mut message = Message::assistant("m-1");
 
-    assert!(message.apply_chunk(&tool_input_start(CALL, "search")), "a new tool-input-start changes the message");
+    assert!(changes(&mut message, &tool_input_start(CALL, "search")), "a new tool-input-start changes the message");
 
     let part = tool(&message, CALL);
     assert_eq!(part.state, ToolState::InputStreaming, "new part state");
@@ -164,7 +171,7 @@ fn tool_input_start_for_an_existing_id_is_a_no_op() {
     let before = message.clone();
 
     assert!(
-        !message.apply_chunk(&tool_input_start(CALL, "other_tool")),
+        !changes(&mut message, &tool_input_start(CALL, "other_tool")),
         "a replayed tool-input-start reports no change"
     );
     assert_eq!(message, before, "a replayed tool-input-start must not reset or duplicate the part");
@@ -176,7 +183,7 @@ fn tool_input_start_never_regresses_a_settled_part() {
     let mut message = message_with_tool(ToolState::OutputAvailable);
     let before = message.clone();
 
-    assert!(!message.apply_chunk(&tool_input_start(CALL, "search")));
+    assert!(!changes(&mut message, &tool_input_start(CALL, "search")));
     assert_eq!(message, before, "a replayed tool-input-start must leave an output-available part as it was");
     assert_eq!(tool_count(&message), 1, "no duplicate part is pushed");
 }
@@ -189,8 +196,8 @@ fn tool_input_start_never_regresses_a_settled_part() {
 fn tool_input_delta_appends_while_input_streaming() {
     let mut message = streaming_tool_with_text("");
 
-    assert!(message.apply_chunk(&tool_input_delta(CALL, "{\"q\":")));
-    assert!(message.apply_chunk(&tool_input_delta(CALL, "\"rust\"}")));
+    assert!(changes(&mut message, &tool_input_delta(CALL, "{\"q\":")));
+    assert!(changes(&mut message, &tool_input_delta(CALL, "\"rust\"}")));
 
     let part = tool(&message, CALL);
     assert_eq!(part.input_text, "{\"q\":\"rust\"}", "deltas accumulate in order while input-streaming");
@@ -207,7 +214,7 @@ fn tool_input_delta_is_ignored_outside_input_streaming() {
         let before = message.clone();
 
         assert!(
-            !message.apply_chunk(&tool_input_delta(CALL, "{\"late\":true}")),
+            !changes(&mut message, &tool_input_delta(CALL, "{\"late\":true}")),
             "a delta on a {} part reports no change",
             state.as_str()
         );
@@ -219,7 +226,7 @@ fn tool_input_delta_is_ignored_outside_input_streaming() {
 fn tool_input_delta_for_an_unknown_id_creates_nothing() {
     let mut message = Message::assistant("m-1");
 
-    assert!(!message.apply_chunk(&tool_input_delta(CALL, "{")));
+    assert!(!changes(&mut message, &tool_input_delta(CALL, "{")));
     assert!(message.parts.is_empty(), "a delta without a start must not create a part");
 }
 
@@ -231,7 +238,7 @@ fn tool_input_delta_for_an_unknown_id_creates_nothing() {
 fn tool_call_moves_input_streaming_to_input_available_with_normalised_input() {
     let mut message = streaming_tool_with_text("{\"q\":\"ru");
 
-    assert!(message.apply_chunk(&tool_call(CALL, "search", json!("{\"q\":\"rust\"}"))));
+    assert!(changes(&mut message, &tool_call(CALL, "search", json!("{\"q\":\"rust\"}"))));
 
     let part = tool(&message, CALL);
     assert_eq!(part.state, ToolState::InputAvailable, "the call finalises the input");
@@ -243,7 +250,7 @@ fn tool_call_moves_input_streaming_to_input_available_with_normalised_input() {
 fn tool_call_normalises_a_non_object_input_to_an_empty_object() {
     let mut message = streaming_tool_with_text("");
 
-    assert!(message.apply_chunk(&tool_call(CALL, "search", json!(42))));
+    assert!(changes(&mut message, &tool_call(CALL, "search", json!(42))));
 
     assert_eq!(tool(&message, CALL).input, Some(empty_object()), "a non-object input defaults to {{}}");
 }
@@ -252,7 +259,7 @@ fn tool_call_normalises_a_non_object_input_to_an_empty_object() {
 fn tool_call_without_an_existing_part_pushes_an_input_available_part() {
     let mut message = Message::assistant("m-1");
 
-    assert!(message.apply_chunk(&tool_call(CALL, "search", json!({ "q": "rust" }))));
+    assert!(changes(&mut message, &tool_call(CALL, "search", json!({ "q": "rust" }))));
 
     let part = tool(&message, CALL);
     assert_eq!(part.state, ToolState::InputAvailable, "a call without a start lands directly in input-available");
@@ -271,7 +278,7 @@ fn tool_call_is_ignored_in_every_state_but_input_streaming() {
         let before = message.clone();
 
         assert!(
-            !message.apply_chunk(&tool_call(CALL, "search", json!({ "q": "replayed" }))),
+            !changes(&mut message, &tool_call(CALL, "search", json!({ "q": "replayed" }))),
             "a tool-call on a {} part reports no change",
             state.as_str()
         );
@@ -307,7 +314,7 @@ fn tool_input_end_and_stream_control_chunks_change_nothing() {
     ];
 
     for chunk in &chunks {
-        assert!(!message.apply_chunk(chunk), "{} reports no change", chunk.kind());
+        assert!(!changes(&mut message, chunk), "{} reports no change", chunk.kind());
     }
     assert_eq!(message, before, "tool-input-end and stream control chunks leave the parts alone");
 }
@@ -320,9 +327,12 @@ fn tool_input_end_and_stream_control_chunks_change_nothing() {
 fn text_start_pushes_a_streaming_text_part() {
     let mut message = Message::assistant("m-1");
 
-    assert!(message.apply_chunk(&text_start("t1")));
+    assert!(changes(&mut message, &text_start("t1")));
 
-    assert_eq!(message.parts, vec![Part::Text { id: "t1".into(), text: String::new(), state: TextState::Streaming }]);
+    assert_eq!(
+        message.parts.to_vec(),
+        vec![Part::Text { id: "t1".into(), text: String::new(), state: TextState::Streaming }]
+    );
 }
 
 #[test]
@@ -341,7 +351,7 @@ fn text_delta_appends_to_the_last_text_part() {
     );
 
     assert_eq!(
-        message.parts,
+        message.parts.to_vec(),
         vec![
             Part::Text { id: "t1".into(), text: "one ".into(), state: TextState::Done },
             Part::Text { id: "t2".into(), text: "two!".into(), state: TextState::Streaming },
@@ -355,10 +365,10 @@ fn text_delta_appends_to_the_last_text_part() {
 fn text_delta_without_an_open_part_creates_one() {
     let mut message = Message::assistant("m-1");
 
-    assert!(message.apply_chunk(&text_delta("t1", "resumed")));
+    assert!(changes(&mut message, &text_delta("t1", "resumed")));
 
     assert_eq!(
-        message.parts,
+        message.parts.to_vec(),
         vec![Part::Text { id: "t1".into(), text: "resumed".into(), state: TextState::Streaming }],
         "a delta without text-start creates a streaming text part holding it"
     );
@@ -369,20 +379,20 @@ fn text_end_marks_the_text_part_done() {
     let mut message = Message::assistant("m-1");
     apply_all(&mut message, &[text_start("t1"), text_delta("t1", "hi")]);
 
-    assert!(message.apply_chunk(&text_end("t1")));
-    assert!(!message.apply_chunk(&text_end("t1")), "ending a done part again reports no change");
+    assert!(changes(&mut message, &text_end("t1")));
+    assert!(!changes(&mut message, &text_end("t1")), "ending a done part again reports no change");
 
-    assert_eq!(message.parts, vec![Part::Text { id: "t1".into(), text: "hi".into(), state: TextState::Done }]);
+    assert_eq!(message.parts.to_vec(), vec![Part::Text { id: "t1".into(), text: "hi".into(), state: TextState::Done }]);
 }
 
 #[test]
 fn reasoning_start_pushes_a_streaming_reasoning_part() {
     let mut message = Message::assistant("m-1");
 
-    assert!(message.apply_chunk(&reasoning_start("r1")));
+    assert!(changes(&mut message, &reasoning_start("r1")));
 
     assert_eq!(
-        message.parts,
+        message.parts.to_vec(),
         vec![Part::Reasoning { id: "r1".into(), text: String::new(), state: TextState::Streaming }]
     );
 }
@@ -402,7 +412,7 @@ fn reasoning_delta_appends_to_the_last_reasoning_part_not_to_text() {
     );
 
     assert_eq!(
-        message.parts,
+        message.parts.to_vec(),
         vec![
             Part::Reasoning { id: "r1".into(), text: "thinking".into(), state: TextState::Streaming },
             Part::Text { id: "t1".into(), text: "say".into(), state: TextState::Streaming },
@@ -416,7 +426,7 @@ fn reasoning_delta_without_an_open_part_creates_one() {
     let mut message = Message::assistant("m-1");
     message.apply_chunk(&text_start("t1"));
 
-    assert!(message.apply_chunk(&reasoning_delta("r1", "resumed")));
+    assert!(changes(&mut message, &reasoning_delta("r1", "resumed")));
 
     assert_eq!(
         message.parts[1],
@@ -431,10 +441,10 @@ fn reasoning_end_marks_the_reasoning_part_done() {
     let mut message = Message::assistant("m-1");
     apply_all(&mut message, &[reasoning_start("r1"), reasoning_delta("r1", "hmm"), text_start("t1")]);
 
-    assert!(message.apply_chunk(&reasoning_end("r1")));
+    assert!(changes(&mut message, &reasoning_end("r1")));
 
     assert_eq!(
-        message.parts,
+        message.parts.to_vec(),
         vec![
             Part::Reasoning { id: "r1".into(), text: "hmm".into(), state: TextState::Done },
             Part::Text { id: "t1".into(), text: String::new(), state: TextState::Streaming },

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::clock::{self, Instant};
 use crate::config::EngineConfig;
-use crate::durable::{DurableState, Write};
+use crate::durable::{DurableState, TurnKind, Write};
 use crate::events::EngineEvent;
 use crate::messenger::DeliveryEvent;
 use crate::ports::{Connection, Frame, Ports};
@@ -90,6 +90,12 @@ pub(crate) struct Session {
     /// Connections offered a resume of turn (value) and not yet acked:
     /// nothing is broadcast to them meanwhile.
     resuming: BTreeMap<u64, String>,
+    /// Whether a client may still show a recovery under way: the last
+    /// recovery status broadcast, or one sent with the state on connect.
+    recovering_shown: bool,
+    /// Booted over a predecessor's store: a connection handed over may
+    /// still show what that process told it.
+    restarted: bool,
 }
 
 /// A turn's end the store refused: the writes that record it, and its
@@ -131,6 +137,7 @@ impl Session {
     /// Loads the durable state and recovers what a dead predecessor left.
     pub(crate) fn boot(config: EngineConfig, ports: Ports, sink: InputSink) -> Self {
         let durable = ports.store.load();
+        let restarted = !durable.messages.is_empty();
         let mut session = Session {
             config,
             ports,
@@ -150,6 +157,8 @@ impl Session {
             outgoing: Default::default(),
             chats_taken: Default::default(),
             resuming: Default::default(),
+            recovering_shown: false,
+            restarted,
         };
         session.recover();
         session.reconcile_if_refused();
@@ -172,6 +181,19 @@ impl Session {
         while let Some((delivery_id, event)) = self.reports.take() {
             self.on_delivery_event(&delivery_id, event);
             self.settle_refusals();
+        }
+        self.settle_recovery_status();
+    }
+
+    /// Clients shown a recovery under way are told once none is, whatever
+    /// path ended it (an incident closed only once the store took it, a
+    /// refused schedule): nobody keeps a "reconnecting" that never ends.
+    fn settle_recovery_status(&mut self) {
+        let under_way = self.recovery_pending()
+            || self.turn.as_ref().is_some_and(|turn| turn.kind == TurnKind::Recovery)
+            || self.queue.iter().any(|queued| queued.kind == TurnKind::Recovery);
+        if self.recovering_shown && !under_way {
+            self.broadcast(Frame::Recovering(false));
         }
     }
 
@@ -271,6 +293,7 @@ impl Session {
 
     fn connect(&mut self, connection_id: u64, connection: Box<dyn Connection>) {
         self.send_state(connection.as_ref());
+        self.recovering_shown |= !self.durable.alarms.is_empty();
         self.resuming.remove(&connection_id);
         self.connections.insert(connection_id, connection);
     }
@@ -286,6 +309,10 @@ impl Session {
         }
         if !self.durable.alarms.is_empty() {
             connection.send(Frame::Recovering(true));
+        } else if self.restarted {
+            // A connection kept through the restart may show a recovery
+            // the dead process never got to say was over.
+            connection.send(Frame::Recovering(false));
         }
     }
 
@@ -317,11 +344,15 @@ impl Session {
         self.resuming.remove(&connection_id);
         if let Some(connection) = self.connections.get(&connection_id) {
             self.send_state(connection.as_ref());
+            self.recovering_shown |= !self.durable.alarms.is_empty();
         }
     }
 
     /// Sends `frame` to every open connection not held for a resume ack.
     fn broadcast(&mut self, frame: Frame) {
+        if let Frame::Recovering(recovering) = frame {
+            self.recovering_shown = recovering;
+        }
         let held = &self.resuming;
         self.connections.retain(|id, connection| held.contains_key(id) || connection.send(frame.clone()));
     }

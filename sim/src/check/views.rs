@@ -61,6 +61,9 @@ fn shown_message(message: &Message) -> ShownMessage {
 #[derive(Clone, Debug, Default)]
 pub struct ClientView {
     pub messages: Vec<Message>,
+    /// Whether the last recovery status it was sent says a recovery is
+    /// under way (the "reconnecting..." a UI shows).
+    pub recovering: bool,
     /// The crossing where the connection opened.
     pub opened_at: usize,
 }
@@ -79,11 +82,8 @@ impl ClientView {
                     tool.state = *state;
                 }
             }
-            Frame::Done { .. }
-            | Frame::Error { .. }
-            | Frame::Recovering(_)
-            | Frame::StreamResuming { .. }
-            | Frame::ResumeNone => {}
+            Frame::Recovering(recovering) => self.recovering = *recovering,
+            Frame::Done { .. } | Frame::Error { .. } | Frame::StreamResuming { .. } | Frame::ResumeNone => {}
         }
     }
 

@@ -1157,6 +1157,24 @@ fn client_view_fires_when_a_failed_attempt_is_never_taken_back() {
 }
 
 #[test]
+fn client_view_fires_when_a_client_is_never_told_the_recovery_ended() {
+    // `recovery-mid-tool-input`: the client is told a recovery is under way
+    // at the stall and that it is over once the recovery answered; without
+    // the second frame it shows "recovering" for good.
+    let run = Run::committed("recovery-mid-tool-input", CLIENT_VIEW);
+    let mut broken = run.broken();
+    remove_crossings(&mut broken, "recovery-ended frame", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Recovering(false), .. })
+    });
+    let violations = run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        "client connection c1 still shows a recovery under way after the run settled",
+    );
+    assert_eq!(violations.len(), 1, "the transcript itself is right: {violations:#?}");
+}
+
+#[test]
 fn client_view_fires_when_a_late_client_misses_the_unflushed_text() {
     // The transcript client 2 gets on reconnect lacks the streamed text the
     // store does not hold yet (what the engine sent before it showed the

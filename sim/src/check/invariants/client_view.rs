@@ -2,7 +2,9 @@
 //! from every frame a connection was sent (the transcript on connect, chunks,
 //! tool states, take-backs) equals the store's at the end of the run. A
 //! retried attempt's text left on screen, a tool state never sent, a repair
-//! the client never heard of: each shows here.
+//! the client never heard of: each shows here. And a client is not left
+//! showing a recovery under way once the run has settled: with nothing
+//! left to run or wake for, no recovery can be going on.
 
 use super::Invariant;
 use crate::check::views::{open_client_views, shown, ShownMessage};
@@ -11,7 +13,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "client-view",
-    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript",
+    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript, and none still shows a recovery under way",
     check,
 };
 
@@ -23,13 +25,18 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let history = &input.run.history;
     let stored = shown(&history.final_store().messages);
     let mut violations = Vec::new();
+    let at = history.crossings.last().map_or(0, |crossing| crossing.at_event).saturating_sub(1);
     for (connection, view) in open_client_views(history) {
+        if view.recovering {
+            let text =
+                format!("client connection c{connection} still shows a recovery under way after the run settled");
+            violations.push(Violation::at(INVARIANT.name, at, text));
+        }
         let showing = shown(&view.messages);
         if let Some(difference) = first_difference(&showing, &stored) {
-            let at = history.crossings.last().map_or(0, |crossing| crossing.at_event);
             violations.push(Violation::at(
                 INVARIANT.name,
-                at.saturating_sub(1),
+                at,
                 format!("client connection c{connection} shows a different transcript than the store: {difference}"),
             ));
         }
