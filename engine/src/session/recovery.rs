@@ -27,6 +27,16 @@ pub(crate) struct RecoveryWait {
     pub alarm: Alarm,
 }
 
+/// What `begin_recovery` did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Begun {
+    Scheduled,
+    /// The budget was spent: the terminal message went out.
+    GaveUp,
+    /// The store refused the schedule: nothing will run.
+    Refused,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Cause {
     /// A stall or an eviction was detected.
@@ -269,23 +279,44 @@ impl Session {
         };
         let (root, message_id) = (turn.root_request_id.clone(), turn.assistant.id.clone());
         let (incident, request_id) = (turn.incident_id.clone(), turn.request_id.clone());
+        // The turn's end stores its reply if it has parts, even when the
+        // flush below is refused: the recovery aims at that reply then.
+        let mut reply = turn.assistant.clone();
+        drop_trailing_step_start(&mut reply);
+        let reply_stays = !reply.parts.is_empty();
         self.flush_in_flight(false);
         // A stream that produced nothing left no message: the recovery
         // answers the last message (the user's) instead.
         let message_id = match self.durable.message(&message_id) {
             Some(_) => message_id,
+            None if reply_stays => message_id,
             None => self.durable.messages.last().map(|last| last.id.clone()).unwrap_or_default(),
         };
         let delay_ms = self.config.recovery.alarm_delay_ms;
         let ends = Ends { root: &root, request: &request_id };
-        self.begin_recovery(incident.as_deref(), ends, &message_id, Cause::Detected, delay_ms);
+        let begun = self.begin_recovery(incident.as_deref(), ends, &message_id, Cause::Detected, delay_ms);
+        if begun == Begun::Refused && !self.continues_without_recovery() {
+            // The store refused the schedule and nothing else will take the
+            // stream on (no held continuation, no tool call the client may
+            // still answer): it is not left looking interrupted. The turn
+            // fails as any turn whose write was refused (`settle_refusals`).
+            return;
+        }
         // Exhausted: the terminal message was this stream's terminal frame,
         // so the interrupted end sends no `done` after it.
         self.end_turn(TurnStatus::Interrupted, None);
     }
 
+    /// Whether the conversation goes on without a recovery: a continuation
+    /// is held, or a tool call waits for the client, whose answer continues.
+    fn continues_without_recovery(&self) -> bool {
+        let config = &self.config;
+        self.barrier.pending.is_some()
+            || has_pending_interaction(&self.stored_messages_with_turn(), |name| config.is_client_tool(name))
+    }
+
     /// Opens or advances the incident, then schedules the recovery alarm or
-    /// exhausts. Returns whether recovery was scheduled.
+    /// exhausts.
     fn begin_recovery(
         &mut self,
         incident: Option<&str>,
@@ -293,18 +324,18 @@ impl Session {
         message_id: &str,
         cause: Cause,
         delay_ms: u64,
-    ) -> bool {
+    ) -> Begun {
         // An incident keeps its id for life: a newer user message must not split it.
         let id = incident.map_or_else(|| self.incident_id(ends.root), str::to_string);
         if self.durable.incidents.get(&id).is_some_and(|incident| incident.status == "exhausted") {
             // Re-entry after the budget was spent (a restart found the
             // stream it gave up on): the terminal message went out once.
-            return false;
+            return Begun::GaveUp;
         }
         let (incident, exhausted) = self.advance_incident(&id, ends.root, cause);
         if let Some(reason) = exhausted {
             self.exhaust(incident, reason, ends.request);
-            return false;
+            return Begun::GaveUp;
         }
         let strategy = recovery_strategy(self.durable.message(message_id)).to_string();
         let alarm = Alarm {
@@ -323,14 +354,14 @@ impl Session {
             self.timers.reconcile.get_or_insert(clock::now() + RECONCILE_AFTER);
             // The incident is given up here, not left to be found orphaned.
             self.unrecorded.closed_incidents.insert(incident.id.clone());
-            return false;
+            return Begun::Refused;
         }
         // Scheduled again under its id: it is open, whatever was refused before.
         self.unrecorded.closed_incidents.remove(&incident.id);
         self.observe(EngineEvent::RecoveryScheduled { incident_id: incident.id, attempt: incident.attempt, strategy });
         self.broadcast(Frame::Recovering(true));
         self.arm_alarm_timer();
-        true
+        Begun::Scheduled
     }
 
     fn incident_id(&self, root: &str) -> String {

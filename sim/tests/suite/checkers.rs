@@ -252,6 +252,30 @@ fn callback_contract_fires_on_an_event_after_on_done() {
 }
 
 #[test]
+fn callback_contract_fires_when_an_interruption_is_never_taken_on() {
+    // `recovery-alarm-delay-honoured`: chat1 is told on_interrupted at the
+    // stall and the recovery answers at 7 s. Cut after the interruption,
+    // the run settles with the partial as the answer and nobody told.
+    let run = Run::committed("recovery-alarm-delay-honoured", CALLBACK_CONTRACT);
+    let mut broken = run.broken();
+    let interrupted = crossing_of(&broken, "on_interrupted of chat1", |what| {
+        matches!(what, Boundary::Callback { chat: 1, call: CallbackCall::Interrupted, .. })
+    });
+    let recovered = crossing_of(&broken, "the recovery's model request", |what| {
+        matches!(what, Boundary::ModelRequest { call: 2, .. })
+    });
+    run.assert_passes(CALLBACK_CONTRACT, &broken, "the recovery takes the interruption on");
+    broken.history.crossings.truncate(recovered);
+    let violations = run.assert_fires(
+        CALLBACK_CONTRACT,
+        &broken,
+        "chat1: on_interrupted, then no recovery: no model call after it, no failure told, nothing waiting for the client",
+    );
+    let at = broken.history.crossings[interrupted].at_event;
+    assert_eq!(violations[0].at_event, Some(at), "the violation points at the interruption");
+}
+
+#[test]
 fn callback_contract_fires_on_a_silent_return() {
     let (run, done) = chat_run();
     let mut broken = run.broken();

@@ -6,17 +6,17 @@
 
 use std::collections::BTreeMap;
 
-use turnsim_engine::Role;
+use turnsim_engine::{Role, ToolState};
 
 use super::Invariant;
 use crate::check::facts::CallbackFact;
-use crate::check::{CheckInput, Violation};
+use crate::check::{told_failure_since, CheckInput, Violation};
 use crate::history::Boundary;
 use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "callback-contract",
-    rule: "each chat() gets on_start, events, then exactly one of on_done/on_error/on_interrupted (or a transport break on eviction); on_exhausted runs once per exhausted incident",
+    rule: "each chat() gets on_start, events, then exactly one of on_done/on_error/on_interrupted (or a transport break on eviction), and an interruption is taken on; on_exhausted runs once per exhausted incident",
     check,
 };
 
@@ -34,6 +34,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 
 fn check_chat(input: &CheckInput, chat: u32, callbacks: &[CallbackFact]) -> Option<Violation> {
     let mut terminal: Option<&str> = None;
+    let mut terminal_at = 0;
     for (position, callback) in callbacks.iter().enumerate() {
         let at = callback.at;
         if let Some(first) = terminal {
@@ -49,8 +50,11 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[CallbackFact]) -> Opti
                 return Some(input.violation_at(NAME, at, format!("chat{chat}: {} before on_start", callback.name)))
             }
             "on_event" | "on_reset" => {}
-            name => terminal = Some(name),
+            name => (terminal, terminal_at) = (Some(name), at),
         }
+    }
+    if terminal == Some("on_interrupted") && input.run.end == RunEnd::Quiescent {
+        return interruption_seen_through(input, chat, terminal_at);
     }
     if terminal.is_none() && input.run.end == RunEnd::Quiescent {
         let at = callbacks.last().map(|callback| input.event_of(callback.at));
@@ -58,6 +62,31 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[CallbackFact]) -> Opti
         return Some(Violation { check: NAME.into(), message, at_event: at });
     }
     None
+}
+
+/// `on_interrupted` says the turn is not over: a recovery takes it on. Once
+/// the run has settled, that must show: a model call made after it, a
+/// failure someone was told, or a tool call the client still holds or
+/// answered after it (the conversation is the client's to go on with).
+/// Otherwise the caller was told "interrupted" and the partial stands as
+/// the answer.
+fn interruption_seen_through(input: &CheckInput, chat: u32, at: usize) -> Option<Violation> {
+    let history = &input.run.history;
+    let called_again =
+        history.crossings[at..].iter().any(|crossing| matches!(crossing.what, Boundary::ModelRequest { .. }));
+    let waiting = history.final_store().messages.iter().flat_map(|message| message.tools()).any(|tool| {
+        matches!(tool.state, ToolState::InputAvailable | ToolState::ApprovalRequested | ToolState::ApprovalResponded)
+    });
+    let client_answered = history.crossings[at..]
+        .iter()
+        .any(|crossing| matches!(crossing.what, Boundary::ToolResult { .. } | Boundary::Approval { .. }));
+    if called_again || waiting || client_answered || told_failure_since(history, at) {
+        return None;
+    }
+    let message = format!(
+        "chat{chat}: on_interrupted, then no recovery: no model call after it, no failure told, nothing waiting for the client"
+    );
+    Some(input.violation_at(NAME, at, message))
 }
 
 /// A callback dropped without a terminal call is a transport break only if
