@@ -13,7 +13,7 @@ use crate::scenario::{CallbackCounts, Count, RecoveryCounts};
 use crate::trace::Event;
 
 /// The name of every check this module can report (`expect_failure` may name one).
-pub const CHECKS: [&str; 23] = [
+pub const CHECKS: [&str; 24] = [
     "expect.continuations",
     "expect.model_calls",
     "expect.model_calls_at_ms",
@@ -24,6 +24,7 @@ pub const CHECKS: [&str; 23] = [
     "expect.client_received",
     "expect.caller_errors",
     "expect.hooks.on_exhausted",
+    "expect.hooks.on_exhausted_reasons",
     "expect.snapshots",
     "expect.timing",
     "expect.callbacks",

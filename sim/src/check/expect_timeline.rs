@@ -30,6 +30,16 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
         let actual = count_until(events, u64::MAX, |event| matches!(event, Event::OnExhausted { .. }));
         violations.extend(mismatch("expect.hooks.on_exhausted", "`on_exhausted` calls", expected, actual));
     }
+    if let Some(expected) = expect.hooks.as_ref().map(|hooks| &hooks.on_exhausted_reasons).filter(|r| !r.is_empty()) {
+        let told = texts(events, |event| match event {
+            Event::OnExhausted { reason, .. } => Some(reason),
+            _ => None,
+        });
+        if told != *expected {
+            let detail = format!("expected `on_exhausted` told {expected:?}, got {told:?}");
+            violations.push(Violation::new("expect.hooks.on_exhausted_reasons", detail));
+        }
+    }
     for snapshot in &expect.snapshots {
         violations.extend(check_snapshot(input, snapshot));
     }

@@ -223,4 +223,8 @@ pub struct Timing {
 pub struct HookCounts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_exhausted: Option<Count>,
+    /// Exactly the reasons the host's `on_exhausted` was told, in order
+    /// (`max_attempts_exceeded`, `no_progress_timeout`, `stable_timeout`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub on_exhausted_reasons: Vec<String>,
 }
