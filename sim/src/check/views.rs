@@ -6,18 +6,19 @@
 use std::collections::BTreeMap;
 
 use turnsim_engine::ports::Frame;
-use turnsim_engine::{Chunk, Message, Part, Role};
+use turnsim_engine::{Chunk, Message, Part, Role, ToolState};
 
 use crate::history::{Boundary, CallbackCall, History};
 
 /// One part as a person sees it: step markers and empty text are invisible.
 /// A dynamic tool is a different part to a UI (`dynamic-tool`, rendered by
-/// its own branch), so it is shown as such.
+/// its own branch), so it is shown as such, and so is the decision on an
+/// approval answered and not yet acted on (a UI shows "approved").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shown {
     Text(String),
     Reasoning(String),
-    Tool { call_id: String, tool_name: String, state: &'static str, dynamic: bool },
+    Tool { call_id: String, tool_name: String, state: &'static str, dynamic: bool, approved: Option<bool> },
 }
 
 /// A message as shown: id, role and visible parts.
@@ -51,6 +52,10 @@ fn shown_message(message: &Message) -> ShownMessage {
                 tool_name: tool.tool_name.clone(),
                 state: tool.state.as_str(),
                 dynamic: tool.dynamic,
+                // Later states say it themselves (denied, or the tool ran).
+                approved: (tool.state == ToolState::ApprovalResponded)
+                    .then(|| tool.approval.as_ref().and_then(|approval| approval.approved))
+                    .flatten(),
             }),
         })
         .collect();

@@ -1199,6 +1199,22 @@ fn client_view_fires_when_a_client_is_never_told_the_recovery_ended() {
 }
 
 #[test]
+fn client_view_fires_when_a_client_is_never_shown_an_approval_decision() {
+    // `approval-client-tool-stays-with-client`: the approval leaves the
+    // call approval-responded; the tool frame says so, and the transcript
+    // sent after it shows the decision. Without that transcript the client
+    // shows an answered approval and not what was decided.
+    let run = Run::committed("approval-client-tool-stays-with-client", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let approved = crossing_of(&broken, "the approval", |what| matches!(what, Boundary::Approval { .. }));
+    let resent = (approved..broken.history.crossings.len())
+        .find(|&at| matches!(broken.history.crossings[at].what, Boundary::Frame { frame: Frame::Messages(_), .. }))
+        .expect("the transcript is sent again after the approval");
+    broken.history.crossings.remove(resent);
+    run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 shows a different transcript");
+}
+
+#[test]
 fn client_view_fires_when_a_late_client_misses_the_unflushed_text() {
     // The transcript client 2 gets on reconnect lacks the streamed text the
     // store does not hold yet (what the engine sent before it showed the
