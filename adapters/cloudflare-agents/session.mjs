@@ -423,7 +423,6 @@ export class Session {
     return "interrupted";
   }
 
-  /** Recovery gave up: the terminal message to every client. */
   /**
    * A recovery that gave up: the terminal message, and the recovery status
    * cleared. Cloudflare's engine clears it itself on the completed, skipped

@@ -189,10 +189,13 @@ impl Session {
     /// path ended it (an incident closed only once the store took it, a
     /// refused schedule): nobody keeps a "reconnecting" that never ends.
     fn settle_recovery_status(&mut self) {
+        if !self.recovering_shown {
+            return;
+        }
         let under_way = self.recovery_pending()
             || self.turn.as_ref().is_some_and(|turn| turn.kind == TurnKind::Recovery)
             || self.queue.iter().any(|queued| queued.kind == TurnKind::Recovery);
-        if self.recovering_shown && !under_way {
+        if !under_way {
             self.broadcast(Frame::Recovering(false));
         }
     }
@@ -292,28 +295,27 @@ impl Session {
     }
 
     fn connect(&mut self, connection_id: u64, connection: Box<dyn Connection>) {
-        self.send_state(connection.as_ref());
-        self.recovering_shown |= !self.durable.alarms.is_empty();
+        self.recovering_shown |= self.send_state(connection.as_ref());
         self.resuming.remove(&connection_id);
         self.connections.insert(connection_id, connection);
     }
 
     /// What a client needs to show the conversation as it stands: the live
     /// transcript, a terminal status stored for later clients, recovery in
-    /// progress.
-    fn send_state(&self, connection: &dyn Connection) {
+    /// progress. Returns whether it told the client a recovery is under way.
+    fn send_state(&self, connection: &dyn Connection) -> bool {
         connection.send(Frame::Messages(self.live_transcript()));
         if let Some(status) = &self.durable.terminal_status {
             let frame = Frame::Error { request_id: status.request_id.clone(), message: status.message.clone() };
             connection.send(frame);
         }
-        if !self.durable.alarms.is_empty() {
-            connection.send(Frame::Recovering(true));
-        } else if self.restarted {
-            // A connection kept through the restart may show a recovery
-            // the dead process never got to say was over.
-            connection.send(Frame::Recovering(false));
+        let recovering = !self.durable.alarms.is_empty();
+        if recovering || self.restarted {
+            // A connection kept through a restart may show a recovery the
+            // dead process never got to say was over.
+            connection.send(Frame::Recovering(recovering));
         }
+        recovering
     }
 
     /// A client asks to resume the stream: offered the running turn (and
@@ -343,8 +345,7 @@ impl Session {
         }
         self.resuming.remove(&connection_id);
         if let Some(connection) = self.connections.get(&connection_id) {
-            self.send_state(connection.as_ref());
-            self.recovering_shown |= !self.durable.alarms.is_empty();
+            self.recovering_shown |= self.send_state(connection.as_ref());
         }
     }
 

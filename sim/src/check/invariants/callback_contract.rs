@@ -72,15 +72,19 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[CallbackFact]) -> Opti
 /// the answer.
 fn interruption_seen_through(input: &CheckInput, chat: u32, at: usize) -> Option<Violation> {
     let history = &input.run.history;
-    let called_again =
-        history.crossings[at..].iter().any(|crossing| matches!(crossing.what, Boundary::ModelRequest { .. }));
-    let waiting = history.final_store().messages.iter().flat_map(|message| message.tools()).any(|tool| {
-        matches!(tool.state, ToolState::InputAvailable | ToolState::ApprovalRequested | ToolState::ApprovalResponded)
+    // A model call, or the client acting on a tool call, after it.
+    let went_on = history.crossings[at..].iter().any(|crossing| {
+        matches!(crossing.what, Boundary::ModelRequest { .. } | Boundary::ToolResult { .. } | Boundary::Approval { .. })
     });
-    let client_answered = history.crossings[at..]
-        .iter()
-        .any(|crossing| matches!(crossing.what, Boundary::ToolResult { .. } | Boundary::Approval { .. }));
-    if called_again || waiting || client_answered || told_failure_since(history, at) {
+    let waiting = || {
+        history.final_store().messages.iter().flat_map(|message| message.tools()).any(|tool| {
+            matches!(
+                tool.state,
+                ToolState::InputAvailable | ToolState::ApprovalRequested | ToolState::ApprovalResponded
+            )
+        })
+    };
+    if went_on || told_failure_since(history, at) || waiting() {
         return None;
     }
     let message = format!(

@@ -87,19 +87,16 @@ fn ended_text_stored_streaming(input: &CheckInput) -> Vec<Violation> {
                     let Some(call) = streaming_into.get(message.id.as_str()) else { continue };
                     let closed = ended.get(call).into_iter().flatten().filter(|(_, done)| **done);
                     for (&(reasoning, id), _) in closed {
-                        let last = message.parts.iter().rev().find(|part| match (part, reasoning) {
-                            (Part::Text { id: part_id, .. }, false) | (Part::Reasoning { id: part_id, .. }, true) => {
-                                part_id == id
+                        let state = message.parts.iter().rev().find_map(|part| match (part, reasoning) {
+                            (Part::Text { id: part_id, state, .. }, false)
+                            | (Part::Reasoning { id: part_id, state, .. }, true)
+                                if part_id == id =>
+                            {
+                                Some(*state)
                             }
-                            _ => false,
+                            _ => None,
                         });
-                        let still = matches!(
-                            last,
-                            Some(
-                                Part::Text { state: TextState::Streaming, .. }
-                                    | Part::Reasoning { state: TextState::Streaming, .. }
-                            )
-                        );
+                        let still = state == Some(TextState::Streaming);
                         if still && reported.insert((message.id.clone(), reasoning, id)) {
                             let text = format!(
                                 "{}: part {id} is stored streaming after model call #{call} ended it",
