@@ -186,18 +186,24 @@ impl Session {
     }
 
     /// Clients shown a recovery under way are told once none is, whatever
-    /// path ended it (an incident closed only once the store took it, a
-    /// refused schedule): nobody keeps a "reconnecting" that never ends.
+    /// path ended it (completed, parked, skipped, exhausted, an incident
+    /// closed only once the store took it, a refused schedule), and not
+    /// while another incident's recovery is still scheduled: nobody keeps
+    /// a "reconnecting" that never ends, or loses one that still runs.
     fn settle_recovery_status(&mut self) {
         if !self.recovering_shown {
             return;
         }
-        let under_way = self.recovery_pending()
-            || self.turn.as_ref().is_some_and(|turn| turn.kind == TurnKind::Recovery)
-            || self.queue.iter().any(|queued| queued.kind == TurnKind::Recovery);
-        if !under_way {
+        if !self.recovery_under_way() {
             self.broadcast(Frame::Recovering(false));
         }
+    }
+
+    /// A recovery is scheduled, waiting for an idle session, or running. (It
+    /// is never left queued: it is queued only when nothing runs or waits,
+    /// and starts at once.)
+    fn recovery_under_way(&self) -> bool {
+        self.recovery_pending() || self.turn.as_ref().is_some_and(|turn| turn.kind == TurnKind::Recovery)
     }
 
     /// A refused commit fails what was running when the store refused it,
@@ -309,7 +315,7 @@ impl Session {
             let frame = Frame::Error { request_id: status.request_id.clone(), message: status.message.clone() };
             connection.send(frame);
         }
-        let recovering = !self.durable.alarms.is_empty();
+        let recovering = self.recovery_under_way();
         if recovering || self.restarted {
             // A connection kept through a restart may show a recovery the
             // dead process never got to say was over.

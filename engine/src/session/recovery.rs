@@ -79,6 +79,7 @@ impl Session {
         // Clearing the dead turn's record and scheduling its recovery commit
         // together: a crash between them would leave nothing to recover.
         let staged = self.stage();
+        self.close_overtaken_incidents();
         match in_flight {
             Some(turn) => self.recover_evicted_turn(turn),
             None => {
@@ -235,18 +236,44 @@ impl Session {
         self.begin_recovery(None, ends, &target, Cause::Detected, delay_ms);
     }
 
-    /// An incident still attempting with no alarm and no turn in flight
-    /// died between taking its alarm and starting its recovery turn (or
-    /// while it waited for the session to go idle): schedule it again.
-    fn rescue_orphaned_incidents(&mut self) {
-        let orphaned: Vec<Incident> = self
-            .durable
+    /// An incident still attempting with no alarm, about an older user
+    /// message than the latest, died while its recovery waited or ran and
+    /// was overtaken: its alarm would have found the conversation changed.
+    /// It is closed, whether or not a turn was in flight.
+    fn close_overtaken_incidents(&mut self) {
+        let latest_user = self.durable.messages.iter().rev().find(|message| message.role == Role::User);
+        let Some(latest_user) = latest_user.map(|message| message.id.clone()) else {
+            return;
+        };
+        let overtaken: Vec<String> = self
+            .orphaned_incidents()
+            .filter(|incident| !is_about(&incident.id, &latest_user))
+            .map(|incident| incident.id.clone())
+            .collect();
+        if overtaken.is_empty() {
+            return;
+        }
+        self.close_incidents(overtaken.clone());
+        for incident_id in overtaken {
+            let reason = "conversation_changed".into();
+            self.observe(EngineEvent::RecoverySkipped { incident_id, reason });
+        }
+    }
+
+    /// Incidents still attempting with no alarm, not closed here.
+    fn orphaned_incidents(&self) -> impl Iterator<Item = &Incident> {
+        self.durable
             .incidents
             .values()
             .filter(|incident| incident.status == "attempting" && !self.has_alarm(&incident.id))
             .filter(|incident| !self.unrecorded.closed_incidents.contains(&incident.id))
-            .cloned()
-            .collect();
+    }
+
+    /// An incident still attempting with no alarm and no turn in flight
+    /// died between taking its alarm and starting its recovery turn (or
+    /// while it waited for the session to go idle): schedule it again.
+    fn rescue_orphaned_incidents(&mut self) {
+        let orphaned: Vec<Incident> = self.orphaned_incidents().cloned().collect();
         let Some(target) = self.durable.messages.last().map(|last| last.id.clone()) else {
             return;
         };
@@ -438,7 +465,6 @@ impl Session {
         };
         self.observe(event);
         self.broadcast(Frame::Error { request_id: request_id.to_string(), message: terminal });
-        self.broadcast(Frame::Recovering(false));
     }
 
     /// Tells the host the incident gave up, then records that it was told:
@@ -549,7 +575,6 @@ impl Session {
             self.close_incident(&alarm.incident_id);
         }
         self.observe(EngineEvent::RecoveryParked { incident_id: alarm.incident_id.clone() });
-        self.broadcast(Frame::Recovering(false));
     }
 
     fn skip(&mut self, alarm: &Alarm, reason: &str) {
@@ -557,7 +582,6 @@ impl Session {
             self.close_incident(&alarm.incident_id);
         }
         self.observe(EngineEvent::RecoverySkipped { incident_id: alarm.incident_id.clone(), reason: reason.into() });
-        self.broadcast(Frame::Recovering(false));
         // What changed the conversation may be a user message nothing
         // answers (a crash took its turn before it was recorded).
         self.recover_unanswered_user_message();
@@ -646,7 +670,6 @@ impl Session {
                 }
                 self.close_incidents(closed);
                 self.observe(EngineEvent::RecoveryCompleted { incident_id });
-                self.broadcast(Frame::Recovering(false));
             }
             TurnStatus::Interrupted | TurnStatus::Skipped => {}
             _ => {
@@ -670,7 +693,7 @@ impl Session {
         let about_it = |incident: &&Incident| {
             incident.status == "attempting"
                 && (scheduled_too || !self.has_alarm(&incident.id))
-                && incident.id.rsplit_once(':').is_some_and(|(_, message)| message == latest_user.id)
+                && is_about(&incident.id, &latest_user.id)
         };
         self.durable.incidents.values().filter(about_it).map(|incident| incident.id.clone()).collect()
     }
@@ -694,6 +717,12 @@ impl Session {
     pub(super) fn repair_keeps(&self, state: ToolState) -> bool {
         state == ToolState::InputStreaming && self.config.regressions.has(Regression::ContinueMidToolInput)
     }
+}
+
+/// Whether an incident is about user message `message_id` (the latest
+/// user message when it was opened: its id ends with it).
+fn is_about(incident_id: &str, message_id: &str) -> bool {
+    incident_id.rsplit_once(':').is_some_and(|(_, about)| about == message_id)
 }
 
 /// Drops every `step-start` with no content after it before the next step

@@ -106,40 +106,70 @@ impl ClientView {
 }
 
 /// The views of the connections still open at the end of the run, by
-/// connection id. A connection closes on its disconnect or when the engine
-/// process dies, unless it outlives a memory-only eviction: then, once
-/// the new process is handed it (its `connect`), it shows what it showed
-/// before and what it is sent from then on. One the client closed before
-/// that was never handed over.
+/// connection id.
 pub fn open_client_views(history: &History) -> BTreeMap<u64, ClientView> {
-    let mut views: BTreeMap<u64, ClientView> = BTreeMap::new();
-    let mut killed: BTreeMap<u64, ClientView> = BTreeMap::new();
-    let mut kept: BTreeMap<u64, ClientView> = BTreeMap::new();
+    let mut views = ClientViews::default();
     for (index, crossing) in history.iter().enumerate() {
-        match &crossing.what {
+        views.step(index, &crossing.what);
+    }
+    views.open
+}
+
+/// Every client's view, followed crossing by crossing. A connection closes
+/// on its disconnect or when the engine process dies, unless it outlives a
+/// memory-only eviction: then, once the new process is handed it (its
+/// `connect`), it shows what it showed before and what it is sent from
+/// then on. One the client closed before that was never handed over.
+#[derive(Default)]
+pub struct ClientViews {
+    pub open: BTreeMap<u64, ClientView>,
+    killed: BTreeMap<u64, ClientView>,
+    kept: BTreeMap<u64, ClientView>,
+    /// Connections offered a resume and not yet acked: the engine sends
+    /// them nothing until the ack, so they may lag behind it.
+    held: BTreeMap<u64, String>,
+}
+
+impl ClientViews {
+    pub fn step(&mut self, index: usize, crossing: &Boundary) {
+        match crossing {
             Boundary::Connect { connection } => {
-                let view = kept.remove(connection).unwrap_or(ClientView { opened_at: index, ..ClientView::default() });
-                views.insert(*connection, view);
+                let view =
+                    self.kept.remove(connection).unwrap_or(ClientView { opened_at: index, ..ClientView::default() });
+                self.open.insert(*connection, view);
+                self.held.remove(connection);
             }
             Boundary::Disconnect { connection } => {
-                views.remove(connection);
+                self.open.remove(connection);
+                self.held.remove(connection);
             }
             Boundary::Killed => {
-                killed = std::mem::take(&mut views);
-                kept.clear();
+                self.killed = std::mem::take(&mut self.open);
+                self.kept.clear();
+                self.held.clear();
             }
             Boundary::KeptOpen { connections } => {
-                kept = connections.iter().filter_map(|id| killed.remove_entry(id)).collect();
+                self.kept = connections.iter().filter_map(|id| self.killed.remove_entry(id)).collect();
+            }
+            Boundary::ResumeAck { connection, request_id } if self.held.get(connection) == Some(request_id) => {
+                self.held.remove(connection);
             }
             Boundary::Frame { connection, frame } => {
-                if let Some(view) = views.get_mut(connection) {
+                if let Frame::StreamResuming { request_id } = frame {
+                    self.held.insert(*connection, request_id.clone());
+                }
+                if let Some(view) = self.open.get_mut(connection) {
                     view.apply(frame);
                 }
             }
             _ => {}
         }
     }
-    views
+
+    /// The open connections the engine is not holding back.
+    pub fn in_step(&self) -> impl Iterator<Item = (&u64, &ClientView)> {
+        self.open.iter().filter(|(connection, _)| !self.held.contains_key(connection))
+    }
 }
 
 /// What a `chat()` caller showed when its call ended.

@@ -1199,6 +1199,68 @@ fn client_view_fires_when_a_client_is_never_told_the_recovery_ended() {
 }
 
 #[test]
+fn client_view_fires_when_a_client_is_told_no_recovery_while_another_is_scheduled() {
+    // `recovery-status-stays-while-another-is-scheduled`: the first recovery
+    // stands down at 4.5 s while the second one's alarm is stored. A
+    // "not recovering" sent with the stand-down leaves the client showing
+    // none while one is scheduled, until the recovery is over.
+    let run = Run::committed("recovery-status-stays-while-another-is-scheduled", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let second = crossing_of(&broken, "the second incident's alarm", |what| {
+        let puts_it = |write: &Write| matches!(write, Write::PutAlarm(alarm) if alarm.id == "alarm-r4:m5-1");
+        matches!(what, Boundary::Commit { writes } if writes.iter().any(puts_it))
+    });
+    let shown = second
+        + broken.history.crossings[second..]
+            .iter()
+            .position(|crossing| matches!(crossing.what, Boundary::Frame { frame: Frame::Recovering(true), .. }))
+            .expect("the client is shown the second recovery");
+    let told = Boundary::Frame { connection: 1, frame: Frame::Recovering(false) };
+    insert_crossings(&mut broken, shown + 1, vec![told]);
+    run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        "client connection c1 shows no recovery under way while the store holds incident r4:m5 attempting",
+    );
+}
+
+#[test]
+fn client_view_fires_when_a_client_is_told_no_recovery_while_it_runs() {
+    // `stall-recovers`: the recovery's alarm is taken and its turn runs;
+    // the incident stays attempting until the turn has answered. A client
+    // told "not recovering" as the recovery's model call goes out is wrong
+    // from there, though no alarm is stored any more.
+    let run = Run::committed("stall-recovers", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let request = crossing_of(&broken, "the recovery's model request", |what| {
+        matches!(what, Boundary::ModelRequest { call: 2, .. })
+    });
+    let told = Boundary::Frame { connection: 1, frame: Frame::Recovering(false) };
+    insert_crossings(&mut broken, request + 1, vec![told]);
+    run.assert_fires(CLIENT_VIEW, &broken, "shows no recovery under way while the store holds incident");
+}
+
+#[test]
+fn client_view_accepts_a_recovery_ended_before_the_store_records_it() {
+    // `store-refuses-closing-a-recovered-incident`: the recovery answered
+    // and the client is told it is over, but the store refuses to close the
+    // incident and holds it attempting a second longer. The engine tried to
+    // end it: that is not a recovery hidden from the client.
+    let run = Run::committed("store-refuses-closing-a-recovered-incident", CLIENT_VIEW);
+    let record = run.broken();
+    let refused = crossing_of(&record, "the refused closure", |what| {
+        let closes = |write: &Write| matches!(write, Write::RemoveIncident(_));
+        matches!(what, Boundary::CommitRefused { writes } if writes.iter().any(closes))
+    });
+    let told = |crossing: &Crossing| matches!(crossing.what, Boundary::Frame { frame: Frame::Recovering(false), .. });
+    assert!(
+        record.history.crossings[refused..].iter().any(told),
+        "the client is told the recovery is over after the refused closure"
+    );
+    run.assert_passes(CLIENT_VIEW, &record, "a recovery whose closure the store refused");
+}
+
+#[test]
 fn client_view_fires_when_a_client_is_never_shown_an_approval_decision() {
     // `approval-client-tool-stays-with-client`: the approval leaves the
     // call approval-responded; the tool frame says so, and the transcript

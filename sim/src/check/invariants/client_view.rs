@@ -4,27 +4,33 @@
 //! retried attempt's text left on screen, a tool state never sent, a repair
 //! the client never heard of: each shows here. And a client is not left
 //! showing a recovery under way once the run has settled: with nothing
-//! left to run or wake for, no recovery can be going on.
+//! left to run or wake for, no recovery can be going on. Nor is it shown
+//! none while the store holds one still attempting.
+
+use std::collections::BTreeSet;
+
+use turnsim_engine::durable::{DurableState, Write};
 
 use super::Invariant;
-use crate::check::views::{open_client_views, shown, ShownMessage};
+use crate::check::views::{open_client_views, shown, ClientViews, ShownMessage};
 use crate::check::{CheckInput, Violation};
+use crate::history::Boundary;
 use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "client-view",
-    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript, and none still shows a recovery under way",
+    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript; a client shows a recovery under way while the store holds one attempting, and not once the run has settled",
     check,
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
+    let mut violations: Vec<Violation> = recovery_hidden(input).into_iter().collect();
     // Frames still in flight (a run cut at its horizon) prove nothing.
     if input.run.end != RunEnd::Quiescent {
-        return Vec::new();
+        return violations;
     }
     let history = &input.run.history;
     let stored = shown(&history.final_store().messages);
-    let mut violations = Vec::new();
     let at = history.crossings.last().map_or(0, |crossing| crossing.at_event).saturating_sub(1);
     for (connection, view) in open_client_views(history) {
         if view.recovering {
@@ -42,6 +48,71 @@ fn check(input: &CheckInput) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// Whenever the engine waits for its next input, a client in step with it
+/// (not held for a resume ack) shows a recovery under way if the store
+/// holds an incident still attempting: scheduled, waiting for an idle
+/// session, or running. One a refused commit tried to end or schedule does
+/// not count: the engine may tell clients a recovery is over (or never
+/// began) before the store records it.
+fn recovery_hidden(input: &CheckInput) -> Option<Violation> {
+    let history = &input.run.history;
+    let mut views = ClientViews::default();
+    let mut store = history.initial.clone();
+    let mut ending: BTreeSet<String> = BTreeSet::new();
+    let mut waited_since = 0;
+    for (index, crossing) in history.iter().enumerate() {
+        // The engine handles each input (a timer's too) in no sim time, so
+        // it rests before every input and wherever time passed. A kill may
+        // cut a handler short (between a commit and what follows it).
+        let waited = crossing.what.is_input() || crossing.at_us > waited_since;
+        waited_since = crossing.at_us;
+        let rest = waited && !matches!(crossing.what, Boundary::Killed | Boundary::KeptOpen { .. });
+        if rest {
+            if let Some(incident) = attempting_incident(&store, &ending) {
+                if let Some((connection, _)) = views.in_step().find(|(_, view)| !view.recovering) {
+                    let text = format!(
+                        "client connection c{connection} shows no recovery under way while the store holds incident {incident} attempting"
+                    );
+                    return Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
+                }
+            }
+        }
+        views.step(index, &crossing.what);
+        match &crossing.what {
+            Boundary::Commit { writes } => {
+                for write in writes {
+                    store.apply(write);
+                    if let Write::PutIncident(incident) = write {
+                        ending.remove(&incident.id);
+                    }
+                }
+            }
+            Boundary::CommitRefused { writes } => ending.extend(writes.iter().filter_map(ends_a_recovery)),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// An incident still attempting, not being ended.
+fn attempting_incident<'a>(store: &'a DurableState, ending: &BTreeSet<String>) -> Option<&'a str> {
+    store
+        .incidents
+        .values()
+        .find(|incident| incident.status == "attempting" && !ending.contains(&incident.id))
+        .map(|incident| incident.id.as_str())
+}
+
+/// The incident a write ends or gives up, if it does.
+fn ends_a_recovery(write: &Write) -> Option<String> {
+    match write {
+        Write::RemoveIncident(id) => Some(id.clone()),
+        Write::PutIncident(incident) if incident.status != "attempting" => Some(incident.id.clone()),
+        Write::PutAlarm(alarm) => Some(alarm.incident_id.clone()),
+        _ => None,
+    }
 }
 
 /// Where two shown transcripts first differ, in words.
