@@ -132,14 +132,34 @@ fn sweep_writes(
         if !seen.insert(timeline) {
             continue;
         }
-        // Invariants only: a crash legitimately changes the story the
-        // scenario's expectations describe (a retry takes the next call).
-        let input = CheckInput::new(&crashed, &record);
-        let mut violations = invariants::check_all(&input);
-        // A canary fails its named check on purpose, crash or no crash.
-        let expected = file.scenario.expect.expect_failure.as_deref();
-        violations.retain(|violation| Some(violation.check.as_ref()) != expected);
+        let violations = judge(file, &crashed, &record);
         outcomes.push(CrashOutcome { write, violations });
     }
     outcomes
+}
+
+/// One crash point's run, judged as the sweep judges it: what a failure
+/// line of the sweep names, replayed on its own.
+pub fn run_one(
+    file: &ScenarioFile,
+    seed: u64,
+    regressions: &RegressionSet,
+    write: usize,
+    fault_at: fn(&ScenarioFile, usize) -> ScenarioFile,
+) -> (world::RunRecord, Vec<Violation>) {
+    let crashed = fault_at(file, write);
+    let record = world::run(&crashed, seed, regressions);
+    let violations = judge(file, &crashed, &record);
+    (record, violations)
+}
+
+/// Invariants only: a crash legitimately changes the story the scenario's
+/// expectations describe (a retry takes the next call).
+fn judge(file: &ScenarioFile, crashed: &ScenarioFile, record: &world::RunRecord) -> Vec<Violation> {
+    let input = CheckInput::new(crashed, record);
+    let mut violations = invariants::check_all(&input);
+    // A canary fails its named check on purpose, crash or no crash.
+    let expected = file.scenario.expect.expect_failure.as_deref();
+    violations.retain(|violation| Some(violation.check.as_ref()) != expected);
+    violations
 }

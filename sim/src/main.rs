@@ -139,6 +139,13 @@ enum Command {
         /// connections stay open through it (with or without --at-commit).
         #[arg(long, conflicts_with = "store_errors")]
         memory_only: bool,
+        /// Replay one crash point (the number a failure line names) of one
+        /// scenario and print its whole timeline, judged as the sweep judges it.
+        #[arg(long, value_name = "WRITE")]
+        replay: Option<usize>,
+        /// Bring back a historical bug (repeatable); see `list regressions`.
+        #[arg(long = "regression")]
+        regressions: Vec<Regression>,
     },
     /// Measure seeded runs per second, time compression and exploration speed.
     Bench {
@@ -236,8 +243,12 @@ fn main() -> ExitCode {
             let options = ExploreFlags { cases, seed, jobs, regressions, max_shrink_iters, store_faults };
             explore_command(options, &out)
         }
-        Command::CrashPoints { paths, seed, store_errors, at_commit, memory_only } => {
-            crash_points(&paths, seed, Sweep { store_errors, at_commit, memory_only })
+        Command::CrashPoints { paths, seed, store_errors, at_commit, memory_only, replay, regressions } => {
+            let mode = Sweep { store_errors, at_commit, memory_only, regressions: RegressionSet::of(regressions) };
+            match replay {
+                Some(write) => replay_crash_point(&paths, seed, &mode, write),
+                None => crash_points(&paths, seed, mode),
+            }
         }
         Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios, cli.engine_cmd).map(|report| {
             match format {
@@ -399,25 +410,63 @@ struct Sweep {
     store_errors: bool,
     at_commit: bool,
     memory_only: bool,
+    regressions: RegressionSet,
+}
+
+impl Sweep {
+    /// How a failure line names the crash point.
+    fn what(&self) -> &'static str {
+        match (self.store_errors, self.at_commit, self.memory_only) {
+            (true, ..) => "the store refused commit",
+            (false, true, false) => "died as it returned from commit",
+            (false, false, false) => "evicted after write",
+            (false, true, true) => "lost its memory as it returned from commit",
+            (false, false, true) => "lost its memory after write",
+        }
+    }
+
+    /// The scenario with the fault of crash point `write` added.
+    fn fault_at(&self) -> fn(&ScenarioFile, usize) -> ScenarioFile {
+        use turnsim::crash_points::*;
+        match (self.store_errors, self.at_commit, self.memory_only) {
+            (true, ..) => with_refused_commit,
+            (false, true, true) => with_memory_loss_at_commit,
+            (false, false, true) => with_memory_loss_after,
+            (false, true, false) => with_crash_at_commit,
+            (false, false, false) => with_crash_after,
+        }
+    }
+
+    /// The command that replays crash point `write` of `file`.
+    fn replay_command(&self, file: &ScenarioFile, seed: u64, write: usize) -> String {
+        let flags = [
+            (self.store_errors, " --store-errors"),
+            (self.at_commit, " --at-commit"),
+            (self.memory_only, " --memory-only"),
+        ];
+        let flags: String = flags.iter().filter(|(on, _)| *on).map(|(_, flag)| *flag).collect();
+        let path = file.path.display();
+        let mut command =
+            format!("cargo run --release -p turnsim -- crash-points {path} --seed {seed}{flags} --replay {write}");
+        for regression in self.regressions.iter() {
+            command.push_str(&format!(" --regression {regression}"));
+        }
+        command.push_str(&turnsim::world::engine_flag());
+        command
+    }
 }
 
 fn crash_points(paths: &[PathBuf], seed: u64, mode: Sweep) -> Result<ExitCode, ScenarioError> {
     use turnsim::crash_points::{refusal_sweep, sweep, sweep_at_commit, sweep_memory_only, CrashOutcome};
     let files = load_some(paths)?;
-    let what = match (mode.store_errors, mode.at_commit, mode.memory_only) {
-        (true, ..) => "the store refused commit",
-        (false, true, false) => "died as it returned from commit",
-        (false, false, false) => "evicted after write",
-        (false, true, true) => "lost its memory as it returned from commit",
-        (false, false, true) => "lost its memory after write",
-    };
+    let what = mode.what();
     let run_sweep = |file: &ScenarioFile| -> Vec<CrashOutcome> {
-        let regressions = RegressionSet::default();
+        let regressions = &mode.regressions;
         match (mode.store_errors, mode.at_commit, mode.memory_only) {
-            (true, ..) => refusal_sweep(file, seed, &regressions),
-            (false, at_once, true) => sweep_memory_only(file, seed, &regressions, at_once),
-            (false, true, false) => sweep_at_commit(file, seed, &regressions),
-            (false, false, false) => sweep(file, seed, &regressions),
+            (true, ..) => refusal_sweep(file, seed, regressions),
+            (false, at_once, true) => sweep_memory_only(file, seed, regressions, at_once),
+            (false, true, false) => sweep_at_commit(file, seed, regressions),
+            (false, false, false) => sweep(file, seed, regressions),
         }
     };
     let mut failed = 0;
@@ -431,6 +480,7 @@ fn crash_points(paths: &[PathBuf], seed: u64, mode: Sweep) -> Result<ExitCode, S
                 for violation in &outcome.violations {
                     outln!("    {}: {}", violation.check, violation.message);
                 }
+                outln!("    replay: {}", mode.replay_command(file, seed, outcome.write));
             }
         }
     }
@@ -439,6 +489,23 @@ fn crash_points(paths: &[PathBuf], seed: u64, mode: Sweep) -> Result<ExitCode, S
     }
     outln!("crash-points: {} passed, {failed} failed", runs - failed);
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// One crash point's whole timeline, as `replay` prints a seed's.
+fn replay_crash_point(paths: &[PathBuf], seed: u64, mode: &Sweep, write: usize) -> Result<ExitCode, ScenarioError> {
+    let [path] = paths else {
+        return Err(usage_error("crash-points --replay takes one scenario file"));
+    };
+    if write == 0 {
+        return Err(usage_error("crash points are numbered from 1"));
+    }
+    let file = load_scenario(path)?;
+    let regressions = &mode.regressions;
+    let (record, violations) = turnsim::crash_points::run_one(&file, seed, regressions, write, mode.fault_at());
+    outln!("crash point: {} {write}", mode.what());
+    let again = mode.replay_command(&file, seed, write);
+    print_replay(&file, seed, regressions, &record, &violations, &again);
+    Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn env_u64(name: &str) -> Result<Option<u64>, ScenarioError> {
@@ -571,7 +638,10 @@ fn replay(
             });
             outln!("{}", serde_json::to_string_pretty(&json).expect("serialises"));
         }
-        ReplayFormat::Text => print_replay(&scenario, seed, regressions, &record, &violations),
+        ReplayFormat::Text => {
+            let again = runner::replay_command(&scenario, seed, regressions);
+            print_replay(&scenario, seed, regressions, &record, &violations, &again);
+        }
         ReplayFormat::Mermaid => output::emit(&turnsim::mermaid::render(&record.events, &violations)),
         ReplayFormat::Html => output::emit(&turnsim::html::render(&scenario, seed, regressions, &record, &violations)),
     }
@@ -584,6 +654,7 @@ fn print_replay(
     regressions: &RegressionSet,
     record: &turnsim::world::RunRecord,
     violations: &[turnsim::check::Violation],
+    replay: &str,
 ) {
     use std::fmt::Write as _;
     let names: Vec<&str> = regressions.iter().map(Regression::name).collect();
@@ -608,7 +679,7 @@ fn print_replay(
         let _ = writeln!(out, "FAILED {}: {}{at}", violation.check, violation.message);
     }
     if !violations.is_empty() {
-        let _ = writeln!(out, "replay: {}", runner::replay_command(scenario, seed, regressions));
+        let _ = writeln!(out, "replay: {replay}");
     }
     output::emit(&out);
 }

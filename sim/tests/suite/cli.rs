@@ -210,3 +210,24 @@ fn explore_prints_its_finding_even_when_it_cannot_write_it() {
     assert!(text.contains("the shrunk scenario:\n# "), "the YAML, printed instead: {text}");
     assert!(stderr(&output).contains("cannot write the shrunk scenario"), "{}", stderr(&output));
 }
+
+/// A failing crash point names the command that replays it, and that
+/// command shows the same failure on its whole timeline.
+#[test]
+fn a_failing_crash_point_replays_from_its_failure_line() {
+    let sweep = output(&["crash-points", FAILING, "--regression", REGRESSION]);
+    assert_eq!(sweep.status.code(), Some(1), "the regression fails a crash point: {}", stdout(&sweep));
+    let report = stdout(&sweep);
+    let violation =
+        report.lines().find(|line| line.starts_with("    single-continuation: ")).expect("a violation line");
+    let replay = report.lines().find_map(|line| line.strip_prefix("    replay: ")).expect("a replay line");
+    let args: Vec<&str> =
+        replay.strip_prefix("cargo run --release -p turnsim -- ").expect("a turnsim command").split(' ').collect();
+    assert!(args.contains(&"--replay") && args.contains(&REGRESSION), "the crash point and the regression: {replay}");
+    let replayed = output(&args);
+    let timeline = stdout(&replayed);
+    assert_eq!(replayed.status.code(), Some(1), "the replay fails as the sweep did: {timeline}");
+    assert!(timeline.starts_with("crash point: evicted after write "), "it names the crash point: {timeline}");
+    assert!(timeline.contains(&format!("FAILED {}", violation.trim())), "the same violation: {timeline}");
+    assert!(timeline.contains("world     evict"), "the eviction is on the timeline: {timeline}");
+}
