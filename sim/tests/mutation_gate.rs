@@ -2,9 +2,10 @@
 //! docs/mutants.md): everything that judges the engine's behaviour — the
 //! committed scenarios on their own seeds, every crash point (after a
 //! write, as a commit returns, a refused commit, a memory-only eviction
-//! after a write), blind exploration, and
-//! every historical regression caught by the scenarios that guard it. A
-//! mutant survives only if all of it stays green. In release it runs in
+//! after a write), blind exploration,
+//! every historical regression caught by the scenarios that guard it, and
+//! the committed timelines (`snapshots/`: what a person replaying a seed
+//! reads). A mutant survives only if all of it stays green. In release it runs in
 //! seconds, so a mutant costs little more than its build.
 
 use std::path::{Path, PathBuf};
@@ -13,6 +14,8 @@ use turnsim::crash_points::{refusal_sweep, sweep, sweep_at_commit, sweep_memory_
 use turnsim::explore::{explore, ExploreOptions};
 use turnsim::runner::run_one;
 use turnsim::scenario::{load_paths, ScenarioFile};
+use turnsim::trace::render_timeline;
+use turnsim::world;
 use turnsim_engine::{RegressionSet, ALL_REGRESSIONS};
 
 const CRASH_SEEDS: [u64; 2] = [0, 1];
@@ -113,5 +116,25 @@ fn every_regression_is_caught_by_the_scenarios_that_guard_it() {
             let caught = (0..GUARD_SEEDS).any(|seed| !run_one(file, seed, &on).1.is_empty());
             assert!(caught, "{} guards {regression} but passes with it on", file.path.display());
         }
+    }
+}
+
+/// As `snapshots::scenario_timelines_at_seed_zero` in the suite, compared
+/// here without insta, which would write `.snap.new` files into the tree
+/// the mutants are built in.
+#[test]
+fn every_timeline_matches_its_snapshot() {
+    let snapshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("snapshots");
+    for file in all_scenarios() {
+        let seed = file.scenario.seed_start;
+        let record = world::run(&file, seed, &RegressionSet::default());
+        let timeline =
+            format!("seed {seed}, {:?} after {} ms\n{}", record.end, record.sim_ms, render_timeline(&record.events));
+        let stem = file.path.file_stem().expect("stem").to_string_lossy().to_string();
+        let path = snapshots.join(format!("{stem}.snap"));
+        let snap = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        // The body follows the header insta writes between two `---` lines.
+        let body = snap.splitn(3, "---\n").nth(2).unwrap_or_else(|| panic!("{}: no header", path.display()));
+        assert_eq!(body.trim_end(), timeline.trim_end(), "{stem}: the timeline differs from its snapshot");
     }
 }
