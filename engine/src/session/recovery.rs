@@ -444,18 +444,31 @@ impl Session {
     /// terminal frame of `request_id`'s stream, and is recorded durably for
     /// clients that connect later, in the same commit as the spent incident
     /// (which owes the host its `on_exhausted` until the hook has run).
+    /// Other incidents about the same user message (a crash opened it
+    /// twice) end with it: the user is told once that it could not recover,
+    /// and no answer follows that.
     fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str) {
         let terminal = self.config.recovery.terminal_message.clone();
         let status = TerminalStatus { request_id: request_id.to_string(), message: terminal.clone() };
+        let about = incident.id.rsplit_once(':').map_or("", |(_, about)| about);
+        let siblings: Vec<String> = self
+            .durable
+            .incidents
+            .values()
+            .filter(|other| other.id != incident.id && other.status == "attempting" && is_about(&other.id, about))
+            .map(|other| other.id.clone())
+            .collect();
+        let ends = |id: &String| *id == incident.id || siblings.contains(id);
         let alarms: Vec<Write> = self
             .durable
             .alarms
             .iter()
-            .filter(|alarm| alarm.incident_id == incident.id)
+            .filter(|alarm| ends(&alarm.incident_id))
             .map(|alarm| Write::RemoveAlarm(alarm.id.clone()))
             .collect();
         let mut writes = vec![Write::PutIncident(incident.clone()), Write::Terminal(Some(status))];
         writes.extend(alarms);
+        writes.extend(siblings.iter().map(|id| Write::RemoveIncident(id.clone())));
         self.commit(writes);
         self.call_exhausted_hook(&incident, reason);
         let event = EngineEvent::RecoveryExhausted {

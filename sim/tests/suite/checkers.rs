@@ -1241,6 +1241,28 @@ fn client_view_fires_when_a_client_is_told_no_recovery_while_it_runs() {
 }
 
 #[test]
+fn client_view_fires_when_an_incident_is_left_attempting_with_nothing_to_run() {
+    // `stall-recovers`: cut the run where the recovery's alarm is taken, and
+    // tell the client the recovery is over. The store still holds the
+    // incident attempting and nothing will ever run it: a recovery hidden
+    // from the client at the run's end.
+    let run = Run::committed("stall-recovers", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let taken = crossing_of(&broken, "the alarm taken", |what| {
+        let removes = |write: &Write| matches!(write, Write::RemoveAlarm(_));
+        matches!(what, Boundary::Commit { writes } if writes.iter().any(removes))
+    });
+    broken.history.crossings.truncate(taken + 1);
+    let told = Boundary::Frame { connection: 1, frame: Frame::Recovering(false) };
+    insert_crossings(&mut broken, taken + 1, vec![told]);
+    run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        "client connection c1 shows no recovery under way while the store holds incident r1:m2 attempting",
+    );
+}
+
+#[test]
 fn client_view_accepts_a_recovery_ended_before_the_store_records_it() {
     // `store-refuses-closing-a-recovered-incident`: the recovery answered
     // and the client is told it is over, but the store refuses to close the

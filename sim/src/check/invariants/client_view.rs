@@ -55,7 +55,8 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 /// holds an incident still attempting: scheduled, waiting for an idle
 /// session, or running. One a refused commit tried to end or schedule does
 /// not count: the engine may tell clients a recovery is over (or never
-/// began) before the store records it.
+/// began) before the store records it. A settled run is judged at its end
+/// too: an incident left attempting then is a recovery nobody will run.
 fn recovery_hidden(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
     let mut views = ClientViews::default();
@@ -70,13 +71,8 @@ fn recovery_hidden(input: &CheckInput) -> Option<Violation> {
         waited_since = crossing.at_us;
         let rest = waited && !matches!(crossing.what, Boundary::Killed | Boundary::KeptOpen { .. });
         if rest {
-            if let Some(incident) = attempting_incident(&store, &ending) {
-                if let Some((connection, _)) = views.in_step().find(|(_, view)| !view.recovering) {
-                    let text = format!(
-                        "client connection c{connection} shows no recovery under way while the store holds incident {incident} attempting"
-                    );
-                    return Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
-                }
+            if let Some(text) = hidden(&views, &store, &ending) {
+                return Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
             }
         }
         views.step(index, &crossing.what);
@@ -93,7 +89,19 @@ fn recovery_hidden(input: &CheckInput) -> Option<Violation> {
             _ => {}
         }
     }
-    None
+    // A settled run rests for good: an incident still attempting then is a
+    // recovery nobody will run, hidden from a client that is told none.
+    let text = hidden(&views, &store, &ending).filter(|_| input.run.end == RunEnd::Quiescent)?;
+    Some(Violation::at(INVARIANT.name, input.event_of(history.crossings.len().saturating_sub(1)), text))
+}
+
+/// A client in step shown no recovery while the store holds one attempting.
+fn hidden(views: &ClientViews, store: &DurableState, ending: &BTreeSet<String>) -> Option<String> {
+    let incident = attempting_incident(store, ending)?;
+    let (connection, _) = views.in_step().find(|(_, view)| !view.recovering)?;
+    Some(format!(
+        "client connection c{connection} shows no recovery under way while the store holds incident {incident} attempting"
+    ))
 }
 
 /// An incident still attempting, not being ended.
