@@ -213,7 +213,11 @@ impl Session {
             delivery_id: checkpoint.id.clone(),
             request_id: request_id.clone(),
         });
-        self.enqueue_reply(request_id, Default::default(), Some(callback), Some(checkpoint.id), None);
+        // The new reply goes after the delivery's message and the replies to
+        // it that stay, not after later messages' replies.
+        let answers = self.stored_replies(&checkpoint.user_text).last().map(|reply| reply.id.clone());
+        let answers = answers.or_else(|| self.asked(&checkpoint.user_text).map(|asked| asked.id.clone()));
+        self.enqueue_reply(request_id, Default::default(), Some(callback), Some(checkpoint.id), answers);
     }
 
     /// Text-only replies to the delivery's message that dead turns left: the
@@ -234,9 +238,18 @@ impl Session {
     /// The assistant messages that answer the last user message with `user_text`.
     fn stored_replies<'a>(&'a self, user_text: &str) -> impl Iterator<Item = &'a Message> + 'a {
         let messages = &self.durable.messages;
-        let asked = messages.iter().rposition(|message| message.role == Role::User && message.text() == user_text);
+        let asked = self.asked_at(user_text);
         let replies = asked.map_or(&messages[..0], |asked| &messages[asked + 1..]);
         replies.iter().take_while(|message| message.role == Role::Assistant)
+    }
+
+    /// The last user message with `user_text`: the delivery's.
+    fn asked(&self, user_text: &str) -> Option<&Message> {
+        self.asked_at(user_text).map(|at| &self.durable.messages[at])
+    }
+
+    fn asked_at(&self, user_text: &str) -> Option<usize> {
+        self.durable.messages.iter().rposition(|message| message.role == Role::User && message.text() == user_text)
     }
 
     /// A delivery that never showed text is answered again after a restart:

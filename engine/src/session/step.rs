@@ -45,10 +45,18 @@ impl Session {
     }
 
     /// The durable transcript, as this process knows it, with the in-flight
-    /// message in its place.
+    /// message in its place, up to it: messages that wait after the reply
+    /// being written (user messages queued behind it) are not the model's
+    /// to answer in it.
     pub(super) fn request_messages(&self) -> Vec<crate::transcript::Message> {
         let known = self.durable.messages.iter().map(|message| self.as_known(message).into_owned()).collect();
-        self.with_turn(known)
+        let mut messages = self.with_turn(known);
+        if let Some(turn) = self.turn.as_ref() {
+            if let Some(at) = messages.iter().position(|message| message.id == turn.assistant.id) {
+                messages.truncate(at + 1);
+            }
+        }
+        messages
     }
 
     /// The store's transcript with the in-flight message in its place: what

@@ -1,6 +1,6 @@
 //! Expectations on what the store holds at the end of a run (the history's
 //! commits folded in): tool parts by state or field, the last answer's
-//! exact text, a message's exact parts.
+//! exact text, a message's exact parts, the messages' order.
 
 use turnsim_engine::transcript::{Message, ToolPart};
 use turnsim_engine::Role;
@@ -28,6 +28,12 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     }
     for (message_id, expected) in &expect.parts {
         violations.extend(check_parts(messages, message_id, expected));
+    }
+    if !expect.order.is_empty() {
+        let actual: Vec<&str> = messages.iter().map(|message| message.id.as_str()).collect();
+        if actual != expect.order {
+            violations.push(Violation::new("expect.order", format!("expected {:?}, got {actual:?}", expect.order)));
+        }
     }
     violations
 }

@@ -1020,6 +1020,9 @@ pub struct Expect {
     /// (`step-start`, `text "Hi."`, `tool tc-1 lookup output-available output "x"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub parts: BTreeMap<String, Vec<String>>,
+    /// Exactly the stored messages' ids, in transcript order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub order: Vec<String>,
     /// Each text appears in some frame a client received.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_received: Vec<String>,

@@ -61,6 +61,13 @@ fn final_text_and_parts_are_exact() {
 }
 
 #[test]
+fn the_order_of_stored_messages_is_exact() {
+    assert_holds(RETRY, "  order: [m2, m3]\n");
+    assert_fires(RETRY, "  order: [m3, m2]\n", "expect.order: expected [\"m3\", \"m2\"], got [\"m2\", \"m3\"]");
+    assert_fires(RETRY, "  order: [m2]\n", "expect.order: expected [\"m2\"], got [\"m2\", \"m3\"]");
+}
+
+#[test]
 fn tool_parts_are_checked_field_by_field() {
     assert_holds(
         TOOL,
