@@ -259,12 +259,20 @@ impl Session {
         checkpoint.stage == DeliveryStage::Accepted && !self.kept_reply_shows_text(&checkpoint.user_text)
     }
 
-    /// A delivery will be answered again by its own turn.
-    pub(super) fn delivery_will_answer(&self, delivery_id: Option<&str>) -> bool {
-        let again = |checkpoint: &DeliveryCheckpoint| self.answers_again(checkpoint);
-        match delivery_id {
-            Some(id) => self.durable.deliveries.get(id).is_some_and(again),
-            None => self.durable.deliveries.values().any(again),
-        }
+    /// The delivery will be answered again by its own turn.
+    pub(super) fn delivery_will_answer(&self, delivery_id: &str) -> bool {
+        self.durable.deliveries.get(delivery_id).is_some_and(|checkpoint| self.answers_again(checkpoint))
+    }
+
+    /// The last message is a user message nothing will answer: not a
+    /// delivery's that its own turn answers again. (Another delivery
+    /// answered again does not answer it.)
+    pub(super) fn user_message_waits(&self) -> bool {
+        let Some(last) = self.durable.messages.last().filter(|last| last.role == Role::User) else {
+            return false;
+        };
+        let text = last.text();
+        let its_own = |checkpoint: &DeliveryCheckpoint| checkpoint.user_text == text && self.answers_again(checkpoint);
+        !self.durable.deliveries.values().any(its_own)
     }
 }

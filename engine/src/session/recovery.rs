@@ -195,7 +195,7 @@ impl Session {
             // It ended here; `record_unrecorded_ends` records its end.
             return;
         }
-        let answered_again = turn.delivery_id.is_some() && self.delivery_will_answer(turn.delivery_id.as_deref());
+        let answered_again = turn.delivery_id.as_deref().is_some_and(|id| self.delivery_will_answer(id));
         let mut writes = vec![Write::InFlight(None)];
         // A delivery that never showed text is answered again from its user
         // message: the dead turn's partial goes, so the transcript holds one
@@ -219,6 +219,9 @@ impl Session {
         }
         self.commit(writes);
         if answered_again {
+            // A message that waited behind the delivery's turn is answered
+            // once that answer is done.
+            self.recover_unanswered_user_message();
             return;
         }
         // Nothing of the reply was stored, or a newer user message was
@@ -226,7 +229,7 @@ impl Session {
         // answered): retry from the last user message. A delivery that will
         // be answered again answers its own message.
         let last = self.durable.messages.last();
-        let user_waits = last.is_some_and(|last| last.role == Role::User) && !self.delivery_will_answer(None);
+        let user_waits = self.user_message_waits();
         let target = match self.durable.message(&turn.message_id) {
             Some(_) if !user_waits => turn.message_id.clone(),
             _ => last.map(|last| last.id.clone()).unwrap_or_default(),
@@ -291,7 +294,7 @@ impl Session {
         let Some(last) = self.durable.messages.last() else {
             return;
         };
-        if last.role != Role::User || !self.durable.alarms.is_empty() || self.delivery_will_answer(None) {
+        if !self.user_message_waits() || !self.durable.alarms.is_empty() {
             return;
         }
         let root = format!("retry-{}", last.id);
@@ -567,13 +570,19 @@ impl Session {
         let alarm = wait.alarm;
         let config = &self.config;
         let closed = self.unrecorded.closed_incidents.contains(&alarm.incident_id);
+        let retries_a_message =
+            self.durable.message(&alarm.message_id).is_some_and(|message| message.role == Role::User);
         if closed || !self.durable.incidents.contains_key(&alarm.incident_id) {
             // Another of its alarms already ran the recovery that closed it
             // (one the store refused to remove ran again).
             self.skip(&alarm, "incident_closed");
         } else if self.durable.messages.last().is_none_or(|last| last.id != alarm.message_id) {
             self.skip(&alarm, "conversation_changed");
-        } else if has_pending_interaction(&self.durable.messages, |name| config.is_client_tool(name)) {
+        } else if !retries_a_message
+            && has_pending_interaction(&self.durable.messages, |name| config.is_client_tool(name))
+        {
+            // A retry of a user message that waited answers it as its own
+            // turn would have: a tool left with the client does not hold it.
             self.park(&alarm);
         } else {
             self.enqueue_recovery_turn(alarm);

@@ -106,6 +106,13 @@ pub enum FaultCase {
     },
     /// The host's `on_exhausted` hook throws.
     HookThrows,
+    /// Another user message arrives `at_ms` into the story, perhaps while
+    /// a reply still streams: over the connection, through `chat()`, or as
+    /// a messenger delivery of its own. Not a fault, but shrunk as one.
+    Message {
+        at_ms: u64,
+        via: Entry,
+    },
     /// Slow, racy links to the client and (in a `chat()` story) the
     /// caller: each message waits up to `delay_max_ms`; `duplicate_percent`
     /// of what is sent to the engine arrives twice. `resume`: the client
@@ -176,7 +183,7 @@ impl Case {
                 ..ClientSpec::default()
             },
             caller: CallerSpec { link: if self.entry == Entry::Chat { self.link() } else { LinkSpec::default() } },
-            actions: [self.entry_action()].into_iter().chain(disconnect_actions(self)).collect(),
+            actions: [self.entry_action()].into_iter().chain(disconnect_actions(self)).chain(self.messages()).collect(),
             faults: self.faults(),
             expect: Expect::default(),
         }
@@ -253,13 +260,20 @@ impl Case {
     }
 
     fn entry_action(&self) -> Action {
-        let message = |via| ActionKind::UserMessage(UserMessage { text: "go".into(), via, stall_timeout_ms: None });
-        let kind = match self.entry {
-            Entry::Connection => message(Via::Connection),
-            Entry::Chat => message(Via::Chat),
-            Entry::Messenger => ActionKind::Deliver(Delivery { id: "d1".into(), text: "go".into() }),
-        };
-        Action { when: When::AtMs(RangeMs::ZERO), kind }
+        Action { when: When::AtMs(RangeMs::ZERO), kind: message(self.entry, "go", "d1") }
+    }
+
+    /// The story's later user messages, each with a text (and a delivery
+    /// id) of its own: a messenger tells its deliveries apart by both.
+    fn messages(&self) -> impl Iterator<Item = Action> + '_ {
+        let later = self.faults.iter().filter_map(|fault| match fault {
+            FaultCase::Message { at_ms, via } => Some((*at_ms, *via)),
+            _ => None,
+        });
+        later.enumerate().map(|(index, (at_ms, via))| {
+            let (text, delivery) = (format!("and then {}", index + 1), format!("d{}", index + 2));
+            Action { when: When::AtMs(RangeMs::exact(at_ms)), kind: message(via, &text, &delivery) }
+        })
     }
 
     /// Model-call faults land on successive calls (call 1, then the retry or
@@ -267,7 +281,7 @@ impl Case {
     fn faults(&self) -> Vec<Fault> {
         // Posts are refused only where a messenger posts.
         let applies = |fault: &&FaultCase| match fault {
-            FaultCase::Disconnect { .. } | FaultCase::SlowLinks { .. } => false,
+            FaultCase::Disconnect { .. } | FaultCase::SlowLinks { .. } | FaultCase::Message { .. } => false,
             FaultCase::PostRefused { .. } | FaultCase::PostSlow { .. } => self.entry == Entry::Messenger,
             _ => true,
         };
@@ -348,6 +362,7 @@ impl Case {
             }),
             FaultCase::Disconnect { .. } => unreachable!("disconnects are actions"),
             FaultCase::SlowLinks { .. } => unreachable!("links are the client's and the caller's"),
+            FaultCase::Message { .. } => unreachable!("messages are actions"),
         }
     }
 }
@@ -396,6 +411,16 @@ fn answer(tool: &ToolCase) -> AnswerSpec {
 }
 
 /// Disconnects are actions, not faults, in the scenario format.
+/// A user message with `text` as it arrives by `via`.
+fn message(via: Entry, text: &str, delivery: &str) -> ActionKind {
+    let user = |via| ActionKind::UserMessage(UserMessage { text: text.into(), via, stall_timeout_ms: None });
+    match via {
+        Entry::Connection => user(Via::Connection),
+        Entry::Chat => user(Via::Chat),
+        Entry::Messenger => ActionKind::Deliver(Delivery { id: delivery.into(), text: text.into() }),
+    }
+}
+
 pub fn disconnect_actions(case: &Case) -> Vec<Action> {
     case.faults
         .iter()

@@ -93,7 +93,7 @@ fn fault_of(kind: u8, tools: usize) -> BoxedStrategy<FaultCase> {
         ]
         .boxed(),
         // Slow, racy links to the client and the caller.
-        _ => (20u64..400, any::<bool>(), 0u8..60, any::<bool>())
+        9 => (20u64..400, any::<bool>(), 0u8..60, any::<bool>())
             .prop_map(|(delay_max_ms, reorder, duplicate_percent, resume)| FaultCase::SlowLinks {
                 delay_max_ms,
                 reorder,
@@ -101,16 +101,23 @@ fn fault_of(kind: u8, tools: usize) -> BoxedStrategy<FaultCase> {
                 resume,
             })
             .boxed(),
+        // Another user message while the story runs, by any way in.
+        _ => (0u64..3_000, entry()).prop_map(|(at_ms, via)| FaultCase::Message { at_ms, via }).boxed(),
     }
 }
 
-/// The swarm: which of the fault kinds are on (six, or ten with the
-/// host's: the store's two, the chat surface's and the hook's, the links),
-/// then up to two of each.
+/// Kind of [`fault_of`]: a later user message (not the host's doing, so
+/// in every swarm).
+const MESSAGE: u8 = 10;
+
+/// The swarm: which of the fault kinds are on (seven: the model's, the
+/// evictions, disconnects and later messages; or eleven with the host's:
+/// the store's two, the chat surface's and the hook's, the links), then up
+/// to two of each.
 fn faults(tools: usize, store_faults: bool) -> impl Strategy<Value = Vec<FaultCase>> {
-    let kinds = if store_faults { 10 } else { 6 };
-    prop::collection::vec(prop::bool::weighted(0.3), kinds).prop_flat_map(move |on| {
-        let kinds: Vec<u8> = on.iter().enumerate().filter(|(_, on)| **on).map(|(kind, _)| kind as u8).collect();
+    let kinds: Vec<u8> = if store_faults { (0..=MESSAGE).collect() } else { vec![0, 1, 2, 3, 4, 5, MESSAGE] };
+    prop::collection::vec(prop::bool::weighted(0.3), kinds.len()).prop_flat_map(move |on| {
+        let kinds: Vec<u8> = kinds.iter().zip(&on).filter(|(_, on)| **on).map(|(kind, _)| *kind).collect();
         let per_kind: Vec<BoxedStrategy<Vec<FaultCase>>> =
             kinds.into_iter().map(|kind| prop::collection::vec(fault_of(kind, tools), 1..=2).boxed()).collect();
         per_kind.prop_map(|groups| groups.into_iter().flatten().collect::<Vec<_>>())

@@ -8,8 +8,10 @@ use turnsim::runner::run_one;
 use turnsim::scenario::load_scenario;
 use turnsim_engine::{RegressionSet, ALL_REGRESSIONS};
 
-/// Cases each regression must be found within (the CLI default is 2000).
-const CASE_BUDGET: usize = 1000;
+/// Cases each regression must be found within: the CLI's default. (With
+/// later user messages in the swarm, `volatile-continuation-intent` is
+/// found at case 1276 of sweep seed 1.)
+const CASE_BUDGET: usize = 2000;
 const SWEEP_SEED: u64 = 1;
 
 fn options(regressions: RegressionSet, cases: usize) -> ExploreOptions {
