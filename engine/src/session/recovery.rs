@@ -81,7 +81,12 @@ impl Session {
         let staged = self.stage();
         self.close_overtaken_incidents();
         match in_flight {
-            Some(turn) => self.recover_evicted_turn(turn),
+            Some(turn) => {
+                // The dead turn's own recovery is scheduled first: what is
+                // still orphaned after it belongs to no turn that died.
+                self.recover_evicted_turn(turn);
+                self.rescue_orphaned_incidents();
+            }
             None => {
                 self.rescue_orphaned_incidents();
                 self.recover_unanswered_user_message();
@@ -272,9 +277,9 @@ impl Session {
             .filter(|incident| !self.unrecorded.closed_incidents.contains(&incident.id))
     }
 
-    /// An incident still attempting with no alarm and no turn in flight
-    /// died between taking its alarm and starting its recovery turn (or
-    /// while it waited for the session to go idle): schedule it again.
+    /// An incident still attempting with no alarm, not the dead turn's
+    /// own, died between taking its alarm and starting its recovery turn
+    /// (or while it waited for the session to go idle): schedule it again.
     fn rescue_orphaned_incidents(&mut self) {
         let orphaned: Vec<Incident> = self.orphaned_incidents().cloned().collect();
         let Some(target) = self.durable.messages.last().map(|last| last.id.clone()) else {

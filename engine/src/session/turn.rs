@@ -120,9 +120,13 @@ impl Session {
         let mut batch = vec![request_write, message_write, Write::PutMessage(message)];
         batch.extend(self.turn_options_write(&message_id, options));
         batch.extend(writes);
+        let refused_before = self.refused;
         if !self.commit(batch) {
             // Nothing was stored: the sender is told, by its callback or as
-            // the request's terminal frame, and nothing else happens.
+            // the request's terminal frame, and nothing else happens. The
+            // refusal is handled here: a turn running now wrote nothing in
+            // it, and does not fail for it.
+            self.refused = refused_before;
             let message = super::STORE_REFUSED_MESSAGE;
             match callback {
                 Some(mut callback) => callback.on_error(message),
@@ -292,7 +296,9 @@ impl Session {
         let mut repaired_ids = Vec::new();
         let mut writes = Vec::new();
         for message in self.durable.messages.iter().filter(|message| message.role == Role::Assistant) {
-            let mut repaired = message.clone();
+            // As this process knows it: a result in an end the store refused
+            // is still the tool's, and was shown; it is not repaired away.
+            let mut repaired = self.as_known(message).into_owned();
             let ids = repaired.repair_tools(|tool| self.repair_keeps(tool.state));
             if !ids.is_empty() {
                 repaired_ids.extend(ids);

@@ -137,6 +137,9 @@ impl CallFact {
 pub struct CallbackFact {
     /// Index in the history.
     pub at: usize,
+    /// Where the engine made the call: earlier than `at` on a slow caller
+    /// link.
+    pub sent_at: usize,
     pub name: &'static str,
 }
 
@@ -227,8 +230,9 @@ impl Facts {
                 self.callbacks.entry(*chat).or_default();
                 self.chat_called.entry(*chat).or_insert(index);
             }
-            Boundary::Callback { chat, call, .. } => {
-                self.callbacks.entry(*chat).or_default().push(CallbackFact { at: index, name: callback_name(call) })
+            Boundary::Callback { chat, call, sent_at } => {
+                let fact = CallbackFact { at: index, sent_at: sent_at.unwrap_or(index), name: callback_name(call) };
+                self.callbacks.entry(*chat).or_default().push(fact);
             }
             Boundary::Post { post, delivery, text } => self.on_post(index, at_us, *post, delivery, text, true),
             Boundary::PostRefused { post, delivery, text, .. } => {

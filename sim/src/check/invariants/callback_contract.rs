@@ -34,7 +34,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 
 fn check_chat(input: &CheckInput, chat: u32, callbacks: &[CallbackFact]) -> Option<Violation> {
     let mut terminal: Option<&str> = None;
-    let mut terminal_at = 0;
+    let (mut terminal_at, mut terminal_sent_at) = (0, 0);
     for (position, callback) in callbacks.iter().enumerate() {
         let at = callback.at;
         if let Some(first) = terminal {
@@ -50,11 +50,11 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[CallbackFact]) -> Opti
                 return Some(input.violation_at(NAME, at, format!("chat{chat}: {} before on_start", callback.name)))
             }
             "on_event" | "on_reset" => {}
-            name => (terminal, terminal_at) = (Some(name), at),
+            name => (terminal, terminal_at, terminal_sent_at) = (Some(name), at, callback.sent_at),
         }
     }
     if terminal == Some("on_interrupted") && input.run.end == RunEnd::Quiescent {
-        return interruption_seen_through(input, chat, terminal_at);
+        return interruption_seen_through(input, chat, terminal_at, terminal_sent_at);
     }
     if terminal.is_none() && input.run.end == RunEnd::Quiescent {
         let at = callbacks.last().map(|callback| input.event_of(callback.at));
@@ -70,10 +70,11 @@ fn check_chat(input: &CheckInput, chat: u32, callbacks: &[CallbackFact]) -> Opti
 /// answered after it (the conversation is the client's to go on with).
 /// Otherwise the caller was told "interrupted" and the partial stands as
 /// the answer.
-fn interruption_seen_through(input: &CheckInput, chat: u32, at: usize) -> Option<Violation> {
+fn interruption_seen_through(input: &CheckInput, chat: u32, at: usize, sent_at: usize) -> Option<Violation> {
     let history = &input.run.history;
-    // A model call, or the client acting on a tool call, after it.
-    let went_on = history.crossings[at..].iter().any(|crossing| {
+    // A model call, or the client acting on a tool call, after the engine
+    // said it (a slow caller link may deliver it later).
+    let went_on = history.crossings[sent_at..].iter().any(|crossing| {
         matches!(crossing.what, Boundary::ModelRequest { .. } | Boundary::ToolResult { .. } | Boundary::Approval { .. })
     });
     let waiting = || {
@@ -84,7 +85,7 @@ fn interruption_seen_through(input: &CheckInput, chat: u32, at: usize) -> Option
             )
         })
     };
-    if went_on || told_failure_since(history, at) || waiting() {
+    if went_on || told_failure_since(history, sent_at) || waiting() {
         return None;
     }
     let message = format!(

@@ -164,16 +164,18 @@ fn unanswered_last_message(input: &CheckInput) -> Option<Violation> {
     let last_user = messages.iter().rposition(|message| message.role == Role::User)?;
     let answered =
         messages[last_user + 1..].iter().any(|message| message.role == Role::Assistant && !message.parts.is_empty());
-    if answered || told_why_not(input) {
+    if answered || told_why_not(input, &messages[last_user].text()) {
         return None;
     }
     Some(Violation::new(NAME, format!("user message {} was never answered", messages[last_user].id)))
 }
 
 /// Whether a failure was reported, or stored for later clients, after the
-/// last message came in.
-fn told_why_not(input: &CheckInput) -> bool {
+/// last stored message (`text`) came in. A later one the store refused is
+/// not it: its sender was told so, and the stored one is still owed.
+fn told_why_not(input: &CheckInput, text: &str) -> bool {
     let history = &input.run.history;
-    let since = (0..history.crossings.len()).rev().find(|&at| new_message(history, at).is_some()).unwrap_or(0);
+    let brought_it = |at: &usize| new_message(history, *at) == Some(text);
+    let since = (0..history.crossings.len()).rev().find(brought_it).unwrap_or(0);
     crate::check::facts::told_failure_since(&input.run.history, since)
 }
