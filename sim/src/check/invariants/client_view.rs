@@ -50,7 +50,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     violations
 }
 
-/// Whenever the engine waits for its next input, a client in step with it
+/// Wherever the engine rests, a client in step with it
 /// (not held for a resume ack) shows a recovery under way if the store
 /// holds an incident still attempting: scheduled, waiting for an idle
 /// session, or running. One a refused commit tried to end or schedule does
@@ -64,10 +64,15 @@ fn recovery_hidden(input: &CheckInput) -> Option<Violation> {
     let mut ending: BTreeSet<String> = BTreeSet::new();
     let mut waited_since = 0;
     for (index, crossing) in history.iter().enumerate() {
-        // The engine handles each input (a timer's too) in no sim time, so
-        // it rests before every input and wherever time passed. A kill may
-        // cut a handler short (between a commit and what follows it).
-        let waited = crossing.what.is_input() || crossing.at_us > waited_since;
+        // The engine rests before each input (a timer's too: it handles
+        // each in no sim time) and wherever time passed. Not before a
+        // kill, which may cut a handler short; nor before a connect or a
+        // disconnect in the instant of what came before it: across the
+        // process boundary, a disconnect in the same instant as its connect
+        // may be taken before the frames answering the connect are recorded.
+        let waited = crossing.at_us > waited_since
+            || (crossing.what.is_input()
+                && !matches!(crossing.what, Boundary::Connect { .. } | Boundary::Disconnect { .. }));
         waited_since = crossing.at_us;
         let rest = waited && !matches!(crossing.what, Boundary::Killed | Boundary::KeptOpen { .. });
         if rest {
