@@ -199,6 +199,11 @@ impl Session {
         }
     }
 
+    /// The latest user message in the store.
+    fn latest_user(&self) -> Option<&crate::transcript::Message> {
+        self.durable.messages.iter().rev().find(|message| message.role == crate::Role::User)
+    }
+
     /// A recovery is scheduled, waiting for an idle session, or running. (It
     /// is never left queued: it is queued only when nothing runs or waits,
     /// and starts at once.)

@@ -249,7 +249,7 @@ impl Session {
     /// was overtaken: its alarm would have found the conversation changed.
     /// It is closed, whether or not a turn was in flight.
     fn close_overtaken_incidents(&mut self) {
-        let latest_user = self.durable.messages.iter().rev().find(|message| message.role == Role::User);
+        let latest_user = self.latest_user();
         let Some(latest_user) = latest_user.map(|message| message.id.clone()) else {
             return;
         };
@@ -400,7 +400,7 @@ impl Session {
     }
 
     fn incident_id(&self, root: &str) -> String {
-        let latest_user = self.durable.messages.iter().rev().find(|message| message.role == Role::User);
+        let latest_user = self.latest_user();
         format!("{root}:{}", latest_user.map(|message| message.id.as_str()).unwrap_or(""))
     }
 
@@ -458,7 +458,7 @@ impl Session {
     fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str) {
         let terminal = self.config.recovery.terminal_message.clone();
         let status = TerminalStatus { request_id: request_id.to_string(), message: terminal.clone() };
-        let about = incident.id.rsplit_once(':').map_or("", |(_, about)| about);
+        let about = about(&incident.id);
         let siblings: Vec<String> = self
             .durable
             .incidents
@@ -713,7 +713,7 @@ impl Session {
     /// well: a recovery answers for every recovery of the message, while a
     /// continuation never runs beside a scheduled one (it waits for it).
     pub(super) fn answered_incidents(&self, scheduled_too: bool) -> Vec<String> {
-        let latest_user = self.durable.messages.iter().rev().find(|message| message.role == Role::User);
+        let latest_user = self.latest_user();
         let Some(latest_user) = latest_user else {
             return Vec::new();
         };
@@ -746,10 +746,14 @@ impl Session {
     }
 }
 
-/// Whether an incident is about user message `message_id` (the latest
-/// user message when it was opened: its id ends with it).
+/// The user message an incident is about: the latest when it was opened
+/// (its id ends with it).
+fn about(incident_id: &str) -> &str {
+    incident_id.rsplit_once(':').map_or("", |(_, about)| about)
+}
+
 fn is_about(incident_id: &str, message_id: &str) -> bool {
-    incident_id.rsplit_once(':').is_some_and(|(_, about)| about == message_id)
+    incident_id.rsplit_once(':').is_some() && about(incident_id) == message_id
 }
 
 /// Drops every `step-start` with no content after it before the next step

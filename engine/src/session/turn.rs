@@ -152,7 +152,7 @@ impl Session {
 
     /// The settings the latest user message came with.
     pub(super) fn stored_turn_options(&self) -> TurnOptions {
-        let latest_user = self.durable.messages.iter().rev().find(|message| message.role == Role::User);
+        let latest_user = self.latest_user();
         let Some(stored) = self.durable.extra.get(TURN_OPTIONS_KEY) else {
             return TurnOptions::default();
         };
