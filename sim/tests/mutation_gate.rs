@@ -7,8 +7,13 @@
 //! the committed timelines (`snapshots/`: what a person replaying a seed
 //! reads). A mutant survives only if all of it stays green. In release it runs in
 //! seconds, so a mutant costs little more than its build.
+//!
+//! Two of its tests drive the `turnsim` binary the mutant builds into: the
+//! scenarios with the engine across the protocol (its JSON is engine code),
+//! and each regression's failure replayed from the command the report prints.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use turnsim::crash_points::{refusal_sweep, sweep, sweep_at_commit, sweep_memory_only, CrashOutcome};
 use turnsim::explore::{explore, ExploreOptions};
@@ -136,5 +141,49 @@ fn every_timeline_matches_its_snapshot() {
         // The body follows the header insta writes between two `---` lines.
         let body = snap.splitn(3, "---\n").nth(2).unwrap_or_else(|| panic!("{}: no header", path.display()));
         assert_eq!(body.trim_end(), timeline.trim_end(), "{stem}: the timeline differs from its snapshot");
+    }
+}
+
+fn turnsim(args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_turnsim"));
+    command.args(args).current_dir(scenarios_dir().join("..")).env_remove("MADSIM_TEST_SEED");
+    command.output().expect("run turnsim")
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// What crosses the protocol is the engine's own serialisation: a field
+/// lost on the wire is behaviour an out-of-process engine gets wrong.
+#[test]
+fn every_scenario_passes_over_the_protocol() {
+    let served = format!("{} engine", env!("CARGO_BIN_EXE_turnsim"));
+    let output = turnsim(&["run", "scenarios", "--seeds", "1", "--jobs", "1", "--engine-cmd", &served]);
+    assert!(output.status.success(), "{}", text(&output));
+}
+
+/// A failure's replay line names what it ran with: replayed as printed,
+/// each regression's failure shows again, under that regression.
+#[test]
+fn every_regressions_failure_replays_from_its_printed_command() {
+    let files = all_scenarios();
+    for regression in ALL_REGRESSIONS {
+        let name = regression.name();
+        let file = files.iter().find(|file| guards(file).contains(name)).expect("a guard");
+        let path = file.path.to_string_lossy().to_string();
+        let swept = turnsim(&["run", &path, "--regression", name, "--jobs", "1"]);
+        let report = text(&swept);
+        assert_eq!(swept.status.code(), Some(1), "{name} fails its guard: {report}");
+        let replay = report.lines().find_map(|line| line.trim().strip_prefix("replay: ")).expect("a replay line");
+        let args: Vec<&str> = replay
+            .strip_prefix("cargo run --release -p turnsim -- ")
+            .unwrap_or_else(|| panic!("a turnsim command: {replay}"))
+            .split(' ')
+            .collect();
+        let replayed = turnsim(&args);
+        let timeline = text(&replayed);
+        assert_eq!(replayed.status.code(), Some(1), "{replay} fails as the sweep did: {timeline}");
+        assert!(timeline.contains(&format!("regressions={name}\n")), "{replay} runs with {name}: {timeline}");
     }
 }
