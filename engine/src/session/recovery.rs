@@ -164,9 +164,17 @@ impl Session {
                 self.unrecorded.closed_incidents.remove(incident_id);
             }
         } else {
-            self.unrecorded.closed_incidents.extend(incident_ids);
+            self.unrecorded.closed_incidents.extend(incident_ids.iter().cloned());
             // Recorded again shortly: a crash before then must not find it open.
             self.timers.reconcile.get_or_insert(clock::now() + RECONCILE_AFTER);
+        }
+        // A recovery waiting for the session to go idle is over with its
+        // incident: clients are not shown it under way meanwhile.
+        let waits = |wait: &RecoveryWait| incident_ids.contains(&wait.alarm.incident_id);
+        if let Some(wait) = self.recovery_wait.take_if(|wait| waits(wait)) {
+            self.timers.stable = None;
+            self.stand_down(&wait.alarm, "incident_closed");
+            self.arm_alarm_timer();
         }
     }
 
@@ -558,10 +566,31 @@ impl Session {
             return self.arm_alarm_timer();
         };
         self.commit(vec![Write::RemoveAlarm(alarm.id.clone())]);
+        let incident = self.durable.incidents.get(&alarm.incident_id);
+        let gave_up = incident.is_some_and(|incident| incident.status != "attempting");
+        if gave_up || self.recovery_under_way_for(&alarm.incident_id) {
+            // The incident gave up, or its recovery already runs, waits to,
+            // or waits for the session: this alarm was set twice (a restart
+            // scheduled it again, or the store refused its removal and it
+            // fired again).
+            return self.arm_alarm_timer();
+        }
+        if incident.is_none() || self.unrecorded.closed_incidents.contains(&alarm.incident_id) {
+            // Left behind by a closed incident: no recovery waits for it.
+            self.skip(&alarm, "incident_closed");
+            return self.arm_alarm_timer();
+        }
         self.recovery_wait = Some(RecoveryWait { alarm });
         let stable_timeout = Duration::from_millis(self.config.recovery.stable_timeout_ms);
         self.timers.stable = Some(clock::now() + stable_timeout);
         self.run_recovery_when_stable();
+    }
+
+    fn recovery_under_way_for(&self, incident_id: &str) -> bool {
+        let for_it = |id: &Option<String>| id.as_deref() == Some(incident_id);
+        self.turn.as_ref().is_some_and(|turn| for_it(&turn.incident_id))
+            || self.queue.iter().any(|queued| for_it(&queued.incident_id))
+            || self.recovery_wait.as_ref().is_some_and(|wait| wait.alarm.incident_id == incident_id)
     }
 
     /// Runs a waiting recovery once no turn runs; parks it (no budget spent)
@@ -608,6 +637,11 @@ impl Session {
         if self.durable.incidents.contains_key(&alarm.incident_id) {
             self.close_incident(&alarm.incident_id);
         }
+        self.stand_down(alarm, reason);
+    }
+
+    /// A recovery that will not run, its incident closed.
+    fn stand_down(&mut self, alarm: &Alarm, reason: &str) {
         self.observe(EngineEvent::RecoverySkipped { incident_id: alarm.incident_id.clone(), reason: reason.into() });
         // What changed the conversation may be a user message nothing
         // answers (a crash took its turn before it was recorded).

@@ -1195,7 +1195,10 @@ fn client_view_fires_when_a_client_is_never_told_the_recovery_ended() {
         &broken,
         "client connection c1 still shows a recovery under way after the run settled",
     );
-    assert_eq!(violations.len(), 1, "the transcript itself is right: {violations:#?}");
+    // Once the incident is closed it shows one with none stored, too.
+    let indicator = |violation: &Violation| violation.message.contains("shows a recovery under way while the store");
+    assert_eq!(violations.len(), 2, "the transcript itself is right: {violations:#?}");
+    assert!(violations.iter().any(indicator), "judged as soon as the run rests: {violations:#?}");
 }
 
 #[test]
@@ -1260,6 +1263,46 @@ fn client_view_fires_when_an_incident_is_left_attempting_with_nothing_to_run() {
         &broken,
         "client connection c1 shows no recovery under way while the store holds incident r1:m2 attempting",
     );
+}
+
+#[test]
+fn client_view_fires_when_a_client_is_shown_a_recovery_before_any_is_stored() {
+    // `stall-recovers`: a client told a recovery is under way as the first
+    // model call goes out shows one while the store holds none, until the
+    // stall stores its incident 2 s later.
+    let run = Run::committed("stall-recovers", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let request =
+        crossing_of(&broken, "the first model request", |what| matches!(what, Boundary::ModelRequest { call: 1, .. }));
+    let told = Boundary::Frame { connection: 1, frame: Frame::Recovering(true) };
+    insert_crossings(&mut broken, request + 1, vec![told]);
+    run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        "client connection c1 shows a recovery under way while the store holds none attempting",
+    );
+}
+
+#[test]
+fn client_view_accepts_a_recovery_shown_before_the_store_refused_to_schedule_it() {
+    // `store-refuses-to-schedule-a-recovery`: the stall's recovery is never
+    // stored (the store refuses the commit). An engine that told clients a
+    // recovery was under way before the store answered, and that they are
+    // not once the held continuation runs, only said what it tried.
+    let run = Run::committed("store-refuses-to-schedule-a-recovery", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let refused = crossing_of(&broken, "the refused schedule", |what| {
+        let schedules = |write: &Write| matches!(write, Write::PutIncident(_));
+        matches!(what, Boundary::CommitRefused { writes } if writes.iter().any(schedules))
+    });
+    let shown = Boundary::Frame { connection: 1, frame: Frame::Recovering(true) };
+    insert_crossings(&mut broken, refused, vec![shown]);
+    let continued = crossing_of(&broken, "the continuation's model request", |what| {
+        matches!(what, Boundary::ModelRequest { call: 2, .. })
+    });
+    let over = Boundary::Frame { connection: 1, frame: Frame::Recovering(false) };
+    insert_crossings(&mut broken, continued + 1, vec![over]);
+    run.assert_passes(CLIENT_VIEW, &broken, "a recovery the store refused to schedule");
 }
 
 #[test]

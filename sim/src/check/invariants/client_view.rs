@@ -5,7 +5,8 @@
 //! the client never heard of: each shows here. And a client is not left
 //! showing a recovery under way once the run has settled: with nothing
 //! left to run or wake for, no recovery can be going on. Nor is it shown
-//! none while the store holds one still attempting.
+//! none while the store holds one still attempting, nor one while the
+//! store holds none.
 
 use std::collections::BTreeSet;
 
@@ -19,12 +20,12 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "client-view",
-    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript; a client shows a recovery under way while the store holds one attempting, and not once the run has settled",
+    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript; a client shows a recovery under way exactly while the store holds one attempting, and not once the run has settled",
     check,
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let mut violations: Vec<Violation> = recovery_hidden(input).into_iter().collect();
+    let mut violations: Vec<Violation> = recovery_misshown(input).into_iter().collect();
     // Frames still in flight (a run cut at its horizon) prove nothing.
     if input.run.end != RunEnd::Quiescent {
         return violations;
@@ -57,11 +58,19 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 /// not count: the engine may tell clients a recovery is over (or never
 /// began) before the store records it. A settled run is judged at its end
 /// too: an incident left attempting then is a recovery nobody will run.
-fn recovery_hidden(input: &CheckInput) -> Option<Violation> {
+/// And a client shows none while the store holds none attempting, unless
+/// a refused commit tried to schedule one (the engine may have said so
+/// before the store refused it). That needs an engine that keeps its
+/// incidents in the shared vocabulary: one whose run never wrote one
+/// (the Cloudflare port keeps them opaque) is judged so only at the end.
+fn recovery_misshown(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
     let mut views = ClientViews::default();
     let mut store = history.initial.clone();
     let mut ending: BTreeSet<String> = BTreeSet::new();
+    let mut scheduling: BTreeSet<String> = BTreeSet::new();
+    let typed =
+        !history.initial.incidents.is_empty() || history.iter().any(|crossing| writes_an_incident(&crossing.what));
     let mut waited_since = 0;
     for (index, crossing) in history.iter().enumerate() {
         // The engine rests before each input (a timer's too: it handles
@@ -76,7 +85,9 @@ fn recovery_hidden(input: &CheckInput) -> Option<Violation> {
         waited_since = crossing.at_us;
         let rest = waited && !matches!(crossing.what, Boundary::Killed | Boundary::KeptOpen { .. });
         if rest {
-            if let Some(text) = hidden(&views, &store, &ending) {
+            if let Some(text) =
+                hidden(&views, &store, &ending).or_else(|| stale(&views, &store, &scheduling).filter(|_| typed))
+            {
                 return Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
             }
         }
@@ -88,9 +99,15 @@ fn recovery_hidden(input: &CheckInput) -> Option<Violation> {
                     if let Write::PutIncident(incident) = write {
                         ending.remove(&incident.id);
                     }
+                    if let Some(id) = schedules_a_recovery(write).or_else(|| ends_a_recovery(write)) {
+                        scheduling.remove(&id);
+                    }
                 }
             }
-            Boundary::CommitRefused { writes } => ending.extend(writes.iter().filter_map(ends_a_recovery)),
+            Boundary::CommitRefused { writes } => {
+                ending.extend(writes.iter().filter_map(ends_a_recovery));
+                scheduling.extend(writes.iter().filter_map(schedules_a_recovery));
+            }
             _ => {}
         }
     }
@@ -109,6 +126,17 @@ fn hidden(views: &ClientViews, store: &DurableState, ending: &BTreeSet<String>) 
     ))
 }
 
+/// A client in step shown a recovery under way while the store holds no
+/// incident attempting and no refused commit tried to schedule one.
+fn stale(views: &ClientViews, store: &DurableState, scheduling: &BTreeSet<String>) -> Option<String> {
+    let any_attempting = store.incidents.values().any(|incident| incident.status == "attempting");
+    if any_attempting || !scheduling.is_empty() {
+        return None;
+    }
+    let (connection, _) = views.in_step().find(|(_, view)| view.recovering)?;
+    Some(format!("client connection c{connection} shows a recovery under way while the store holds none attempting"))
+}
+
 /// An incident still attempting, not being ended.
 fn attempting_incident<'a>(store: &'a DurableState, ending: &BTreeSet<String>) -> Option<&'a str> {
     store
@@ -124,6 +152,23 @@ fn ends_a_recovery(write: &Write) -> Option<String> {
         Write::RemoveIncident(id) => Some(id.clone()),
         Write::PutIncident(incident) if incident.status != "attempting" => Some(incident.id.clone()),
         Write::PutAlarm(alarm) => Some(alarm.incident_id.clone()),
+        _ => None,
+    }
+}
+
+fn writes_an_incident(crossing: &Boundary) -> bool {
+    match crossing {
+        Boundary::Commit { writes } | Boundary::CommitRefused { writes } => {
+            writes.iter().any(|write| matches!(write, Write::PutIncident(_)))
+        }
+        _ => false,
+    }
+}
+
+/// The incident a write schedules, if it does.
+fn schedules_a_recovery(write: &Write) -> Option<String> {
+    match write {
+        Write::PutIncident(incident) if incident.status == "attempting" => Some(incident.id.clone()),
         _ => None,
     }
 }
