@@ -399,7 +399,8 @@ impl Session {
     }
 
     fn deliver_end(&mut self, turn: &mut Turn, status: TurnStatus, error: Option<String>) {
-        let continuation = turn.kind == TurnKind::Continuation;
+        // As the model was asked: a recovery continues the answer before it.
+        let continuation = matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery);
         let request_id = turn.request_id.clone();
         match (status, error) {
             (TurnStatus::Error, message) => {

@@ -1306,6 +1306,34 @@ fn client_view_accepts_a_recovery_shown_before_the_store_refused_to_schedule_it(
 }
 
 #[test]
+fn client_view_fires_when_a_recovery_is_told_as_a_new_answer() {
+    // `stall-recovers`: the recovery asks the model to continue the partial
+    // answer; a client told its stream was a new answer would show it as
+    // one, apart from the partial it completes.
+    let run = Run::committed("stall-recovers", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let continued = |what: &Boundary| matches!(what, Boundary::ModelRequest { request, .. } if request.continuation);
+    let request_id = match &broken.history.crossings[crossing_of(&broken, "the recovery's request", continued)].what {
+        Boundary::ModelRequest { request, .. } => request.request_id.clone(),
+        _ => unreachable!("found as a model request"),
+    };
+    let done = crossing_of(
+        &broken,
+        "the recovery's done frame",
+        |what| matches!(what, Boundary::Frame { frame: Frame::Done { request_id: id, .. }, .. } if *id == request_id),
+    );
+    broken.history.crossings[done].what =
+        Boundary::Frame { connection: 1, frame: Frame::Done { request_id: request_id.clone(), continuation: false } };
+    run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        &format!(
+            "client connection c1 is told request {request_id} answered anew though the model was asked to continue"
+        ),
+    );
+}
+
+#[test]
 fn client_view_accepts_a_recovery_ended_before_the_store_records_it() {
     // `store-refuses-closing-a-recovered-incident`: the recovery answered
     // and the client is told it is over, but the store refuses to close the

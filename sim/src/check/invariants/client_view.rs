@@ -6,11 +6,13 @@
 //! showing a recovery under way once the run has settled: with nothing
 //! left to run or wake for, no recovery can be going on. Nor is it shown
 //! none while the store holds one still attempting, nor one while the
-//! store holds none.
+//! store holds none. A turn's `done` frame says whether its stream
+//! continued the answer before it, as the engine asked the model.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::durable::{DurableState, Write};
+use turnsim_engine::ports::Frame;
 
 use super::Invariant;
 use crate::check::views::{open_client_views, shown, ClientViews, ShownMessage};
@@ -20,12 +22,13 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "client-view",
-    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript; a client shows a recovery under way exactly while the store holds one attempting, and not once the run has settled",
+    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript; a client shows a recovery under way exactly while the store holds one attempting, and not once the run has settled; a `done` frame says a stream continued the answer before it exactly when the model was asked to continue",
     check,
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations: Vec<Violation> = recovery_misshown(input).into_iter().collect();
+    violations.extend(continuation_misflagged(input));
     // Frames still in flight (a run cut at its horizon) prove nothing.
     if input.run.end != RunEnd::Quiescent {
         return violations;
@@ -115,6 +118,33 @@ fn recovery_misshown(input: &CheckInput) -> Option<Violation> {
     // recovery nobody will run, hidden from a client that is told none.
     let text = hidden(&views, &store, &ending).filter(|_| input.run.end == RunEnd::Quiescent)?;
     Some(Violation::at(INVARIANT.name, input.event_of(history.crossings.len().saturating_sub(1)), text))
+}
+
+/// A turn's `done` frame tells a client whether the stream continued the
+/// answer before it (the model asked to continue) or answered anew: the
+/// flag agrees with what the engine asked the model for that request.
+fn continuation_misflagged(input: &CheckInput) -> Option<Violation> {
+    let mut asked: BTreeMap<&str, bool> = BTreeMap::new();
+    for (index, crossing) in input.run.history.iter().enumerate() {
+        match &crossing.what {
+            Boundary::ModelRequest { request, .. } => {
+                asked.insert(request.request_id.as_str(), request.continuation);
+            }
+            Boundary::Frame { connection, frame: Frame::Done { request_id, continuation } } => {
+                let Some(&continued) = asked.get(request_id.as_str()) else { continue };
+                if continued != *continuation {
+                    let text = format!(
+                        "client connection c{connection} is told request {request_id} {} though the model was asked {}",
+                        if *continuation { "continued the answer before it" } else { "answered anew" },
+                        if continued { "to continue" } else { "for a new answer" },
+                    );
+                    return Some(Violation::at(INVARIANT.name, input.event_of(index), text));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A client in step shown no recovery while the store holds one attempting.
