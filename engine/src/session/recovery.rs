@@ -569,10 +569,9 @@ impl Session {
         let incident = self.durable.incidents.get(&alarm.incident_id);
         let gave_up = incident.is_some_and(|incident| incident.status != "attempting");
         if gave_up || self.recovery_under_way_for(&alarm.incident_id) {
-            // The incident gave up, or its recovery already runs, waits to,
-            // or waits for the session: this alarm was set twice (a restart
-            // scheduled it again, or the store refused its removal and it
-            // fired again).
+            // The incident gave up, or its recovery already runs or waits
+            // to: this alarm was set twice (a restart scheduled it again, or
+            // the store refused its removal and it fired again).
             return self.arm_alarm_timer();
         }
         if incident.is_none() || self.unrecorded.closed_incidents.contains(&alarm.incident_id) {
@@ -586,11 +585,13 @@ impl Session {
         self.run_recovery_when_stable();
     }
 
+    /// The incident's recovery turn runs or is queued. (No alarm fires while
+    /// a recovery waits for the session: the alarm timer is armed again
+    /// only once the wait is over.)
     fn recovery_under_way_for(&self, incident_id: &str) -> bool {
         let for_it = |id: &Option<String>| id.as_deref() == Some(incident_id);
         self.turn.as_ref().is_some_and(|turn| for_it(&turn.incident_id))
             || self.queue.iter().any(|queued| for_it(&queued.incident_id))
-            || self.recovery_wait.as_ref().is_some_and(|wait| wait.alarm.incident_id == incident_id)
     }
 
     /// Runs a waiting recovery once no turn runs; parks it (no budget spent)
