@@ -133,8 +133,4 @@ impl RegressionSet {
     pub fn iter(&self) -> impl Iterator<Item = Regression> + '_ {
         self.0.iter().copied()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
