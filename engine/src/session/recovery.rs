@@ -466,7 +466,7 @@ impl Session {
     fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str) {
         let terminal = self.config.recovery.terminal_message.clone();
         let status = TerminalStatus { request_id: request_id.to_string(), message: terminal.clone() };
-        let about = about(&incident.id);
+        let about = about(&incident.id).unwrap_or("");
         let siblings: Vec<String> = self
             .durable
             .incidents
@@ -539,11 +539,12 @@ impl Session {
     /// session to go idle. An alarm left behind by a closed incident (its
     /// removal refused, or answered by another turn) schedules nothing.
     pub(super) fn recovery_pending(&self) -> bool {
-        let open = |alarm: &Alarm| {
-            self.durable.incidents.contains_key(&alarm.incident_id)
-                && !self.unrecorded.closed_incidents.contains(&alarm.incident_id)
-        };
-        self.durable.alarms.iter().any(open) || self.recovery_wait.is_some()
+        self.durable.alarms.iter().any(|alarm| self.incident_open(&alarm.incident_id)) || self.recovery_wait.is_some()
+    }
+
+    /// Stored, and not closed here while the store refused to record it.
+    fn incident_open(&self, incident_id: &str) -> bool {
+        self.durable.incidents.contains_key(incident_id) && !self.unrecorded.closed_incidents.contains(incident_id)
     }
 
     pub(super) fn arm_alarm_timer(&mut self) {
@@ -566,15 +567,15 @@ impl Session {
             return self.arm_alarm_timer();
         };
         self.commit(vec![Write::RemoveAlarm(alarm.id.clone())]);
-        let incident = self.durable.incidents.get(&alarm.incident_id);
-        let gave_up = incident.is_some_and(|incident| incident.status != "attempting");
+        let gave_up =
+            self.durable.incidents.get(&alarm.incident_id).is_some_and(|incident| incident.status != "attempting");
         if gave_up || self.recovery_under_way_for(&alarm.incident_id) {
             // The incident gave up, or its recovery already runs or waits
             // to: this alarm was set twice (a restart scheduled it again, or
             // the store refused its removal and it fired again).
             return self.arm_alarm_timer();
         }
-        if incident.is_none() || self.unrecorded.closed_incidents.contains(&alarm.incident_id) {
+        if !self.incident_open(&alarm.incident_id) {
             // Left behind by a closed incident: no recovery waits for it.
             self.skip(&alarm, "incident_closed");
             return self.arm_alarm_timer();
@@ -604,10 +605,9 @@ impl Session {
         self.timers.stable = None;
         let alarm = wait.alarm;
         let config = &self.config;
-        let closed = self.unrecorded.closed_incidents.contains(&alarm.incident_id);
         let retries_a_message =
             self.durable.message(&alarm.message_id).is_some_and(|message| message.role == Role::User);
-        if closed || !self.durable.incidents.contains_key(&alarm.incident_id) {
+        if !self.incident_open(&alarm.incident_id) {
             // Another of its alarms already ran the recovery that closed it
             // (one the store refused to remove ran again).
             self.skip(&alarm, "incident_closed");
@@ -783,12 +783,12 @@ impl Session {
 
 /// The user message an incident is about: the latest when it was opened
 /// (its id ends with it).
-fn about(incident_id: &str) -> &str {
-    incident_id.rsplit_once(':').map_or("", |(_, about)| about)
+fn about(incident_id: &str) -> Option<&str> {
+    incident_id.rsplit_once(':').map(|(_, about)| about)
 }
 
 fn is_about(incident_id: &str, message_id: &str) -> bool {
-    incident_id.rsplit_once(':').is_some() && about(incident_id) == message_id
+    about(incident_id) == Some(message_id)
 }
 
 /// Drops every `step-start` with no content after it before the next step
