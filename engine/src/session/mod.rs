@@ -467,6 +467,12 @@ impl Session {
         }
     }
 
+    /// What a refused write left undone is looked for again shortly; a look
+    /// already due sooner stays.
+    pub(super) fn look_again_shortly(&mut self) {
+        self.timers.reconcile.get_or_insert(clock::now() + RECONCILE_AFTER);
+    }
+
     /// Returns whether there was anything to do.
     fn after_refused_commit(&mut self) -> bool {
         if !std::mem::take(&mut self.refused) {

@@ -12,7 +12,7 @@ use crate::regression::Regression;
 use crate::transcript::{has_pending_interaction, leaf_assistant, Message, Part, Role, ToolState};
 
 use super::turn::{drop_trailing_step_start, QueuedTurn};
-use super::{Session, RECONCILE_AFTER};
+use super::Session;
 
 /// The requests a recovery is about: the root of its chain (the incident's
 /// key) and the request whose stream an exhaustion ends.
@@ -166,7 +166,7 @@ impl Session {
         } else {
             self.unrecorded.closed_incidents.extend(incident_ids.iter().cloned());
             // Recorded again shortly: a crash before then must not find it open.
-            self.timers.reconcile.get_or_insert(clock::now() + RECONCILE_AFTER);
+            self.look_again_shortly();
         }
         // A recovery waiting for the session to go idle is over with its
         // incident: clients are not shown it under way meanwhile.
@@ -394,7 +394,7 @@ impl Session {
             // Nothing was scheduled: a pending continuation is not left
             // waiting for a recovery that will never run, and what needs
             // one is looked for again shortly, as after a refused boot.
-            self.timers.reconcile.get_or_insert(clock::now() + RECONCILE_AFTER);
+            self.look_again_shortly();
             // The incident is given up here, not left to be found orphaned.
             self.unrecorded.closed_incidents.insert(incident.id.clone());
             return Begun::Refused;

@@ -1,6 +1,5 @@
 //! Turn lifecycle: accepting input, the serial queue, starting and ending turns.
 
-use crate::clock;
 use crate::config::TurnOptions;
 use crate::durable::{InFlightTurn, TerminalStatus, TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
@@ -368,7 +367,7 @@ impl Session {
             }
             let end = super::UnrecordedEnd { writes, message_then };
             self.unrecorded.ended_turns.insert(turn.request_id.clone(), end);
-            self.timers.reconcile.get_or_insert(clock::now() + super::RECONCILE_AFTER);
+            self.look_again_shortly();
         }
         self.deliver_end(&mut turn, status, error);
         self.observe(EngineEvent::TurnFinished { request_id: turn.request_id.clone(), kind: turn.kind, status });
