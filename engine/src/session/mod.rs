@@ -126,8 +126,9 @@ pub(crate) struct Unrecorded {
 /// input (a store that refuses everything must not spin the actor).
 const MAX_REFUSAL_ROUNDS: usize = 8;
 
-/// How long after boot's writes were refused the session looks again for
-/// work to recover.
+/// How long after a refused write (boot's among them) the session looks
+/// again for what it left undone and for work to recover: not at once,
+/// into a store that may still be refusing.
 pub(super) const RECONCILE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a turn whose reply could not be saved tells its user.
