@@ -63,6 +63,13 @@ impl TurnKind {
             Self::Recovery => "recovery",
         }
     }
+
+    /// Whether a turn of this kind continues the answer before it (the
+    /// model is asked to continue; the stream extends the leaf message)
+    /// rather than answering a user anew.
+    pub fn continues_answer(self) -> bool {
+        matches!(self, Self::Continuation | Self::Recovery)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 
 use crate::chunk::{Chunk, FinishReason, StreamError, Usage};
 use crate::config::ToolKind;
-use crate::durable::{TurnKind, Write};
+use crate::durable::Write;
 use crate::events::{EngineEvent, TurnStatus};
 use crate::ports::{FaultSite, Frame, ModelRequest, ServerToolCall};
 use crate::regression::Regression;
@@ -35,7 +35,7 @@ impl Session {
             return;
         }
         let (request_id, step, attempt) = (turn.request_id.clone(), turn.step, turn.attempt);
-        let continuation = matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery);
+        let continuation = turn.kind.continues_answer();
         let request = ModelRequest { request_id, step, continuation, messages: self.request_messages() };
         let event = EngineEvent::ModelCall { request_id: request.request_id.clone(), step, attempt };
         self.observe(event);

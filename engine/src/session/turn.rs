@@ -274,7 +274,7 @@ impl Session {
     /// Continuations and recoveries extend the leaf assistant message; a new
     /// user message gets a fresh one.
     fn turn_accumulator(&mut self, kind: TurnKind) -> Message {
-        let extends_leaf = matches!(kind, TurnKind::Continuation | TurnKind::Recovery);
+        let extends_leaf = kind.continues_answer();
         // The messages as this process knows them (a turn's end the store
         // refused included): the new turn extends its own account.
         let last_is_assistant = self.durable.messages.last().is_some_and(|message| message.role == Role::Assistant);
@@ -371,7 +371,7 @@ impl Session {
         }
         self.deliver_end(&mut turn, status, error);
         self.observe(EngineEvent::TurnFinished { request_id: turn.request_id.clone(), kind: turn.kind, status });
-        if matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery) {
+        if turn.kind.continues_answer() {
             self.on_continuation_finished();
         }
         // An interrupted stream's batch goes with its recovery, when one is
@@ -398,8 +398,8 @@ impl Session {
     }
 
     fn deliver_end(&mut self, turn: &mut Turn, status: TurnStatus, error: Option<String>) {
-        // As the model was asked: a recovery continues the answer before it.
-        let continuation = matches!(turn.kind, TurnKind::Continuation | TurnKind::Recovery);
+        // As the model was asked (a recovery continues the answer too).
+        let continuation = turn.kind.continues_answer();
         let request_id = turn.request_id.clone();
         match (status, error) {
             (TurnStatus::Error, message) => {
