@@ -18,7 +18,8 @@ const RESTART_AFTER_MS: u64 = 100;
 
 pub struct CrashOutcome {
     /// The eviction lands right after this durable write, or the store
-    /// refuses this commit (1-based).
+    /// refuses this commit (1-based); 0 is the clean run, when the engine
+    /// process broke in it.
     pub write: usize,
     pub violations: Vec<Violation>,
 }
@@ -122,6 +123,10 @@ fn sweep_writes(
     fault_at: fn(&ScenarioFile, usize) -> ScenarioFile,
 ) -> Vec<CrashOutcome> {
     let baseline = world::run(file, seed, regressions);
+    if let Some(fault) = crate::check::engine_fault(&baseline) {
+        // No crash point can be told from a broken engine: the clean run fails.
+        return vec![CrashOutcome { write: 0, violations: vec![fault] }];
+    }
     let writes = count(&baseline);
     let mut seen = std::collections::BTreeSet::new();
     let mut outcomes = Vec::new();
@@ -156,6 +161,9 @@ pub fn run_one(
 /// Invariants only: a crash legitimately changes the story the scenario's
 /// expectations describe (a retry takes the next call).
 fn judge(file: &ScenarioFile, crashed: &ScenarioFile, record: &world::RunRecord) -> Vec<Violation> {
+    if let Some(fault) = crate::check::engine_fault(record) {
+        return vec![fault];
+    }
     let input = CheckInput::new(crashed, record);
     let mut violations = invariants::check_all(&input);
     // A canary fails its named check on purpose, crash or no crash.

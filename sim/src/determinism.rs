@@ -6,19 +6,30 @@
 
 use turnsim_engine::RegressionSet;
 
+use crate::protocol::fault::EngineFault;
 use crate::scenario::ScenarioFile;
 use crate::trace::render_timeline;
 use crate::world;
 
-/// `None` when both runs render identically; else where they split.
+/// `None` when both runs render identically; else where they split, or
+/// the engine fault that kept the seed from being compared (a broken engine
+/// process is a failure, never a pass).
 pub fn first_divergence(file: &ScenarioFile, seed: u64) -> Option<String> {
     let regressions = RegressionSet::default();
-    let first = render_timeline(&world::run(file, seed, &regressions).events);
+    let first = world::run(file, seed, &regressions);
+    if let Some(fault) = &first.engine_fault {
+        return Some(format!("{}: {fault}", EngineFault::CHECK));
+    }
+    let first = render_timeline(&first.events);
     let second = std::thread::scope(|scope| {
-        let again = || render_timeline(&world::run(file, seed, &regressions).events);
+        let again = || world::run(file, seed, &regressions);
         let jittered = move || crate::protocol::proxy::with_wall_jitter(again);
         scope.spawn(jittered).join().expect("replay thread")
     });
+    if let Some(fault) = &second.engine_fault {
+        return Some(format!("{} in the second run only: {fault}", EngineFault::CHECK));
+    }
+    let second = render_timeline(&second.events);
     if first == second {
         return None;
     }

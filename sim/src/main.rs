@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use mimalloc::MiMalloc;
 use turnsim::check::invariants::{DETERMINISM_RULE, INVARIANTS};
+use turnsim::protocol::fault::EngineFault;
 use turnsim::runner::{self, Plan, Shard};
 use turnsim::scenario::{load_paths, load_scenario, ScenarioError, ScenarioFile};
 use turnsim::{errln, outln, output, report};
@@ -209,15 +210,31 @@ const FAULT_KINDS: [(&str, &str); 8] = [
     ("random", "per seed: each kind above happens with a probability, at a point the seed picks"),
 ];
 
+/// Stops every engine process still running when `main` ends, however it
+/// ends (a harness panic unwinds through it).
+struct StopEngines;
+
+impl Drop for StopEngines {
+    fn drop(&mut self) {
+        turnsim::protocol::proxy::stop_waiting_processes();
+    }
+}
+
 fn main() -> ExitCode {
+    let _stop_engines = StopEngines;
     let cli = Cli::parse();
     // The first Ctrl-C stops taking new runs and leaves a partial summary; a second one quits.
     let _ = ctrlc::set_handler(|| {
         if runner::interrupted() {
+            turnsim::protocol::proxy::stop_waiting_processes();
             std::process::exit(130);
         }
         runner::interrupt();
     });
+    if cli.engine_cmd.as_deref().is_some_and(|command| command.trim().is_empty()) {
+        errln!("error: --engine-cmd is empty: give the command that starts your engine");
+        return ExitCode::from(2);
+    }
     if !matches!(cli.command, Command::Bench { .. }) {
         turnsim::world::use_engine_command(cli.engine_cmd.clone());
     }
@@ -476,11 +493,19 @@ fn crash_points(paths: &[PathBuf], seed: u64, mode: Sweep) -> Result<ExitCode, S
             runs += 1;
             if !outcome.violations.is_empty() {
                 failed += 1;
-                outln!("FAIL {} seed {seed} {what} {}:", file.path.display(), outcome.write);
+                if outcome.write == 0 {
+                    outln!("FAIL {} seed {seed}, the run without a crash point:", file.path.display());
+                } else {
+                    outln!("FAIL {} seed {seed} {what} {}:", file.path.display(), outcome.write);
+                }
                 for violation in &outcome.violations {
                     outln!("    {}: {}", violation.check, violation.message);
                 }
-                outln!("    replay: {}", mode.replay_command(file, seed, outcome.write));
+                let replay = match outcome.write {
+                    0 => runner::replay_command(file, seed, &mode.regressions),
+                    write => mode.replay_command(file, seed, write),
+                };
+                outln!("    replay: {replay}");
             }
         }
     }
@@ -709,7 +734,8 @@ fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, Scenario
     for file in &files {
         for seed in 0..seeds {
             if let Some(report) = turnsim::determinism::first_divergence(file, seed) {
-                outln!("DIVERGED {} seed {seed}: {report}", file.path.display());
+                let verdict = if report.starts_with(EngineFault::CHECK) { "FAIL" } else { "DIVERGED" };
+                outln!("{verdict} {} seed {seed}: {report}", file.path.display());
                 diverged += 1;
             }
         }

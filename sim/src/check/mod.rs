@@ -11,6 +11,7 @@ pub mod views;
 
 use serde::Serialize;
 
+use crate::protocol::fault::EngineFault;
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
 
@@ -36,7 +37,8 @@ impl Violation {
     }
 }
 
-/// Every name a violation can carry: the invariants, then the expectations.
+/// Every check a scenario can name: the invariants, then the expectations
+/// (an engine process's fault is not one: no scenario expects it).
 pub fn check_names() -> Vec<&'static str> {
     let invariants = invariants::INVARIANTS.iter().map(|invariant| invariant.name);
     invariants.chain(expect::CHECKS.iter().copied()).collect()
@@ -76,6 +78,13 @@ impl<'a> CheckInput<'a> {
     }
 }
 
+/// The run's engine fault as its one violation, at the last event before it.
+pub fn engine_fault(run: &RunRecord) -> Option<Violation> {
+    let fault = run.engine_fault.as_ref()?;
+    let at_event = run.events.len().checked_sub(1);
+    Some(Violation { check: EngineFault::CHECK.to_string(), message: fault.to_string(), at_event })
+}
+
 /// Every invariant, then the expectations, as they came out.
 pub fn raw_violations(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation> {
     let input = CheckInput::new(scenario, run);
@@ -86,7 +95,14 @@ pub fn raw_violations(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation
 
 /// [`raw_violations`], with a canary's expected failure turned around: the
 /// named check must fail, and then the run passes.
+///
+/// A run the engine process broke fails with its fault alone: the history
+/// stops where the process did, so no other check has a whole run to read,
+/// and no expected failure turns it around.
 pub fn check_run(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation> {
+    if let Some(fault) = engine_fault(run) {
+        return vec![fault];
+    }
     let violations = raw_violations(scenario, run);
     match &scenario.scenario.expect.expect_failure {
         None => violations,

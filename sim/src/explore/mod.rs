@@ -23,6 +23,7 @@ pub use case::Case;
 
 use crate::check::Violation;
 use crate::coverage::Coverage;
+use crate::protocol::fault::EngineFault;
 use crate::rng::child_seed;
 use crate::runner::run_one;
 use crate::scenario::{parse_scenario, ScenarioFile};
@@ -101,8 +102,15 @@ pub fn explore_with_coverage(
     let Some((case_index, original, violation)) = first_failure.into_inner().expect("lock") else {
         return (None, coverage);
     };
-    let (shrunk, shrink_steps) = shrink::shrink(options.seed, case_index, &violation.check, options);
-    let shrunk_violation = failure(&shrunk, &options.regressions).unwrap_or_else(|| violation.clone());
+    // A broken engine process is the engine's fault, not the case's: it is
+    // reported as found, not shrunk (each try would break it again).
+    let (shrunk, shrink_steps, shrunk_violation) = if violation.check == EngineFault::CHECK {
+        (original.clone(), 0, violation)
+    } else {
+        let (shrunk, steps) = shrink::shrink(options.seed, case_index, &violation.check, options);
+        let shrunk_violation = failure(&shrunk, &options.regressions).unwrap_or_else(|| violation.clone());
+        (shrunk, steps, shrunk_violation)
+    };
     let yaml = render_yaml(&shrunk, options, case_index, &shrunk_violation);
     let finding = Finding {
         case_index,

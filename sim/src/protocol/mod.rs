@@ -3,6 +3,9 @@
 //! driven in lockstep under the simulated clock. [`proxy`] is the
 //! harness's end, [`serve`] the built-in engine's.
 
+pub mod fault;
+mod group;
+pub mod output;
 pub mod proxy;
 pub mod serve;
 

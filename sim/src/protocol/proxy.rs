@@ -9,11 +9,9 @@
 //! world.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write as _};
-use std::os::fd::AsRawFd;
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::Write as _;
+use std::process::ChildStdin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,41 +19,58 @@ use tokio::time::Instant;
 use turnsim_engine::ports::{Connection, Ports, StreamCallback};
 use turnsim_engine::{Engine, EngineConfig, Input, InputSink, ModelEvent};
 
+use super::fault::{shown, EngineFault, FaultKind};
+use super::group::{Group, Stop};
+use super::output::{EngineOutput, Limits};
 use super::{
     line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, ToEngine, WireCallback, WireEnd,
     PROTOCOL_VERSION,
 };
-use crate::trace::sim_now;
+use crate::trace::{sim_now, Trace};
 
 /// Messages one input may set off before the engine counts as busy-looping.
 const MAX_MESSAGES_PER_INPUT: usize = 100_000;
-/// Real time the engine may stay silent while it handles an input before
-/// it counts as hung; `TURNSIM_ENGINE_TIMEOUT_MS` overrides it. (Measured
-/// by poll(2): the process's clocks are the simulation's.)
-const MAX_WALL_PER_INPUT: Duration = Duration::from_secs(30);
+/// Inputs at one instant of sim time before the engine counts as
+/// livelocked (each answered at once with work for the same instant).
+const MAX_INPUTS_PER_INSTANT: u32 = 20_000;
+/// Engine messages one run may send per event of its budget (the history
+/// allows four crossings per event, and a message is at most one).
+const MESSAGES_PER_BUDGETED_EVENT: u64 = 4;
 
-fn wall_limit() -> Duration {
-    let configured = std::env::var("TURNSIM_ENGINE_TIMEOUT_MS").ok().and_then(|ms| ms.parse().ok());
-    configured.map_or(MAX_WALL_PER_INPUT, Duration::from_millis)
-}
-/// Bytes of the engine's stderr kept to show with a failure.
-const STDERR_TAIL: usize = 4_000;
-
-/// What starts engine processes for one run.
+/// What starts engine processes for one run, and what ends the run when
+/// one of them breaks.
 #[derive(Clone)]
 pub struct Launcher {
     command: String,
     seed: u64,
     config: EngineConfig,
+    limits: Limits,
     /// Generations started so far in this run.
     generations: Arc<Mutex<u32>>,
     /// The run is over: what stops now was not evicted.
     finished: Arc<AtomicBool>,
+    /// The first fault of any generation: the run ends at it.
+    fault: Arc<Mutex<Option<EngineFault>>>,
+    /// Messages the engine may still send in this run (its event budget).
+    messages_left: Arc<AtomicU64>,
+    /// Woken when a fault ends the run.
+    trace: Trace,
 }
 
 impl Launcher {
-    pub fn new(command: String, seed: u64, config: EngineConfig) -> Self {
-        Self { command, seed, config, generations: Arc::default(), finished: Arc::default() }
+    pub fn new(command: String, seed: u64, config: EngineConfig, max_events: u64, trace: Trace) -> Self {
+        let messages_left = Arc::new(AtomicU64::new(max_events.saturating_mul(MESSAGES_PER_BUDGETED_EVENT)));
+        Self {
+            command,
+            seed,
+            config,
+            limits: Limits::from_env(),
+            generations: Arc::default(),
+            finished: Arc::default(),
+            fault: Arc::default(),
+            messages_left,
+            trace,
+        }
     }
 
     pub fn boot(&self, ports: Ports, sink: InputSink) -> Box<dyn Engine> {
@@ -71,6 +86,16 @@ impl Launcher {
     /// start over (`reinit`) is kept for the next run.
     pub fn finish(&self) {
         self.finished.store(true, Ordering::SeqCst);
+    }
+
+    /// The fault that ended the run, if one did.
+    pub fn fault(&self) -> Option<EngineFault> {
+        self.fault.lock().expect("fault lock").clone()
+    }
+
+    fn record(&self, fault: EngineFault) {
+        self.fault.lock().expect("fault lock").get_or_insert(fault);
+        self.trace.poke();
     }
 }
 
@@ -105,39 +130,27 @@ fn jitter_before_delivery() {
 
 /// One engine process and its pipes.
 struct Process {
-    child: Child,
+    group: Group,
     writer: ChildStdin,
-    reader: BufReader<ChildStdout>,
-    /// Where its stderr goes.
-    stderr: PathBuf,
+    output: EngineOutput,
     /// It said it takes another `init` once a run is over.
     reinit: bool,
 }
 
 impl Process {
-    fn spawn(command: &str) -> Self {
-        let stderr = stderr_file();
-        let log =
-            std::fs::OpenOptions::new().create(true).append(true).open(&stderr).unwrap_or_else(|error| {
-                panic!("engine-crashed: no file for its stderr at {}: {error}", stderr.display())
-            });
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|error| panic!("engine-crashed: could not start `{command}`: {error}"));
-        let writer = child.stdin.take().expect("piped stdin");
-        let reader = BufReader::new(child.stdout.take().expect("piped stdout"));
-        Self { child, writer, reader, stderr, reinit: false }
+    fn spawn(command: &str) -> Result<Self, String> {
+        if command.trim().is_empty() {
+            return Err("the engine command is empty".to_string());
+        }
+        let (group, pipes) = Group::spawn(command).map_err(|error| format!("could not start `{command}`: {error}"))?;
+        let output = EngineOutput::new(pipes.stdout, pipes.stderr);
+        Ok(Self { group, writer: pipes.stdin, output, reinit: false })
     }
 
-    fn stop(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.stderr);
+    fn stop(self, how: Stop) {
+        // Its stdin closes first: an engine that ends at EOF ends now.
+        drop(self.writer);
+        self.group.stop(how);
     }
 }
 
@@ -151,29 +164,37 @@ const MAX_IDLE_PROCESSES: usize = 16;
 
 /// A process for a new generation: one waiting if there is, a new one
 /// otherwise; and a spare started for whoever comes next.
-fn next_process(command: &str) -> Process {
+fn next_process(command: &str) -> Result<Process, String> {
     let waiting = {
         let mut idle = IDLE_PROCESSES.lock().expect("process pool lock");
         let at = idle.iter().position(|(kept, _)| kept == command);
         at.map(|at| idle.swap_remove(at).1)
     };
-    let process = waiting.unwrap_or_else(|| Process::spawn(command));
-    // Its stderr from here on is this generation's.
-    let _ = std::fs::File::create(&process.stderr);
+    let mut process = match waiting {
+        Some(process) => process,
+        None => Process::spawn(command)?,
+    };
+    if process.reinit {
+        // It served a run before: its stderr from here on is this generation's.
+        process.output.start_generation();
+    }
     let spare_waits = IDLE_PROCESSES.lock().expect("process pool lock").iter().any(|(kept, _)| kept == command);
     if !spare_waits {
-        keep(command.to_string(), Process::spawn(command));
+        if let Ok(spare) = Process::spawn(command) {
+            keep(command.to_string(), spare);
+        }
     }
-    process
+    Ok(process)
 }
 
-/// Stops every waiting process (and removes its stderr file): call once
-/// the invocation's runs are done.
+/// Stops every waiting process and every engine process group still
+/// running: call once the invocation's runs are done, and on Ctrl-C.
 pub fn stop_waiting_processes() {
     let waiting = std::mem::take(&mut *IDLE_PROCESSES.lock().expect("process pool lock"));
     for (_, process) in waiting {
-        process.stop();
+        process.stop(Stop::Term);
     }
+    super::group::stop_all();
 }
 
 fn keep(command: String, process: Process) {
@@ -182,18 +203,15 @@ fn keep(command: String, process: Process) {
         idle.push((command, process));
     } else {
         drop(idle);
-        process.stop();
+        process.stop(Stop::Term);
     }
 }
 
 pub struct ProcessEngine {
-    /// `None` once stopped.
+    /// `None` once stopped (or never started).
     process: Option<Process>,
-    command: String,
+    launcher: Launcher,
     generation: u32,
-    finished: Arc<AtomicBool>,
-    /// It broke the protocol or died: never kept.
-    failed: bool,
     ports: Ports,
     sink: InputSink,
     connections: BTreeMap<u64, Box<dyn Connection>>,
@@ -203,21 +221,24 @@ pub struct ProcessEngine {
     /// The instant of sim time zero, to turn the engine's nanoseconds into
     /// instants.
     origin: Instant,
+    /// The sim instant of the last input, and how many came at it.
+    instant: (Duration, u32),
 }
+
+const AFTER_IDLE: &str = "it wrote after going idle (effects belong before `idle`)";
+const BEFORE_REPLY: &str = "it wrote again before its request was answered (one request at a time: wait for the reply)";
+
+/// Why an exchange stopped short of `idle`.
+type Broke = (FaultKind, String);
 
 impl ProcessEngine {
     fn start(launcher: &Launcher, generation: u32, ports: Ports, sink: InputSink) -> Self {
-        // Never the process of an earlier generation of this run: that one
-        // was killed with its eviction.
-        let process = next_process(&launcher.command);
         #[allow(clippy::disallowed_methods)] // the simulated clock
         let origin = Instant::now() - sim_now();
         let mut engine = Self {
-            process: Some(process),
-            command: launcher.command.clone(),
+            process: None,
+            launcher: launcher.clone(),
             generation,
-            finished: launcher.finished.clone(),
-            failed: false,
             ports,
             sink,
             connections: BTreeMap::new(),
@@ -225,12 +246,25 @@ impl ProcessEngine {
             next_chat: 0,
             next_timer: None,
             origin,
+            instant: (Duration::ZERO, 0),
         };
+        if launcher.fault().is_some() {
+            return engine; // the run is over
+        }
+        // Never the process of an earlier generation of this run: that one
+        // was killed with its eviction.
+        match next_process(&launcher.command) {
+            Ok(process) => engine.process = Some(process),
+            Err(what) => {
+                engine.broke((FaultKind::Crashed, what));
+                return engine;
+            }
+        }
         let state = engine.ports.store.load();
         #[allow(clippy::disallowed_methods)] // the simulated wall clock
         let wall_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let wall_base_ms = (wall_now.saturating_sub(sim_now())).as_millis() as u64;
-        let reinit = engine.exchange(ToEngine::Init {
+        let init = ToEngine::Init {
             now_ns: now_ns(),
             protocol: PROTOCOL_VERSION,
             seed: launcher.seed,
@@ -238,38 +272,78 @@ impl ProcessEngine {
             wall_base_ms,
             config: Box::new(launcher.config.clone()),
             state: Box::new(state),
-        });
-        engine.process_mut().reinit = reinit;
+        };
+        match engine.exchange(&init) {
+            Ok(reinit) => engine.process.as_mut().expect("started").reinit = reinit,
+            Err(broke) => engine.broke(broke),
+        }
         engine
-    }
-
-    fn process_mut(&mut self) -> &mut Process {
-        self.process.as_mut().expect("a live engine process")
     }
 
     /// Sends one input and serves the engine until it is idle; returns
     /// whether that `idle` offered `reinit`.
-    fn exchange(&mut self, message: ToEngine) -> bool {
+    fn exchange(&mut self, message: &ToEngine) -> Result<bool, Broke> {
         jitter_before_delivery();
-        self.write(&message);
+        self.before_input()?;
+        self.write(message)?;
         for _ in 0..MAX_MESSAGES_PER_INPUT {
-            let message = self.read();
+            let message = self.read()?;
             if let FromEngine::Idle { next_timer_ns, reinit } = message {
                 self.next_timer = next_timer_ns.map(|ns| self.origin + Duration::from_nanos(ns));
-                return reinit;
+                self.expect_quiet(AFTER_IDLE)?;
+                return Ok(reinit);
             }
-            self.serve(message);
+            self.serve(message)?;
         }
-        self.fail("engine-busy", &format!("{MAX_MESSAGES_PER_INPUT} messages for one input without going idle"));
+        Err((FaultKind::Busy, format!("{MAX_MESSAGES_PER_INPUT} messages for one input without going idle")))
+    }
+
+    /// What must hold before an input goes out: the engine said nothing
+    /// since its `idle`, and time is not standing still.
+    fn before_input(&mut self) -> Result<(), Broke> {
+        self.expect_quiet(AFTER_IDLE)?;
+        let now = sim_now();
+        if self.instant.0 == now {
+            self.instant.1 += 1;
+            if self.instant.1 > MAX_INPUTS_PER_INSTANT {
+                let what = format!(
+                    "{MAX_INPUTS_PER_INSTANT} inputs at {} ms of sim time, each setting off more work at the same \
+                     instant (a livelock)",
+                    now.as_millis()
+                );
+                return Err((FaultKind::Busy, what));
+            }
+        } else {
+            self.instant = (now, 1);
+        }
+        Ok(())
+    }
+
+    /// That the engine wrote nothing more: it must wait (for its reply, or
+    /// for the next input).
+    fn expect_quiet(&mut self, violation: &str) -> Result<(), Broke> {
+        let limits = self.launcher.limits;
+        self.process_mut().output.expect_quiet(&limits, violation).map_err(|fault| (fault.kind, fault.what))
     }
 
     /// Handles one message from the engine short of its `idle`.
-    fn serve(&mut self, message: FromEngine) {
+    fn serve(&mut self, message: FromEngine) -> Result<(), Broke> {
+        let request = matches!(
+            message,
+            FromEngine::Commit { .. }
+                | FromEngine::ModelRequest { .. }
+                | FromEngine::FaultPoint { .. }
+                | FromEngine::Post { .. }
+                | FromEngine::Exhausted { .. }
+        );
+        if request {
+            self.expect_quiet(BEFORE_REPLY)?;
+        }
         match message {
             FromEngine::Idle { .. } => {}
             FromEngine::Commit { writes } => {
                 let reply = OutcomeReply::of(self.ports.store.commit(&writes), |error| error.0);
-                self.reply(reply);
+                self.reply(reply)?;
             }
             FromEngine::Send { connection, frame } => {
                 // A connection that refused a frame is closed: later frames
@@ -281,37 +355,40 @@ impl ProcessEngine {
             }
             FromEngine::ModelRequest { request } => {
                 let call = self.ports.model.start(request, self.sink.clone());
-                self.reply(ModelReply { call });
+                self.reply(ModelReply { call })?;
             }
             FromEngine::FaultPoint { site } => {
                 let fire = self.ports.faults.fire(site);
-                self.reply(FaultReply { fire });
+                self.reply(FaultReply { fire })?;
             }
             FromEngine::ModelCancel { call } => self.ports.model.cancel(call),
             FromEngine::ServerTool { request_id, call } => {
                 self.ports.server_tools.start(&request_id, call, self.sink.clone())
             }
-            FromEngine::Callback { chat, call } => self.callback(chat, call),
+            FromEngine::Callback { chat, call } => self.callback(chat, call)?,
             FromEngine::Post { delivery, text } => {
                 let post = self.ports.surface.post(&delivery, &text, self.sink.clone());
-                self.reply(PostReply { post });
+                self.reply(PostReply { post })?;
             }
             FromEngine::Exhausted { context } => {
                 let reply = OutcomeReply::of(self.ports.observer.on_exhausted(&context), |error| error.0);
-                self.reply(reply);
+                self.reply(reply)?;
             }
             FromEngine::Observe { event } => self.ports.observer.observe(event),
         }
+        Ok(())
     }
 
-    fn callback(&mut self, chat: u32, call: WireCallback) {
+    fn callback(&mut self, chat: u32, call: WireCallback) -> Result<(), Broke> {
         if call == WireCallback::Returned {
             // Dropped here, as an in-process engine drops the callback.
-            self.chats.remove(&chat);
-            return;
+            return match self.chats.remove(&chat) {
+                Some(_) => Ok(()),
+                None => Err((FaultKind::Protocol, format!("`returned` for chat {chat}, which is not open"))),
+            };
         }
         let Some(callback) = self.chats.get_mut(&chat) else {
-            self.fail("engine-protocol", &format!("a callback for chat {chat}, which is not open"));
+            return Err((FaultKind::Protocol, format!("a callback for chat {chat}, which is not open")));
         };
         match call {
             WireCallback::OnStart { request_id } => callback.on_start(&request_id),
@@ -322,58 +399,71 @@ impl ProcessEngine {
             WireCallback::OnInterrupted => callback.on_interrupted(),
             WireCallback::Returned => {}
         }
+        Ok(())
     }
 
-    fn reply(&mut self, value: impl serde::Serialize) {
+    fn reply(&mut self, value: impl serde::Serialize) -> Result<(), Broke> {
         let value = serde_json::to_value(value).expect("replies serialise");
-        self.write(&ToEngine::Reply { value });
+        self.write(&ToEngine::Reply { value })
     }
 
-    fn write(&mut self, message: &ToEngine) {
+    fn write(&mut self, message: &ToEngine) -> Result<(), Broke> {
         let writer = &mut self.process_mut().writer;
         let sent = writer.write_all(line(message).as_bytes()).and_then(|()| writer.flush());
-        if let Err(error) = sent {
-            self.fail("engine-crashed", &format!("its stdin closed: {error}"));
-        }
+        sent.map_err(|error| (FaultKind::Crashed, format!("its stdin closed: {error}")))
     }
 
-    fn read(&mut self) -> FromEngine {
-        let mut text = String::new();
-        loop {
-            let reader = &self.process_mut().reader;
-            if reader.buffer().is_empty() && !readable_within(reader, wall_limit()) {
-                let limit = wall_limit().as_millis();
-                let message = format!("nothing for {limit} ms of real time while an input was handled (a hang?)");
-                self.fail("engine-busy", &message);
-            }
-            match self.process_mut().reader.read_line(&mut text) {
-                Ok(0) => self.fail("engine-crashed", "it exited (stdout closed) before going idle"),
-                Ok(_) if text.ends_with('\n') => break,
-                Ok(_) => continue,
-                Err(error) => self.fail("engine-crashed", &format!("reading its stdout failed: {error}")),
-            }
+    fn read(&mut self) -> Result<FromEngine, Broke> {
+        let left = &self.launcher.messages_left;
+        if left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(1)).is_err() {
+            let what = "more messages than the run's event budget allows (`max_events`): a livelock, or a run longer \
+                        than its budget";
+            return Err((FaultKind::Busy, what.to_string()));
         }
-        serde_json::from_str(&text).unwrap_or_else(|error| {
-            let shown: String = text.trim_end().chars().take(200).collect();
-            self.fail("engine-protocol", &format!("not a protocol message ({error}): {shown}"))
+        let limits = self.launcher.limits;
+        let line = self.process_mut().output.next_line(&limits).map_err(|fault| (fault.kind, fault.what))?;
+        serde_json::from_slice(&line).map_err(|error| {
+            let what = if is_reply(&line) {
+                "a `reply`, but the harness asked nothing: replies go from the harness to the engine".to_string()
+            } else {
+                format!("not a protocol message ({error}): {}", shown(&line))
+            };
+            (if is_reply(&line) { FaultKind::Protocol } else { FaultKind::Malformed }, what)
         })
     }
 
-    /// A failed engine process fails the run, with the seed's replay line
-    /// and what the engine said on stderr.
-    fn fail(&mut self, kind: &str, what: &str) -> ! {
-        self.failed = true;
-        let process = self.process_mut();
-        let _ = process.child.kill();
-        let _ = process.child.wait();
-        let stderr = tail(&process.stderr);
-        let stderr = if stderr.trim().is_empty() { String::new() } else { format!("\nits stderr:\n{stderr}") };
-        panic!("{kind}: engine process `{}` (generation {}): {what}{stderr}", self.command, self.generation)
+    fn process_mut(&mut self) -> &mut Process {
+        self.process.as_mut().expect("a live engine process")
     }
+
+    /// The process broke: it is killed, the fault ends the run, and this
+    /// engine takes no more input.
+    fn broke(&mut self, (kind, what): Broke) {
+        let stderr = match self.process.take() {
+            Some(mut process) => {
+                let stderr = process.output.stderr_tail();
+                process.stop(Stop::Kill);
+                stderr
+            }
+            None => String::new(),
+        };
+        let fault =
+            EngineFault { kind, command: self.launcher.command.clone(), generation: self.generation, what, stderr };
+        self.launcher.record(fault);
+        self.next_timer = None;
+    }
+}
+
+/// Whether a line is the harness's own `reply`, sent back.
+fn is_reply(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(line).is_ok_and(|value| value["type"] == "reply")
 }
 
 impl Engine for ProcessEngine {
     fn deliver(&mut self, input: Input) {
+        if self.process.is_none() {
+            return; // broken: the run ends at its fault
+        }
         let now_ns = now_ns();
         let message = match input {
             Input::Connect { connection_id, connection } => {
@@ -415,7 +505,9 @@ impl Engine for ProcessEngine {
             }
             Input::Timer => ToEngine::Timer { now_ns },
         };
-        self.exchange(message);
+        if let Err(broke) = self.exchange(&message) {
+            self.broke(broke);
+        }
     }
 
     fn next_timer(&self) -> Option<Instant> {
@@ -428,37 +520,19 @@ impl Drop for ProcessEngine {
         let Some(process) = self.process.take() else {
             return;
         };
-        if self.finished.load(Ordering::SeqCst) && process.reinit && !self.failed {
-            keep(self.command.clone(), process);
+        let finished = self.launcher.finished.load(Ordering::SeqCst);
+        if finished && process.reinit {
+            keep(self.launcher.command.clone(), process);
+        } else if finished {
+            process.stop(Stop::Term);
         } else {
-            // An eviction: the process dies, and nothing it does later can
-            // reach the world.
-            process.stop();
+            // An eviction (or a run that ended without it): the process
+            // dies, and nothing it does later can reach the world.
+            process.stop(Stop::Kill);
         }
     }
 }
 
 fn now_ns() -> u64 {
     sim_now().as_nanos() as u64
-}
-
-/// Waits (in real time) until the engine has written something.
-fn readable_within(reader: &BufReader<ChildStdout>, within: Duration) -> bool {
-    let fd = reader.get_ref().as_raw_fd();
-    super::spin_until_readable(fd) || super::poll_readable(fd, i32::try_from(within.as_millis()).unwrap_or(i32::MAX))
-}
-
-/// A file of its own for one process's stderr (no thread may drain a pipe
-/// inside the simulation), read back when the process fails.
-fn stderr_file() -> PathBuf {
-    static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let file = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("turnsim-engine-{}-{file}.stderr", std::process::id()))
-}
-
-/// The last bytes of what the process wrote to stderr.
-fn tail(path: &std::path::Path) -> String {
-    let text = std::fs::read(path).unwrap_or_default();
-    let from = text.len().saturating_sub(STDERR_TAIL);
-    String::from_utf8_lossy(&text[from..]).into_owned()
 }

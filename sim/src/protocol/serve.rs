@@ -7,7 +7,7 @@
 //! the `now_ns` each input carries; its ports turn every effect into a line
 //! on stdout and every request into a line and a wait for the reply.
 
-use std::io::{BufRead, Write as _};
+use std::io::{BufRead, Read as _, Write as _};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use turnsim_engine::ports::{
 };
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, Input, InputSink};
 
+use super::fault::shown;
 use super::{line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, ToEngine, WireCallback};
 
 /// Serves runs until stdin closes: each `init` starts one afresh, on a
@@ -34,12 +35,16 @@ pub fn serve() -> Result<(), String> {
             Err(closed) if closed.is_empty() => return Ok(()),
             Err(error) => return Err(error),
         };
-        let ToEngine::Init { now_ns, seed, config, state, protocol, .. } = message else {
-            return Err(format!("expected init, got {message:?}"));
+        let ToEngine::Init { now_ns, seed, config, state, protocol, generation, .. } = message else {
+            return Err(format!("expected init, got {}", message_name(&message)));
         };
         if protocol != super::PROTOCOL_VERSION {
             return Err(format!("protocol {protocol} is not spoken here (version {})", super::PROTOCOL_VERSION));
         }
+        if generation == 0 {
+            return Err("init with generation 0: generations are numbered from 1".to_string());
+        }
+        check_time(now_ns, 0)?;
         // Seeded as the harness's world is, so the simulated wall clock (the
         // engine's durable timestamps) reads the same on both sides.
         let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
@@ -67,6 +72,9 @@ async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableSt
             return Ok(message);
         }
         if let Some(now_ns) = message.now_ns() {
+            #[allow(clippy::disallowed_methods)] // the simulated clock
+            let current = tokio::time::Instant::now().saturating_duration_since(origin).as_nanos() as u64;
+            check_time(now_ns, current)?;
             advance(origin, now_ns);
         }
         let input = wire.input(message)?;
@@ -74,6 +82,26 @@ async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableSt
         wire.write(&FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: false });
         wire.flush();
     }
+}
+
+/// Sim time past this is no run's (the horizon's bound is far below it):
+/// an input that says so is a broken harness, not a time to move to.
+const MAX_NOW_NS: u64 = 1 << 62;
+
+/// An input's time: within range, and never before the engine's clock.
+fn check_time(now_ns: u64, current_ns: u64) -> Result<(), String> {
+    if now_ns > MAX_NOW_NS {
+        return Err(format!("now_ns {now_ns} is out of range (at most {MAX_NOW_NS})"));
+    }
+    if now_ns < current_ns {
+        return Err(format!("now_ns {now_ns} is before the engine's clock ({current_ns}): time never goes back"));
+    }
+    Ok(())
+}
+
+/// A message's type, for an error line (never the whole message: it may be huge).
+fn message_name(message: &ToEngine) -> String {
+    serde_json::to_value(message).ok().and_then(|value| value["type"].as_str().map(String::from)).unwrap_or_default()
 }
 
 fn wire_time(origin: tokio::time::Instant, at: Option<tokio::time::Instant>) -> Option<u64> {
@@ -130,14 +158,19 @@ impl Wire {
 
     /// The next message; `Err("")` when stdin closed.
     fn read(&self) -> Result<ToEngine, String> {
-        let mut text = String::new();
+        let mut text = Vec::new();
         let mut input = self.1.lock().expect("stdin lock");
         if input.buffer().is_empty() {
             super::wait_readable(0);
         }
-        match input.read_line(&mut text) {
+        let limit = super::output::Limits::DEFAULT_LINE_BYTES;
+        match (&mut *input).take(limit as u64 + 1).read_until(b'\n', &mut text) {
             Ok(0) => Err(String::new()),
-            Ok(_) => serde_json::from_str(&text).map_err(|error| format!("not a protocol message ({error}): {text}")),
+            Ok(_) if !text.ends_with(b"\n") && text.len() > limit => {
+                Err(format!("a line longer than {limit} bytes: {}", shown(&text)))
+            }
+            Ok(_) => serde_json::from_slice(&text)
+                .map_err(|error| format!("not a protocol message ({error}): {}", shown(&text))),
             Err(error) => Err(format!("reading stdin failed: {error}")),
         }
     }
@@ -154,9 +187,13 @@ impl Wire {
         self.write(message);
         self.flush();
         match self.read() {
-            Ok(ToEngine::Reply { value }) => serde_json::from_value(value)
-                .unwrap_or_else(|error| exit_with(&format!("a reply that does not answer {message:?}: {error}"))),
-            Ok(other) => exit_with(&format!("expected a reply, got {other:?}")),
+            Ok(ToEngine::Reply { value }) => serde_json::from_value(value).unwrap_or_else(|error| {
+                exit_with(&format!("a reply that does not answer a {}: {error}", request_name(message)))
+            }),
+            Ok(other) => exit_with(&format!("expected a reply, got {}", message_name(&other))),
+            Err(closed) if closed.is_empty() => {
+                exit_with(&format!("stdin closed while a {} waited for its reply", request_name(message)))
+            }
             Err(error) => exit_with(&error),
         }
     }
@@ -209,6 +246,11 @@ impl Wire {
             faults: port,
         }
     }
+}
+
+/// A request's type, for an error line.
+fn request_name(message: &FromEngine) -> String {
+    serde_json::to_value(message).ok().and_then(|value| value["type"].as_str().map(String::from)).unwrap_or_default()
 }
 
 /// The conversation broke mid-request: nothing sensible is left to do.

@@ -54,6 +54,9 @@ pub enum RunEnd {
     EventBudget,
     /// Something panicked: the engine, or the world around it.
     Panicked,
+    /// The engine process broke the protocol, crashed or hung
+    /// ([`RunRecord::engine_fault`] says how).
+    EngineFault,
 }
 
 /// Everything a run leaves behind for the checkers.
@@ -70,6 +73,8 @@ pub struct RunRecord {
     pub sim_ms: u64,
     /// The panic's message, when the run panicked.
     pub panic: Option<String>,
+    /// What the engine process did wrong, when it ended the run.
+    pub engine_fault: Option<crate::protocol::fault::EngineFault>,
 }
 
 /// Runs one scenario on one seed.
@@ -101,6 +106,7 @@ pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> R
         final_activity: None,
         sim_ms: 0,
         panic: Some(message),
+        engine_fault: None,
     })
 }
 
@@ -225,7 +231,9 @@ impl World {
                 trace.clone(),
             )),
         };
-        let launcher = engine_command().map(|command| Launcher::new(command, seed, config.clone()));
+        let max_events = scenario.scenario.max_events;
+        let launcher =
+            engine_command().map(|command| Launcher::new(command, seed, config.clone(), max_events, trace.clone()));
         let rust_engine = RUST_ENGINE.with(|engine| engine.borrow().clone());
         let booter = match (&launcher, rust_engine) {
             (_, Some(boot)) => Booter::Rust(boot),
@@ -269,6 +277,7 @@ impl World {
         }
         self.start_actions();
         let end = self.wait_until_settled().await;
+        let engine_fault = self.launcher.as_ref().and_then(Launcher::fault);
         let final_activity = self.switchboard.engine().map(|engine| engine.activity());
         let record = RunRecord {
             seed,
@@ -279,6 +288,7 @@ impl World {
             final_activity,
             sim_ms: sim_now().as_millis() as u64,
             panic: None,
+            engine_fault,
         };
         let nodes: Vec<_> = client_nodes
             .into_iter()
@@ -315,6 +325,9 @@ impl World {
         let horizon = Duration::from_millis(self.scenario.scenario.horizon_ms);
         let window = Duration::from_millis(self.scenario.scenario.converge_within_ms);
         loop {
+            if self.launcher.as_ref().is_some_and(|launcher| launcher.fault().is_some()) {
+                return RunEnd::EngineFault;
+            }
             if self.trace.overflowed() {
                 return RunEnd::EventBudget;
             }

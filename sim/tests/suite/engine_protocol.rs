@@ -69,7 +69,8 @@ fn fails_with(engine: &str, kind: &str) {
     let said = text(&output);
     assert_eq!(output.status.code(), Some(1), "{engine}: {said}");
     assert!(said.contains(kind), "{engine}: expected {kind} in:\n{said}");
-    assert!(said.contains("converges"), "{engine}: the run must fail `converges`:\n{said}");
+    assert!(said.contains("engine-fault"), "{engine}: the run must fail `engine-fault`:\n{said}");
+    assert!(!said.contains("panicked"), "{engine}: panic text in the report:\n{said}");
 }
 
 #[test]
@@ -92,7 +93,7 @@ fn an_engine_that_exits_shows_its_stderr() {
 
 #[test]
 fn an_engine_that_writes_garbage_fails_its_run() {
-    fails_with("read line; echo 'this is not json'; sleep 5", "engine-protocol");
+    fails_with("read line; echo 'this is not json'; sleep 5", "engine-malformed");
 }
 
 #[test]
@@ -104,7 +105,7 @@ fn an_engine_that_never_goes_idle_fails_its_run() {
 #[test]
 fn an_engine_that_hangs_fails_its_run_at_the_real_time_limit() {
     // The limit is 2 s here; the engine would sleep for 30.
-    fails_with("read line; sleep 30", "engine-busy");
+    fails_with("read line; sleep 30", "engine-silent");
 }
 
 #[test]
@@ -124,7 +125,7 @@ fn the_time_escape_canary_catches_an_engine_that_reads_the_real_clock() {
         case "$line" in
             *'"type":"reply"'*) continue ;;
             *'"type":"post_done"'*) ;;
-            *) echo "{\"type\":\"post\",\"delivery\":\"clock\",\"text\":\"$(date +%s%N)\"}" ;;
+            *) echo "{\"type\":\"post\",\"delivery\":\"clock\",\"text\":\"$(date +%s%N)\"}"; read reply ;;
         esac
         echo '{"type":"idle","next_timer_ns":null}'
     done"#;

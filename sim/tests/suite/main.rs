@@ -10,6 +10,7 @@ mod expectations;
 mod exploration;
 mod format;
 mod hostile;
+mod hostile_engines;
 mod library;
 mod regressions;
 mod replay_views;

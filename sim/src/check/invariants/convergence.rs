@@ -34,6 +34,8 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             crate::scenario::limits::MAX_EVENTS
         ),
         RunEnd::Panicked => format!("the run panicked: {}", run.panic.as_deref().unwrap_or("?")),
+        // Reported whole as `engine-fault`: the history stops where the process broke.
+        RunEnd::EngineFault => return Vec::new(),
         RunEnd::NotConverged => format!(
             "faults stopped but the world did not settle within {} ms; at the end: {state}",
             input.scenario.scenario.converge_within_ms

@@ -1,0 +1,314 @@
+//! An engine process's stdout as bounded lines, and its stderr as a bounded
+//! tail. No thread may run inside the simulation, so one poll(2) watches
+//! both pipes: stderr is drained whenever the harness waits for a line, so
+//! a chatty engine never blocks on it and never costs more than the tail.
+
+use std::io::Read as _;
+use std::os::fd::AsRawFd;
+use std::process::{ChildStderr, ChildStdout};
+use std::time::Duration;
+
+use super::fault::{shown, FaultKind};
+
+/// Bytes of the engine's stderr kept to show with a failure.
+pub const STDERR_TAIL: usize = 4_000;
+/// How much one read takes.
+const CHUNK: usize = 64 * 1024;
+
+/// The bounds on what one engine process may send.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Real time one line may take to arrive whole.
+    pub silence: Duration,
+    /// Bytes in one line.
+    pub line_bytes: usize,
+    /// Bytes in one generation's whole output.
+    pub run_bytes: u64,
+}
+
+impl Limits {
+    pub const DEFAULT_SILENCE: Duration = Duration::from_secs(30);
+    pub const DEFAULT_LINE_BYTES: usize = 16 << 20;
+    pub const DEFAULT_RUN_BYTES: u64 = 1 << 30;
+
+    /// The defaults, or `TURNSIM_ENGINE_TIMEOUT_MS`, `TURNSIM_ENGINE_MAX_LINE_BYTES`
+    /// and `TURNSIM_ENGINE_MAX_RUN_BYTES`.
+    pub fn from_env() -> Self {
+        fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
+            std::env::var(name).ok().and_then(|value| value.trim().parse().ok())
+        }
+        Self {
+            silence: var("TURNSIM_ENGINE_TIMEOUT_MS").map_or(Self::DEFAULT_SILENCE, Duration::from_millis),
+            line_bytes: var("TURNSIM_ENGINE_MAX_LINE_BYTES").unwrap_or(Self::DEFAULT_LINE_BYTES),
+            run_bytes: var("TURNSIM_ENGINE_MAX_RUN_BYTES").unwrap_or(Self::DEFAULT_RUN_BYTES),
+        }
+    }
+}
+
+/// Why no line came.
+#[derive(Debug)]
+pub struct ReadFault {
+    pub kind: FaultKind,
+    pub what: String,
+}
+
+impl ReadFault {
+    fn new(kind: FaultKind, what: impl Into<String>) -> Self {
+        Self { kind, what: what.into() }
+    }
+}
+
+pub struct EngineOutput {
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    /// Read from stdout and not yet taken as a line.
+    pending: Vec<u8>,
+    /// How far `pending` is known to hold no newline.
+    scanned: usize,
+    /// Bytes this generation has sent on stdout.
+    sent: u64,
+    tail: Tail,
+    stderr_open: bool,
+    /// Where one read lands.
+    chunk: Box<[u8]>,
+}
+
+impl EngineOutput {
+    pub fn new(stdout: ChildStdout, stderr: ChildStderr) -> Self {
+        // Drained only as far as it goes: never wait on stderr.
+        set_nonblocking(stderr.as_raw_fd());
+        let chunk = vec![0; CHUNK].into_boxed_slice();
+        Self {
+            stdout,
+            stderr,
+            pending: Vec::new(),
+            scanned: 0,
+            sent: 0,
+            tail: Tail::default(),
+            stderr_open: true,
+            chunk,
+        }
+    }
+
+    /// A new generation starts on this process: its stderr and byte count
+    /// start over.
+    pub fn start_generation(&mut self) {
+        self.drain_stderr();
+        self.tail = Tail::default();
+        self.sent = 0;
+    }
+
+    /// The next line, without its newline, within `limits`.
+    pub fn next_line(&mut self, limits: &Limits) -> Result<Vec<u8>, ReadFault> {
+        let mut deadline = None;
+        loop {
+            if let Some(at) = self.pending[self.scanned..].iter().position(|&byte| byte == b'\n') {
+                let end = self.scanned + at;
+                if end > limits.line_bytes {
+                    return Err(Self::too_long(&self.pending, limits));
+                }
+                let rest = self.pending.split_off(end + 1);
+                let mut line = std::mem::replace(&mut self.pending, rest);
+                line.truncate(end);
+                self.scanned = 0;
+                return Ok(line);
+            }
+            self.scanned = self.pending.len();
+            if self.pending.len() > limits.line_bytes {
+                return Err(Self::too_long(&self.pending, limits));
+            }
+            if !super::spin_until_readable(self.stdout.as_raw_fd()) {
+                let deadline = *deadline.get_or_insert_with(|| real_now() + limits.silence);
+                self.wait(deadline, limits)?;
+            }
+            self.read_stdout(limits)?;
+        }
+    }
+
+    fn too_long(line: &[u8], limits: &Limits) -> ReadFault {
+        let what = format!(
+            "a line longer than {} bytes (TURNSIM_ENGINE_MAX_LINE_BYTES), starting: {}",
+            limits.line_bytes,
+            shown(line)
+        );
+        ReadFault::new(FaultKind::Flood, what)
+    }
+
+    /// That the engine has sent nothing not yet taken, looked at now
+    /// without waiting: a protocol violation shows what it sent, and a
+    /// closed stdout is a crash.
+    pub fn expect_quiet(&mut self, limits: &Limits, what: &str) -> Result<(), ReadFault> {
+        if self.pending.is_empty() && super::poll_readable(self.stdout.as_raw_fd(), 0) {
+            self.read_stdout(limits)?;
+        }
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        Err(ReadFault::new(FaultKind::Protocol, format!("{what}: {}", shown(&self.pending))))
+    }
+
+    /// The last bytes the process wrote to stderr.
+    pub fn stderr_tail(&mut self) -> String {
+        self.drain_stderr();
+        String::from_utf8_lossy(self.tail.bytes()).into_owned()
+    }
+
+    /// Waits until stdout is readable, draining stderr meanwhile.
+    fn wait(&mut self, deadline: Duration, limits: &Limits) -> Result<(), ReadFault> {
+        loop {
+            let left = deadline.saturating_sub(real_now());
+            if left.is_zero() {
+                let what = if self.pending.is_empty() {
+                    format!(
+                        "nothing for {} ms of real time while it handled an input (a hang?)",
+                        limits.silence.as_millis()
+                    )
+                } else {
+                    format!(
+                        "a line left unfinished for {} ms of real time (it starts: {})",
+                        limits.silence.as_millis(),
+                        shown(&self.pending)
+                    )
+                };
+                return Err(ReadFault::new(FaultKind::Silent, what));
+            }
+            let millis = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
+            let mut fds = [
+                libc::pollfd { fd: self.stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd {
+                    fd: if self.stderr_open { self.stderr.as_raw_fd() } else { -1 },
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two valid pollfds for descriptors this value owns (-1 is skipped).
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, millis) };
+            if ready < 0 {
+                continue; // EINTR: a signal (Ctrl-C); the deadline still holds
+            }
+            if fds[1].revents != 0 {
+                self.drain_stderr();
+            }
+            if fds[0].revents != 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    fn read_stdout(&mut self, limits: &Limits) -> Result<(), ReadFault> {
+        let read = match self.stdout.read(&mut self.chunk[..]) {
+            Ok(0) => {
+                let what = if self.pending.is_empty() {
+                    "it exited (stdout closed) before going idle".to_string()
+                } else {
+                    format!("it exited (stdout closed) in the middle of a line: {}", shown(&self.pending))
+                };
+                return Err(ReadFault::new(FaultKind::Crashed, what));
+            }
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => return Ok(()),
+            Err(error) => {
+                return Err(ReadFault::new(FaultKind::Crashed, format!("reading its stdout failed: {error}")))
+            }
+        };
+        self.pending.extend_from_slice(&self.chunk[..read]);
+        self.sent += read as u64;
+        if self.sent > limits.run_bytes {
+            let what =
+                format!("more than {} bytes of output in one run (TURNSIM_ENGINE_MAX_RUN_BYTES)", limits.run_bytes);
+            return Err(ReadFault::new(FaultKind::Flood, what));
+        }
+        Ok(())
+    }
+
+    fn drain_stderr(&mut self) {
+        if !self.stderr_open {
+            return;
+        }
+        let mut chunk = [0u8; 8192];
+        loop {
+            match self.stderr.read(&mut chunk) {
+                Ok(0) => {
+                    self.stderr_open = false;
+                    return;
+                }
+                Ok(read) => self.tail.push(&chunk[..read]),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return, // WouldBlock: drained for now
+            }
+        }
+    }
+}
+
+/// The last [`STDERR_TAIL`] bytes of a stream, in at most twice that.
+#[derive(Default)]
+struct Tail {
+    bytes: Vec<u8>,
+}
+
+impl Tail {
+    fn push(&mut self, more: &[u8]) {
+        let more = &more[more.len().saturating_sub(STDERR_TAIL)..];
+        self.bytes.extend_from_slice(more);
+        if self.bytes.len() > 2 * STDERR_TAIL {
+            self.bytes.drain(..self.bytes.len() - STDERR_TAIL);
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[self.bytes.len().saturating_sub(STDERR_TAIL)..]
+    }
+}
+
+fn set_nonblocking(fd: i32) {
+    // SAFETY: fcntl on a descriptor the caller owns.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+/// The machine's monotonic clock, read past the simulation (which answers
+/// `clock_gettime` with sim time): for real-time limits on an engine
+/// process only. It never reaches a trace.
+pub fn real_now() -> Duration {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: the raw syscall writes one timespec we own.
+    unsafe {
+        libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &mut now as *mut libc::timespec);
+    }
+    Duration::new(u64::try_from(now.tv_sec).unwrap_or(0), u32::try_from(now.tv_nsec).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_last_bytes_in_bounded_space() {
+        let mut tail = Tail::default();
+        for round in 0..1_000u32 {
+            tail.push(format!("line {round}\n").as_bytes());
+            assert!(tail.bytes.len() <= 2 * STDERR_TAIL);
+        }
+        let kept = String::from_utf8_lossy(tail.bytes()).into_owned();
+        assert!(kept.ends_with("line 999\n"), "{kept}");
+        assert_eq!(kept.len(), STDERR_TAIL);
+        let mut huge = Tail::default();
+        huge.push(&vec![b'x'; 10 * STDERR_TAIL]);
+        assert_eq!(huge.bytes().len(), STDERR_TAIL);
+    }
+
+    #[test]
+    fn the_real_clock_moves_under_the_simulation() {
+        let runtime = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        let moved = runtime.block_on(async {
+            let before = real_now();
+            std::thread::sleep(Duration::from_millis(20));
+            real_now() - before
+        });
+        assert!(moved >= Duration::from_millis(20), "{moved:?}");
+    }
+}
