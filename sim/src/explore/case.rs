@@ -413,7 +413,7 @@ fn answer(tool: &ToolCase) -> AnswerSpec {
 /// Disconnects are actions, not faults, in the scenario format.
 /// A user message with `text` as it arrives by `via`.
 fn message(via: Entry, text: &str, delivery: &str) -> ActionKind {
-    let user = |via| ActionKind::UserMessage(UserMessage { text: text.into(), via, stall_timeout_ms: None });
+    let user = |via| ActionKind::UserMessage(UserMessage { text: text.into(), via, client: 1, stall_timeout_ms: None });
     match via {
         Entry::Connection => user(Via::Connection),
         Entry::Chat => user(Via::Chat),

@@ -102,6 +102,14 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
     }
     for (index, action) in scenario.actions.iter().enumerate() {
         let client = match &action.kind {
+            super::ActionKind::UserMessage(message) if message.via == super::Via::Connection => {
+                if !scenario.client.connect {
+                    let message = "a user message over the connection needs a client to send it, and this scenario \
+                                   connects none (`client.connect: false`): send it `via: chat`, or connect the client";
+                    return error(&format!("actions[{index}]"), message.to_string());
+                }
+                message.client
+            }
             super::ActionKind::Disconnect(disconnect) => disconnect.client,
             super::ActionKind::ToolResult(result) => result.client,
             super::ActionKind::Approval(approval) => approval.client,

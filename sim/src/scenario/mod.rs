@@ -505,6 +505,9 @@ pub struct UserMessage {
     pub text: String,
     #[serde(default)]
     pub via: Via,
+    /// Over a connection: which client sends it (from 1).
+    #[serde(default = "one_client", skip_serializing_if = "is_one_client")]
+    pub client: u32,
     /// This turn's stall watchdog timeout, overriding the engine's (0 = off).
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -514,7 +517,8 @@ pub struct UserMessage {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Via {
-    /// Over the client connection; the reply is broadcast.
+    /// Sent by a client over its connection (through its link, once the
+    /// connection is open); the reply is broadcast.
     #[default]
     Connection,
     /// The `chat()` RPC with a stream callback.

@@ -90,15 +90,22 @@ impl World {
     async fn perform(self, kind: ActionKind, chat_id: u32, rng: SharedRng) {
         match kind {
             ActionKind::UserMessage(message) => {
-                let engine = self.live_engine().await;
                 let via = if message.via == Via::Chat { "chat" } else { "connection" };
-                self.trace.record(Event::Action { what: format!("user-message via={via} {:?}", message.text) });
                 let options = TurnOptions { stall_timeout_ms: message.stall_timeout_ms };
                 match message.via {
                     Via::Connection => {
-                        engine.user_message(&message.text, options);
+                        let who =
+                            if message.client == 1 { String::new() } else { format!(" client={}", message.client) };
+                        self.trace
+                            .record(Event::Action { what: format!("user-message via={via}{who} {:?}", message.text) });
+                        // Checked when the file loaded: the client exists.
+                        if let Some(client) = self.clients.get(message.client as usize - 1) {
+                            client.send_user_message(&message.text, options).await;
+                        }
                     }
                     Via::Chat => {
+                        let engine = self.live_engine().await;
+                        self.trace.record(Event::Action { what: format!("user-message via={via} {:?}", message.text) });
                         self.trace.record(Event::ChatCalled { chat: chat_id });
                         let caller = SimCallback::new(chat_id, self.trace.clone(), self.open_chats.clone());
                         self.call_chat(engine, chat_id, &message.text, options, Arc::new(Mutex::new(caller))).await;

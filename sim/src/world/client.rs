@@ -112,6 +112,8 @@ struct State {
     kept: Option<(u64, mpsc::UnboundedSender<Frame>)>,
     /// The process generation the kept connection was last handed to.
     handed_to: Option<u64>,
+    /// Disconnected for good: it sends nothing more.
+    gone: bool,
 }
 
 #[derive(Clone)]
@@ -123,6 +125,8 @@ pub struct Client {
     rng: SharedRng,
     trace: Trace,
     wake: Arc<tokio::sync::Notify>,
+    /// Told when a connection opens or the client leaves for good.
+    connection_changed: Arc<tokio::sync::Notify>,
     /// The open connection's count of frames on their way or unread: a new
     /// one per connection, so frames lost with a closed connection never
     /// count against the next.
@@ -157,6 +161,7 @@ impl Client {
             rng,
             trace,
             wake: Default::default(),
+            connection_changed: Default::default(),
             unread: Default::default(),
         }
     }
@@ -169,7 +174,17 @@ impl Client {
     /// Closes the connection now and reconnects after `reconnect_after_ms`
     /// (`None`: never).
     pub fn disconnect(&self, reconnect_after_ms: Option<RangeMs>) {
-        self.state.lock().expect("client lock").drop_requested = Some(reconnect_after_ms);
+        self.update(|state| {
+            if state.gone {
+                return;
+            }
+            // Outstanding until the client carries it out: the world is not
+            // quiet while a disconnect (and its reconnect) is still to come.
+            if state.drop_requested.is_none() {
+                state.outstanding += 1;
+            }
+            state.drop_requested = Some(reconnect_after_ms);
+        });
         self.wake.notify_one();
     }
 
@@ -215,6 +230,7 @@ impl Client {
             };
             self.update(|state| state.outstanding -= 1);
             self.update(|state| state.connected = true);
+            self.connection_changed.notify_waiters();
             if self.spec.resume {
                 self.send_resume(connection, None);
             }
@@ -226,6 +242,12 @@ impl Client {
             });
             self.trace.record(Event::ClientDisconnected { connection });
             let Some(reconnect_after) = reconnect_after else {
+                self.update(|state| {
+                    state.gone = true;
+                    // A disconnect asked for meanwhile has nothing left to close.
+                    state.outstanding -= usize::from(state.drop_requested.take().is_some());
+                });
+                self.connection_changed.notify_waiters();
                 return;
             };
             super::pause_ms(self.rng.sample(reconnect_after)).await;
@@ -283,7 +305,12 @@ impl Client {
                     }
                 },
                 _ = self.wake.notified() => {
-                    if let Some(delay) = self.update(|state| state.drop_requested.take()) {
+                    let requested = self.update(|state| {
+                        let requested = state.drop_requested.take();
+                        state.outstanding -= usize::from(requested.is_some());
+                        requested
+                    });
+                    if let Some(delay) = requested {
                         if let Some(engine) = self.switchboard.engine() {
                             engine.disconnect(connection);
                         }
@@ -389,6 +416,49 @@ impl Client {
                 state.sent.insert(call_id.clone());
             }
         });
+    }
+
+    /// A user message typed into this client: sent over its connection once
+    /// that is open (a client still connecting or reconnecting sends it when
+    /// it opens, as a socket that queues while it reconnects does), through
+    /// the link's delay (and its reordering, where it reorders). A client gone for good never sends it, and one whose
+    /// connection drops while it is in flight loses it: both are recorded.
+    pub async fn send_user_message(&self, text: &str, options: turnsim_engine::TurnOptions) {
+        let Some(connection) = self.open_connection().await else {
+            self.trace.record(Event::Action { what: "user-message not sent: the client left for good".into() });
+            return;
+        };
+        // Delayed by the link, never duplicated: a socket delivers a message
+        // once, and it carries no id an engine could take it twice by.
+        if self.to_engine.is_active() {
+            tokio::time::sleep(self.to_engine.wait(false)).await;
+        }
+        let engine = self.switchboard.wait_for_engine().await;
+        if self.current_connection() != Some(connection) {
+            self.trace.record(Event::Action { what: "user-message lost: its connection closed in flight".into() });
+            return;
+        }
+        engine.user_message(text, options);
+    }
+
+    /// The open connection's number: now, or once one opens (`None`: the
+    /// client left for good).
+    async fn open_connection(&self) -> Option<u64> {
+        loop {
+            let changed = self.connection_changed.notified();
+            if let Some(connection) = self.current_connection() {
+                return Some(connection);
+            }
+            if self.state.lock().expect("client lock").gone {
+                return None;
+            }
+            changed.await;
+        }
+    }
+
+    fn current_connection(&self) -> Option<u64> {
+        let state = self.state.lock().expect("client lock");
+        state.connected.then_some(self.connection_base + state.connections)
     }
 
     /// A scripted result, sent now over the open connection; a disconnected
