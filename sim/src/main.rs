@@ -357,7 +357,13 @@ fn check_seed_ranges(plan: &Plan) -> Result<(), ScenarioError> {
         let start = plan.seed_start.unwrap_or(file.scenario.seed_start);
         if seeds > 0 && start.checked_add(seeds - 1).is_none() {
             let message = format!("{seeds} seeds from seed {start} run past the last seed, {}", u64::MAX);
-            return Err(ScenarioError::new(&file.path, message));
+            return Err(match (plan.seed_start, plan.seeds) {
+                (Some(_), Some(_)) => usage_error(&format!("--seed-start and --seeds: {message}")),
+                (Some(_), None) => {
+                    turnsim::scenario::error_at(&file.path, "seeds", format!("{message} (--seed-start)"))
+                }
+                (None, _) => turnsim::scenario::error_at(&file.path, "seed_start", message),
+            });
         }
     }
     Ok(())

@@ -183,8 +183,38 @@ fn check_references(
         if let Some(name) = names.into_iter().flatten().find(|name| !crate::trace::is_event_name(name)) {
             return error(&format!("expect.timing[{index}]"), unknown_event(name));
         }
+        if let Some(message) = timing_problem(timing, scenario.horizon_ms) {
+            return error(&format!("expect.timing[{index}]"), message);
+        }
+    }
+    for (index, snapshot) in scenario.expect.snapshots.iter().enumerate() {
+        let counts =
+            [&snapshot.continuations, &snapshot.model_calls, &snapshot.messenger_posts, &snapshot.terminal_callbacks];
+        if counts.iter().all(|count| count.is_none()) {
+            let message = "a snapshot with nothing to check: give `continuations`, `model_calls`, `messenger_posts` \
+                           or `terminal_callbacks`";
+            return error(&format!("expect.snapshots[{index}]"), message.to_string());
+        }
     }
     Ok(())
+}
+
+/// A timing expectation that could never hold (one with no bound still
+/// checks that the event happens).
+fn timing_problem(timing: &super::Timing, horizon_ms: u64) -> Option<String> {
+    let after_nth = timing.after.as_ref().map_or(1, |after| after.nth);
+    if timing.nth == 0 || after_nth == 0 {
+        return Some("`nth` counts occurrences from 1".to_string());
+    }
+    match (timing.no_earlier_than_ms, timing.no_later_than_ms) {
+        (Some(earliest), Some(latest)) if earliest > latest => {
+            Some(format!("no_earlier_than_ms ({earliest}) is after no_later_than_ms ({latest}): no time is both"))
+        }
+        (Some(earliest), _) if earliest > horizon_ms => Some(format!(
+            "no_earlier_than_ms ({earliest}) is past the run's horizon ({horizon_ms} ms): it can never hold"
+        )),
+        _ => None,
+    }
 }
 
 fn unknown_event(name: &str) -> String {
@@ -244,6 +274,20 @@ fn within_reach(fault: &Fault, scripted: usize) -> Result<(), String> {
 }
 
 /// Reads a scenario file: a regular file, within the size bound.
+/// An error about the value at `yaml_path` (e.g. `seed_start`) of a file
+/// that loaded, found later (with a flag's value): located as a load error
+/// would be, or, if the file cannot be read again, named by its path.
+pub fn error_at(path: &Path, yaml_path: &str, message: impl Into<String>) -> ScenarioError {
+    let message = message.into();
+    let Ok(bytes) = read_bounded(path) else {
+        return ScenarioError::new(path, message);
+    };
+    match prescan(&bytes) {
+        Ok((_, locator)) => ScenarioError::located(path, &locator, yaml_path, message).with_source(&bytes),
+        Err(_) => ScenarioError::new(path, message),
+    }
+}
+
 pub fn load_scenario(path: &Path) -> Result<ScenarioFile, ScenarioError> {
     let bytes = read_bounded(path).map_err(|message| ScenarioError::at(path, message))?;
     parse_bytes(path, &bytes)
@@ -376,7 +420,7 @@ fn parse_fixture(path: &Path, bytes: &[u8]) -> Result<FixtureSteps, ScenarioErro
     let deserializer = serde_yaml::Deserializer::from_str(text);
     let steps = serde_yaml::with::singleton_map_recursive::deserialize(deserializer)
         .map_err(|error| ScenarioError::from_yaml(path, &error).with_source(bytes))?;
-    Ok(FixtureSteps { path: path.to_path_buf(), steps, locator })
+    Ok(FixtureSteps { path: path.to_path_buf(), steps, locator, text: text.to_string() })
 }
 
 /// Stall, cut, truncate and HTTP faults rewrite the script of their call.

@@ -143,6 +143,8 @@ pub struct FixtureSteps {
     pub path: std::path::PathBuf,
     pub steps: Vec<Step>,
     pub locator: Locator,
+    /// The file's text, to show the line an error in it points at.
+    pub text: String,
 }
 
 /// What expanding a scenario's scripts may still spend, shared by all its
@@ -287,7 +289,8 @@ fn compile_fixture(
     for (index, inner) in fixture.steps.iter().enumerate() {
         compile_step(inner, &format!("[{index}]"), ops, open, expansion).map_err(|error| match error {
             ScriptError::At { path, message } => {
-                ScriptError::Located(ScenarioError::located(&fixture.path, &fixture.locator, &path, message))
+                let error = ScenarioError::located(&fixture.path, &fixture.locator, &path, message);
+                ScriptError::Located(error.with_source(fixture.text.as_bytes()))
             }
             located => located,
         })?;

@@ -90,6 +90,10 @@ fn line_column(before: &[u8]) -> (usize, usize) {
     (line, column)
 }
 
+fn too_deep() -> String {
+    format!("the YAML nests deeper than {MAX_YAML_DEPTH} levels (the nesting bound of a scenario)")
+}
+
 /// An open collection while walking the events.
 struct Frame {
     path: String,
@@ -116,7 +120,13 @@ fn walk(text: &str) -> Result<Locator, Located> {
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|error| {
             let marker = error.marker();
-            Located { line: marker.line(), column: marker.col() + 1, message: error.info().to_string() }
+            // The parser's own limit, met while it looks ahead past ours:
+            // the file broke our bound, so say that one.
+            let message = match error.info() {
+                "recursion limit exceeded" => too_deep(),
+                info => info.to_string(),
+            };
+            Located { line: marker.line(), column: marker.col() + 1, message }
         })?;
         walk.event(event, span)?;
     }
@@ -174,8 +184,12 @@ impl Walk {
             if parent.next == 0 {
                 parent.next = 1;
                 parent.key = scalar.unwrap_or("?").to_string();
-                let key_path = join_key(&parent.path, &parent.key);
-                self.locator.nodes.entry(format!("{key_path}#key")).or_insert(position(span));
+                let key_path = format!("{}#key", join_key(&parent.path, &parent.key));
+                if let (Some(key), Some(&(line, _))) = (scalar, self.locator.nodes.get(&key_path)) {
+                    // Reported where it repeats: the first one is not the mistake.
+                    return Err(Located::at(span, format!("duplicate key `{key}` (it is first given on line {line})")));
+                }
+                self.locator.nodes.insert(key_path, position(span));
                 return Ok(None);
             }
             parent.next = 0;
@@ -195,10 +209,7 @@ impl Walk {
             join_key(&parent, "?")
         });
         if self.stack.len() >= MAX_YAML_DEPTH {
-            return Err(Located::at(
-                span,
-                format!("the YAML nests deeper than {MAX_YAML_DEPTH} levels (the nesting bound of a scenario)"),
-            ));
+            return Err(Located::at(span, too_deep()));
         }
         self.count(1, span)?;
         let nodes_at_start = self.nodes;

@@ -52,8 +52,21 @@ pub struct StoredTool {
 /// that cannot be stored (a tool `absent`).
 pub fn durable_state(messages: &[StoredMessage]) -> Result<DurableState, String> {
     let mut state = DurableState::default();
+    let mut tool_ids = std::collections::BTreeSet::new();
     for (index, stored) in messages.iter().enumerate() {
-        state.messages.push(message(format!("m{}", index + 1), stored)?);
+        let id = format!("m{}", index + 1);
+        check_texts(&id, stored)?;
+        let message = message(id, stored)?;
+        for part in &message.parts {
+            if let Part::Tool(tool) = part {
+                if !tool_ids.insert(tool.call_id.clone()) {
+                    // An engine keys a tool's results by its id: two calls
+                    // under one id are a transcript no engine could have written.
+                    return Err(format!("tool {}: two stored tool calls have this id", tool.call_id));
+                }
+            }
+        }
+        state.messages.push(message);
     }
     // Ids the engine makes next must not collide with the stored ones.
     state.next_id = messages.len() as u64;
@@ -85,7 +98,34 @@ fn assistant_part(index: usize, part: &StoredPart) -> Result<Part, String> {
     })
 }
 
+/// Stored text is what a person typed or a model wrote: line breaks and
+/// tabs, never another control character (it would reach a terminal, a
+/// snapshot and the engine's JSON as it is).
+fn check_texts(id: &str, stored: &StoredMessage) -> Result<(), String> {
+    let texts: Vec<&str> = match stored {
+        StoredMessage::User(text) => vec![text],
+        StoredMessage::Assistant(parts) => parts
+            .iter()
+            .filter_map(|part| match part {
+                StoredPart::Text(text) | StoredPart::StreamingText(text) | StoredPart::Reasoning(text) => {
+                    Some(text.as_str())
+                }
+                StoredPart::Tool(tool) => tool.error.as_deref(),
+                StoredPart::StepStart => None,
+            })
+            .collect(),
+    };
+    let control = texts.iter().flat_map(|text| text.chars()).find(|c| c.is_control() && *c != '\n' && *c != '\t');
+    match control {
+        Some(c) => Err(format!("message {id}: a stored text holds the control character U+{:04X}", c as u32)),
+        None => Ok(()),
+    }
+}
+
 fn tool_part(tool: &StoredTool) -> Result<ToolPart, String> {
+    if tool.output.is_some() && tool.error.is_some() {
+        return Err(format!("tool {}: a stored tool has an `output` or an `error`, not both", tool.id));
+    }
     let state =
         tool.state.tool_state().ok_or_else(|| format!("tool {}: a stored part has a state, not `absent`", tool.id))?;
     let input = tool.input.clone().unwrap_or_else(|| Value::Object(Default::default()));

@@ -124,3 +124,14 @@ fn a_lane_qualified_name_means_that_lanes_event() {
         .collect();
     assert_eq!(named, ["model", "model"], "two model calls, both on the model lane");
 }
+
+/// An error inside a fixture shows the fixture's line, not the line of the
+/// same number in the scenario that includes it.
+#[test]
+fn an_error_in_a_fixture_shows_the_fixture_line() {
+    let path = workspace_root().join("fixtures").join("malformed").join("fixture-cycle.yaml");
+    let error = turnsim::scenario::load_scenario(&path).expect_err("a fixture cycle");
+    let shown = error.to_string();
+    assert!(shown.contains("cycle-b.yaml:2:12"), "{shown}");
+    assert!(shown.contains("2 | - fixture: cycle-a"), "{shown}");
+}

@@ -257,3 +257,15 @@ proptest! {
         }
     }
 }
+
+/// A file's `seed_start` that a `--seeds` flag carries past the last seed is
+/// reported at the line that sets it, as a load error is.
+#[test]
+fn a_seed_start_carried_past_the_last_seed_is_located() {
+    let dir = scratch("seed-start-at-the-end");
+    let scenario = dir.join("scenarios").join("late.yaml");
+    std::fs::write(&scenario, format!("name: late\nseed_start: {}\n", u64::MAX)).expect("scenario");
+    let output = turnsim_limited(&["run", scenario.to_str().expect("utf-8"), "--seeds", "2"], &[]);
+    assert_rejected(&output, "late.yaml:2:13: 2 seeds from seed", "seed_start at u64::MAX with --seeds 2");
+    assert_rejected(&output, &format!("2 | seed_start: {}", u64::MAX), "the line is shown");
+}
