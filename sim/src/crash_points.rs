@@ -99,7 +99,7 @@ pub fn sweep_memory_only(
 /// The scenario with its `commit`-th store commit refused (once).
 pub fn with_refused_commit(file: &ScenarioFile, commit: usize) -> ScenarioFile {
     let mut refused = file.clone();
-    let fault = StoreFault { commit: commit as u32, times: 1 };
+    let fault = StoreFault { commit: commit as u32, times: 1, optional: false };
     refused.scenario.faults.push(Fault::StoreError(fault));
     refused
 }

@@ -6,6 +6,7 @@ mod expect_stored;
 pub mod expect_timeline;
 mod facts;
 pub mod invariants;
+pub mod landed;
 mod replies;
 pub mod views;
 
@@ -37,11 +38,12 @@ impl Violation {
     }
 }
 
-/// Every check a scenario can name: the invariants, then the expectations
-/// (an engine process's fault is not one: no scenario expects it).
+/// Every check a scenario can name: the invariants, the expectations, and
+/// that each scripted fault landed (an engine process's fault is not one:
+/// no scenario expects it).
 pub fn check_names() -> Vec<&'static str> {
     let invariants = invariants::INVARIANTS.iter().map(|invariant| invariant.name);
-    invariants.chain(expect::CHECKS.iter().copied()).collect()
+    invariants.chain(expect::CHECKS.iter().copied()).chain([landed::CHECK]).collect()
 }
 
 pub fn is_check_name(name: &str) -> bool {
@@ -90,6 +92,7 @@ pub fn raw_violations(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation
     let input = CheckInput::new(scenario, run);
     let mut violations = invariants::check_all(&input);
     violations.extend(expect::check(&input));
+    violations.extend(landed::check(&input));
     violations
 }
 

@@ -318,22 +318,27 @@ impl Case {
     fn chunk_point(&self, percent: u8, call: u32) -> ChunkPoint {
         let chunks = self.call_chunks(call);
         let after_chunk = (chunks * u32::from(percent) / 100).clamp(1, chunks.saturating_sub(1).max(1));
-        ChunkPoint { call, after_chunk }
+        ChunkPoint { call, after_chunk, optional: true }
     }
 
+    /// Every fault is `optional`: a generated story need not reach it.
     fn fault(&self, fault: &FaultCase, call: u32) -> Fault {
         match fault {
             FaultCase::Stall { percent } => Fault::Stall(self.chunk_point(*percent, call)),
             FaultCase::Truncate { percent } => Fault::Truncate(self.chunk_point(*percent, call)),
             FaultCase::Cut { percent } => Fault::Cut(self.chunk_point(*percent, call)),
-            FaultCase::Http { status } => Fault::HttpError(HttpFault { call, after_chunk: 0, status: *status }),
+            FaultCase::Http { status } => {
+                Fault::HttpError(HttpFault { call, after_chunk: 0, status: *status, optional: true })
+            }
             FaultCase::Evict { when, restart_after_ms, memory_only } => Fault::Evict(EvictFault {
                 when: evict_when(when),
                 restart_after_ms: RangeMs::exact(*restart_after_ms),
                 at_once: false,
                 memory_only: *memory_only,
             }),
-            FaultCase::StoreError { commit, times } => Fault::StoreError(StoreFault { commit: *commit, times: *times }),
+            FaultCase::StoreError { commit, times } => {
+                Fault::StoreError(StoreFault { commit: *commit, times: *times, optional: true })
+            }
             FaultCase::CrashAtCommit { commit, restart_after_ms } => Fault::Evict(EvictFault {
                 when: When::Trigger(Trigger {
                     tool: None,
@@ -350,15 +355,18 @@ impl Case {
                 post: *post,
                 times: *times,
                 error: "the chat surface refused the post".into(),
+                optional: true,
             }),
             FaultCase::PostSlow { post, times, after_ms } => {
-                Fault::PostSlow(SlowPostFault { post: *post, times: *times, after_ms: RangeMs::exact(*after_ms) })
+                let after_ms = RangeMs::exact(*after_ms);
+                Fault::PostSlow(SlowPostFault { post: *post, times: *times, after_ms, optional: true })
             }
             FaultCase::HookThrows => Fault::HookThrows(HookFault {
                 hook: Hook::OnExhausted,
                 call: 1,
                 times: 1,
                 error: "the hook threw".into(),
+                optional: true,
             }),
             FaultCase::Disconnect { .. } => unreachable!("disconnects are actions"),
             FaultCase::SlowLinks { .. } => unreachable!("links are the client's and the caller's"),

@@ -75,7 +75,12 @@ impl fmt::Display for EngineFault {
 pub fn shown(bytes: &[u8]) -> String {
     const SHOWN: usize = 200;
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(SHOWN)]);
-    let text = text.trim_end();
+    // Control characters escaped: a report is text, whatever the engine sent.
+    let text: String = text
+        .trim_end()
+        .chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect();
     if bytes.len() > SHOWN {
         format!("{text}… ({} bytes)", bytes.len())
     } else {

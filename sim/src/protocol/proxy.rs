@@ -135,6 +135,9 @@ struct Process {
     output: EngineOutput,
     /// It said it takes another `init` once a run is over.
     reinit: bool,
+    /// It answered an `init`: from then on it must be quiet between inputs
+    /// (before its first, what it writes is its answer to `init`).
+    served: bool,
 }
 
 impl Process {
@@ -144,7 +147,7 @@ impl Process {
         }
         let (group, pipes) = Group::spawn(command).map_err(|error| format!("could not start `{command}`: {error}"))?;
         let output = EngineOutput::new(pipes.stdout, pipes.stderr);
-        Ok(Self { group, writer: pipes.stdin, output, reinit: false })
+        Ok(Self { group, writer: pipes.stdin, output, reinit: false, served: false })
     }
 
     fn stop(self, how: Stop) {
@@ -274,7 +277,11 @@ impl ProcessEngine {
             state: Box::new(state),
         };
         match engine.exchange(&init) {
-            Ok(reinit) => engine.process.as_mut().expect("started").reinit = reinit,
+            Ok(reinit) => {
+                let process = engine.process.as_mut().expect("started");
+                process.reinit = reinit;
+                process.served = true;
+            }
             Err(broke) => engine.broke(broke),
         }
         engine
@@ -301,7 +308,9 @@ impl ProcessEngine {
     /// What must hold before an input goes out: the engine said nothing
     /// since its `idle`, and time is not standing still.
     fn before_input(&mut self) -> Result<(), Broke> {
-        self.expect_quiet(AFTER_IDLE)?;
+        if self.process_mut().served {
+            self.expect_quiet(AFTER_IDLE)?;
+        }
         let now = sim_now();
         if self.instant.0 == now {
             self.instant.1 += 1;

@@ -772,6 +772,10 @@ pub struct ChunkPoint {
     pub call: u32,
     #[serde(default)]
     pub after_chunk: u32,
+    /// The run may never reach it (a fault that never lands otherwise fails
+    /// the run: it proved nothing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -782,6 +786,10 @@ pub struct HttpFault {
     #[serde(default)]
     pub after_chunk: u32,
     pub status: u16,
+    /// The run may never reach it (a fault that never lands otherwise fails
+    /// the run: it proved nothing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -795,6 +803,10 @@ pub struct StoreFault {
     #[serde(default = "one", deserialize_with = "commit_number")]
     #[schemars(range(min = 1))]
     pub times: u32,
+    /// The run may never reach it (a fault that never lands otherwise fails
+    /// the run: it proved nothing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 fn one() -> u32 {
@@ -820,6 +832,10 @@ pub struct PostFault {
     /// What the surface says.
     #[serde(default = "default_post_error")]
     pub error: String,
+    /// The run may never reach it (a fault that never lands otherwise fails
+    /// the run: it proved nothing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -835,6 +851,10 @@ pub struct SlowPostFault {
     pub times: u32,
     /// How long after the post the surface answers it (per post, per seed).
     pub after_ms: RangeMs,
+    /// The run may never reach it (a fault that never lands otherwise fails
+    /// the run: it proved nothing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 impl SlowPostFault {
@@ -875,6 +895,10 @@ pub struct HookFault {
     /// What the hook throws.
     #[serde(default = "default_hook_error")]
     pub error: String,
+    /// The run may never reach it (a fault that never lands otherwise fails
+    /// the run: it proved nothing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 fn default_hook_error() -> String {

@@ -83,7 +83,8 @@ fn script_fault(rng: &SharedRng, kind: &str, calls: &[Vec<Op>]) -> Fault {
     let call = rng.sample(RangeMs { min: 1, max: calls.len().max(1) as u64 }) as u32;
     let chunks = calls.get(call as usize - 1).map_or(4, |ops| ops.iter().filter(|op| op.is_chunk()).count() as u64);
     let after_chunk = rng.sample(RangeMs { min: 0, max: chunks.saturating_sub(1) }) as u32;
-    let point = ChunkPoint { call, after_chunk };
+    // Drawn blind: the run may end before it.
+    let point = ChunkPoint { call, after_chunk, optional: true };
     match kind {
         "stall" => Fault::Stall(point),
         "cut" => Fault::Cut(point),
@@ -92,6 +93,7 @@ fn script_fault(rng: &SharedRng, kind: &str, calls: &[Vec<Op>]) -> Fault {
             call,
             after_chunk,
             status: if after_chunk.is_multiple_of(2) { 429 } else { 503 },
+            optional: true,
         }),
     }
 }

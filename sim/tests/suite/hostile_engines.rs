@@ -100,6 +100,7 @@ fn assert_clean_failure(ran: &Ran, what: &str, fault: &str) {
     assert!(!output.contains("panicked"), "{what}: panic text in the report:\n{shown}");
     assert!(!output.contains("stack backtrace"), "{what}: a backtrace in the report:\n{shown}");
     assert!(output.len() <= MAX_OUTPUT_BYTES, "{what}: {} bytes of output", output.len());
+    assert!(!output.chars().any(|c| c.is_control() && c != '\n'), "{what}: control characters in the report");
     assert!(ran.peak_kib <= PEAK_KIB, "{what}: peak memory {} KiB", ran.peak_kib);
     assert_eq!(ran.leftovers, 0, "{what}: processes left behind");
     assert!(ran.leftover_files.is_empty(), "{what}: files left behind: {:?}", ran.leftover_files);

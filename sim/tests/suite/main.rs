@@ -17,3 +17,4 @@ mod replay_views;
 mod rust_engine;
 mod scenarios;
 mod snapshots;
+mod vacuity;
