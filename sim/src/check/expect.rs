@@ -51,7 +51,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     let facts = &input.facts;
     compare("continuations", expect.continuations, facts.continued_batches().len() as u32);
     compare("model_calls", expect.model_calls, facts.calls.len() as u32);
-    compare("messages", expect.messages, input.run.history.final_store().messages.len() as u32);
+    compare("messages", expect.messages, input.final_store.messages.len() as u32);
     if let Some(expected) = &expect.callbacks {
         violations.extend(check_callbacks(input, expected));
     }
@@ -205,7 +205,7 @@ fn check_posts(input: &CheckInput) -> Option<Violation> {
 
 fn check_final_text(input: &CheckInput) -> Option<Violation> {
     let needle = input.scenario.scenario.expect.final_text_contains.as_ref()?;
-    let messages = input.run.history.final_store().messages;
+    let messages = &input.final_store.messages;
     let text = messages
         .iter()
         .rev()

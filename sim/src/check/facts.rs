@@ -5,12 +5,13 @@
 //! says of itself, so the same facts hold for any engine that speaks the
 //! boundary.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::durable::Write;
 use turnsim_engine::ports::{Frame, ModelRequest};
 use turnsim_engine::{Chunk, FinishReason, Message, Part, Role, ToolPart, ToolState};
 
+use super::seen::{parts_in, SeenMessages};
 use crate::history::{Boundary, CallbackCall, History, StreamEnd};
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
@@ -76,6 +77,8 @@ pub struct CallFact {
     pub content_chunks: u32,
     /// Tool calls the call streamed, by call id.
     pub tools: Vec<String>,
+    /// The same, for looking one up.
+    tool_set: BTreeSet<String>,
     /// The reply as the call's chunks build it onto what the request showed
     /// (the shared message format's own chunk rules), when the request
     /// names the reply.
@@ -118,7 +121,8 @@ impl CallFact {
     }
 
     fn add_tool(&mut self, id: &str) {
-        if !self.tools.iter().any(|tool| tool == id) {
+        if !self.tool_set.contains(id) {
+            self.tool_set.insert(id.to_string());
             self.tools.push(id.to_string());
         }
     }
@@ -200,6 +204,8 @@ pub struct Facts {
     /// Where each tool call first waited for an answer (stored or shown to a
     /// client as `input-available` or `approval-requested`).
     pub asked: BTreeMap<String, usize>,
+    /// The messages commits stored, as last stored.
+    committed: SeenMessages,
 }
 
 impl Facts {
@@ -272,10 +278,18 @@ impl Facts {
         posts.push(PostFact { at, at_us, post, text: text.to_string(), shown, answered: None, chained });
     }
 
+    /// A call waiting in a part a commit did not change waited at the
+    /// commit that stored it so: only the changed parts are read.
     fn on_commit(&mut self, index: usize, writes: &[Write]) {
-        let messages = writes.iter().filter_map(Write::message);
-        for tool in messages.flat_map(|message| message.tools()).filter(|tool| tool.state.is_pending()) {
-            self.asked.entry(tool.call_id.clone()).or_insert(index);
+        for message in writes.iter().filter_map(Write::message) {
+            let changed = self.committed.changed(message);
+            for part in parts_in(message, &changed) {
+                if let Part::Tool(tool) = part {
+                    if tool.state.is_pending() && !self.asked.contains_key(&tool.call_id) {
+                        self.asked.insert(tool.call_id.clone(), index);
+                    }
+                }
+            }
         }
     }
 
@@ -398,6 +412,7 @@ fn new_call(call: u32, at: usize, request: &ModelRequest) -> CallFact {
         basis: basis(&request.messages),
         content_chunks: 0,
         tools: Vec::new(),
+        tool_set: BTreeSet::new(),
         reply: request.messages.last().filter(|message| message.role == Role::Assistant).cloned(),
         end: CallEnd::Open,
         ended_at: None,
@@ -477,12 +492,12 @@ pub fn told_failure_since(history: &History, since: usize) -> bool {
 
 /// The tool calls of a message's last step (after its last `step-start`
 /// that has something after it).
+/// Read from the end: a long reply's earlier steps are not read.
 pub fn last_step_tools(message: &Message) -> impl Iterator<Item = &ToolPart> {
-    let parts: Vec<&Part> = message.parts.iter().collect();
-    let content_end = parts.iter().rposition(|part| !matches!(part, Part::StepStart)).map_or(0, |at| at + 1);
-    let step_start =
-        parts[..content_end].iter().rposition(|part| matches!(part, Part::StepStart)).map_or(0, |at| at + 1);
-    parts.into_iter().take(content_end).skip(step_start).filter_map(|part| match part {
+    let parts = &message.parts;
+    let content_end = parts.rposition(|part| !matches!(part, Part::StepStart)).map_or(0, |at| at + 1);
+    let step_start = (0..content_end).rev().find(|&at| matches!(parts[at], Part::StepStart)).map_or(0, |at| at + 1);
+    parts.range(step_start..content_end).filter_map(|part| match part {
         Part::Tool(tool) => Some(tool),
         _ => None,
     })

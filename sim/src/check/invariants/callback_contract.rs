@@ -78,7 +78,7 @@ fn interruption_seen_through(input: &CheckInput, chat: u32, at: usize, sent_at: 
         matches!(crossing.what, Boundary::ModelRequest { .. } | Boundary::ToolResult { .. } | Boundary::Approval { .. })
     });
     let waiting = || {
-        history.final_store().messages.iter().flat_map(|message| message.tools()).any(|tool| {
+        input.final_store.messages.iter().flat_map(|message| message.tools()).any(|tool| {
             matches!(
                 tool.state,
                 ToolState::InputAvailable | ToolState::ApprovalRequested | ToolState::ApprovalResponded

@@ -34,7 +34,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
         return violations;
     }
     let history = &input.run.history;
-    let stored = shown(&history.final_store().messages);
+    let stored = shown(&input.final_store.messages);
     let at = history.crossings.last().map_or(0, |crossing| crossing.at_event).saturating_sub(1);
     for (connection, view) in open_client_views(history) {
         if view.recovering {
