@@ -11,7 +11,7 @@ use turnsim_engine::durable::Write;
 use turnsim_engine::ports::{Frame, ModelRequest};
 use turnsim_engine::{Chunk, FinishReason, Message, Part, Role, ToolPart, ToolState};
 
-use super::seen::{parts_in, SeenMessages};
+use super::seen::SeenMessages;
 use crate::history::{Boundary, CallbackCall, History, StreamEnd};
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
@@ -79,10 +79,9 @@ pub struct CallFact {
     pub tools: Vec<String>,
     /// The same, for looking one up.
     tool_set: BTreeSet<String>,
-    /// The reply as the call's chunks build it onto what the request showed
-    /// (the shared message format's own chunk rules), when the request
-    /// names the reply.
-    reply: Option<Message>,
+    /// Where the chunks that build the reply crossed: the reply is rebuilt
+    /// from them only when asked (a check asks of few calls).
+    applied: Vec<usize>,
     pub end: CallEnd,
     /// Index of the crossing that ended the stream, if one did.
     pub ended_at: Option<usize>,
@@ -113,11 +112,25 @@ impl CallFact {
     /// The stream stopped inside a tool call's input: the last part the
     /// call built is a tool call whose input was still streaming, and no
     /// finish finalised it.
-    pub fn ends_mid_tool_input(&self) -> bool {
-        let Some(reply) = &self.reply else { return false };
+    pub fn ends_mid_tool_input(&self, history: &History) -> bool {
+        let Some(reply) = self.reply(history) else { return false };
         let last = reply.parts.iter().rev().find(|part| !matches!(part, Part::StepStart));
         let streaming = matches!(last, Some(Part::Tool(tool)) if tool.state == ToolState::InputStreaming);
         streaming && !matches!(self.end, CallEnd::Finished { .. })
+    }
+
+    /// The reply as the call's chunks build it onto what the request showed
+    /// (the shared message format's own chunk rules), when the request
+    /// names the reply.
+    fn reply(&self, history: &History) -> Option<Message> {
+        let messages = &self.request(history).messages;
+        let mut reply = messages.last().filter(|message| message.role == Role::Assistant)?.clone();
+        for &at in &self.applied {
+            if let Boundary::ModelChunk { chunk, .. } = &history.crossings[at].what {
+                reply.apply_chunk(chunk);
+            }
+        }
+        Some(reply)
     }
 
     fn add_tool(&mut self, id: &str) {
@@ -282,9 +295,8 @@ impl Facts {
     /// commit that stored it so: only the changed parts are read.
     fn on_commit(&mut self, index: usize, writes: &[Write]) {
         for message in writes.iter().filter_map(Write::message) {
-            let changed = self.committed.changed(message);
-            for part in parts_in(message, &changed) {
-                if let Part::Tool(tool) = part {
+            for at in self.committed.changed(message) {
+                if let Part::Tool(tool) = &message.parts[at] {
                     if tool.state.is_pending() && !self.asked.contains_key(&tool.call_id) {
                         self.asked.insert(tool.call_id.clone(), index);
                     }
@@ -314,9 +326,7 @@ impl Facts {
         if chunk.is_output() {
             fact.content_chunks += 1;
         }
-        if let Some(reply) = fact.reply.as_mut() {
-            reply.apply_chunk(chunk);
-        }
+        fact.applied.push(index);
         match chunk {
             Chunk::ToolInputStart { id, .. } | Chunk::ToolCall { id, .. } => fact.add_tool(id),
             Chunk::FinishStep { reason, usage } if fact.end == CallEnd::Open => {
@@ -387,11 +397,11 @@ impl Facts {
     /// first request that picked it up.
     pub fn continuations(&self) -> Vec<(usize, &str, &[String])> {
         let mut batches: Vec<(usize, &str, &[String])> = Vec::new();
+        let mut seen: BTreeSet<(&str, &[String])> = BTreeSet::new();
         for call in &self.calls {
             let Basis::Batch { message_id, call_ids } = &call.basis else { continue };
             let answered = call_ids.iter().any(|call_id| self.answered_before(call_id, call.at));
-            let seen = batches.iter().any(|(_, seen_id, seen_ids)| seen_id == message_id && seen_ids == call_ids);
-            if answered && !seen {
+            if answered && seen.insert((message_id, call_ids)) {
                 batches.push((call.at, message_id, call_ids));
             }
         }
@@ -413,7 +423,7 @@ fn new_call(call: u32, at: usize, request: &ModelRequest) -> CallFact {
         content_chunks: 0,
         tools: Vec::new(),
         tool_set: BTreeSet::new(),
-        reply: request.messages.last().filter(|message| message.role == Role::Assistant).cloned(),
+        applied: Vec::new(),
         end: CallEnd::Open,
         ended_at: None,
         last_chunk_at: None,

@@ -4,10 +4,9 @@
 //! hundreds of times; the engine's copies share the parts they have in
 //! common (`Parts::changed_since`), so reading only what changed keeps a
 //! check linear in the history. Copies that share nothing (parsed from
-//! another process) are read whole, as before.
+//! another process) are compared part by part, as read before.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Range;
 
 use turnsim_engine::parts::Parts;
 use turnsim_engine::{Message, Part};
@@ -18,33 +17,32 @@ pub struct SeenMessages {
 }
 
 impl SeenMessages {
-    /// The ranges of `message`'s parts that may differ from the copy of it
-    /// seen last (all of them the first time); remembers this copy.
-    pub fn changed(&mut self, message: &Message) -> Vec<Range<usize>> {
-        match self.last.get_mut(&message.id) {
-            Some(last) => {
-                let changed = message.parts.changed_since(last);
-                *last = message.parts.clone();
-                changed
-            }
-            None => {
-                self.last.insert(message.id.clone(), message.parts.clone());
-                std::iter::once(0..message.parts.len()).collect()
-            }
-        }
+    /// The indexes of `message`'s parts that differ from the copy of it
+    /// seen last (all of them the first time), in order; remembers this copy.
+    pub fn changed(&mut self, message: &Message) -> Vec<usize> {
+        let parts = &message.parts;
+        let changed = match self.last.get(&message.id) {
+            None => (0..parts.len()).collect(),
+            Some(last) => differing(last, parts).filter(|&at| at < parts.len()).collect(),
+        };
+        self.remember(message);
+        changed
     }
 
-    /// The call ids of the tool parts that may have changed in `message`
-    /// since the copy seen last: in parts of this copy, or of the last one
-    /// (a part cut off or replaced); remembers this copy.
+    /// The call ids of the tool parts that changed in `message` since the
+    /// copy seen last: in parts of this copy, or of the last one (a part
+    /// cut off or replaced); remembers this copy.
     pub fn changed_tools(&mut self, message: &Message) -> BTreeSet<String> {
-        let mut changed = BTreeSet::new();
-        if let Some(last) = self.last.get(&message.id) {
-            let gone = last.changed_since(&message.parts);
-            changed.extend(gone.into_iter().flat_map(|range| tool_ids(last.range(range))));
-        }
-        let ranges = self.changed(message);
-        changed.extend(ranges.into_iter().flat_map(|range| tool_ids(message.parts.range(range))));
+        let parts = &message.parts;
+        let changed = match self.last.get(&message.id) {
+            None => tool_ids(parts.iter()).collect(),
+            Some(last) => {
+                let at: Vec<usize> = differing(last, parts).collect();
+                let both = at.iter().flat_map(|&at| [last.get(at), parts.get(at)]).flatten();
+                tool_ids(both).collect()
+            }
+        };
+        self.remember(message);
         changed
     }
 
@@ -52,6 +50,23 @@ impl SeenMessages {
     pub fn forget(&mut self, id: &str) {
         self.last.remove(id);
     }
+
+    fn remember(&mut self, message: &Message) {
+        match self.last.get_mut(&message.id) {
+            Some(last) => *last = message.parts.clone(),
+            None => drop(self.last.insert(message.id.clone(), message.parts.clone())),
+        }
+    }
+}
+
+/// The indexes where `earlier` and `later` hold different parts (or only
+/// one holds one), in order: looking only inside the chunks they do not
+/// share. Only the last chunk may be short, so what `later` lacks of
+/// `earlier` lies past `later`'s end.
+fn differing<'a>(earlier: &'a Parts, later: &'a Parts) -> impl Iterator<Item = usize> + 'a {
+    let unshared = later.changed_since(earlier).into_iter().flatten();
+    let cut_off = later.len()..earlier.len().max(later.len());
+    unshared.chain(cut_off).filter(move |&at| earlier.get(at) != later.get(at))
 }
 
 fn tool_ids<'a>(parts: impl Iterator<Item = &'a Part> + 'a) -> impl Iterator<Item = String> + 'a {
@@ -59,9 +74,4 @@ fn tool_ids<'a>(parts: impl Iterator<Item = &'a Part> + 'a) -> impl Iterator<Ite
         Part::Tool(tool) => Some(tool.call_id.clone()),
         _ => None,
     })
-}
-
-/// The parts of `message` in `ranges`, in order.
-pub fn parts_in<'a>(message: &'a Message, ranges: &'a [Range<usize>]) -> impl Iterator<Item = &'a Part> {
-    ranges.iter().flat_map(move |range| message.parts.range(range.clone()))
 }

@@ -30,11 +30,17 @@ pub fn lost_results(input: &CheckInput) -> Vec<Violation> {
             fold.show_message(input, index, what, message);
         }
     }
-    let store = &input.final_store;
-    let gone = fold.shown.into_iter().filter(|(call_id, _)| {
-        !fold.discarded.contains(call_id.as_str())
-            && store.messages.iter().all(|message| message.tool(call_id).is_none())
-    });
+    let stored: BTreeSet<&str> = input
+        .final_store
+        .messages
+        .iter()
+        .flat_map(|message| message.tools())
+        .map(|tool| tool.call_id.as_str())
+        .collect();
+    let gone = fold
+        .shown
+        .into_iter()
+        .filter(|(call_id, _)| !fold.discarded.contains(call_id.as_str()) && !stored.contains(call_id.as_str()));
     let mut violations = fold.violations;
     violations.extend(gone.map(|(call_id, (index, state))| {
         let message = format!("{call_id} was shown as {} but is gone from the store", state.as_str());
@@ -64,7 +70,7 @@ impl ShownResults<'_> {
     fn show_message(&mut self, input: &CheckInput, index: usize, what: &Boundary, message: &Message) {
         let changed = self.seen.changed(message);
         let since = self.read_at.insert(message.id.clone(), self.changes.len());
-        let mut to_read: BTreeSet<usize> = changed.into_iter().flatten().collect();
+        let mut to_read: BTreeSet<usize> = changed.into_iter().collect();
         if let Some(since) = since {
             let calls: BTreeSet<&String> = self.changes[since..].iter().collect();
             to_read.extend(calls.into_iter().flat_map(|call_id| message.parts.tool_positions(call_id)));
