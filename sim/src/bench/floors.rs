@@ -28,9 +28,14 @@ pub struct Floors {
     pub ceilings: BTreeMap<String, f64>,
 }
 
+/// Reads a file of bounds; every figure it names must be one `bench`
+/// reports (checked now, before a minute of measuring).
 pub fn load(path: &Path) -> Result<Floors, ScenarioError> {
     let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::new(path, error.to_string()))?;
-    serde_yaml::from_str(&text).map_err(|error| ScenarioError::new(path, error.to_string()))
+    let floors: Floors = serde_yaml::from_str(&text).map_err(|error| ScenarioError::new(path, error.to_string()))?;
+    let every_figure = BenchReport { engine_cmd_runs_per_sec: Some(0.0), ..BenchReport::default() };
+    breaches(&every_figure, &floors).map_err(|error| ScenarioError::new(path, error))?;
+    Ok(floors)
 }
 
 /// Every figure of `report` past its bound, in words; `Err` when the file

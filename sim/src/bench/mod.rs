@@ -30,7 +30,7 @@ pub const BATCH_NARROW: usize = 10;
 pub const BATCH_WIDE: usize = 400;
 const ROUND_TIME: Duration = Duration::from_millis(600);
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct BenchReport {
     /// Standard scenario, seeded runs per second on one thread.
     pub runs_per_sec: f64,
