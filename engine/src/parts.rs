@@ -13,7 +13,7 @@
 //! that may hold them. To the engine it reads like a `Vec`.
 
 use std::fmt;
-use std::ops::{Bound, Index, RangeBounds};
+use std::ops::{Bound, Index, Range, RangeBounds};
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -363,6 +363,58 @@ impl Parts {
         }
     }
 
+    /// The ranges of parts that may differ from `earlier`'s at the same
+    /// index: the chunks the two do not share, and whatever lies past
+    /// `earlier`'s end. A part outside them is the very part `earlier`
+    /// holds there, so a fold over successive copies of one message reads
+    /// only what changed (copies that share nothing, such as parsed ones,
+    /// differ everywhere).
+    pub fn changed_since(&self, earlier: &Parts) -> Vec<Range<usize>> {
+        if Arc::ptr_eq(&self.groups, &earlier.groups) {
+            return Vec::new();
+        }
+        let mut changed: Vec<Range<usize>> = Vec::new();
+        let mut add = |range: Range<usize>| match changed.last_mut() {
+            Some(last) if last.end == range.start => last.end = range.end,
+            _ => changed.push(range),
+        };
+        for (group_at, group) in self.groups.iter().enumerate() {
+            let theirs = earlier.groups.get(group_at);
+            if theirs.is_some_and(|theirs| Arc::ptr_eq(group, theirs)) {
+                continue;
+            }
+            for (chunk_at, chunk) in group.chunks.iter().enumerate() {
+                let shared = theirs
+                    .and_then(|theirs| theirs.chunks.get(chunk_at))
+                    .is_some_and(|theirs| Arc::ptr_eq(chunk, theirs));
+                if !shared {
+                    let first = (group_at * GROUP_CHUNKS + chunk_at) * CHUNK_PARTS;
+                    add(first..first + chunk.parts.len());
+                }
+            }
+        }
+        changed
+    }
+
+    /// Indexes of every tool part of `call_id`, in order, looking only inside
+    /// the chunks whose index says they may hold it.
+    pub fn tool_positions(&self, call_id: &str) -> Vec<usize> {
+        let hash = CallHash::of(call_id);
+        let mut positions = Vec::new();
+        for (group_at, group) in self.groups.iter().enumerate() {
+            let filters = &group.index().filters;
+            for chunk_at in (0..group.chunks.len()).filter(|&at| filters[at] & hash.bit != 0) {
+                let chunk = &group.chunks[chunk_at];
+                let hashes = &chunk.tool_index().hashes;
+                let first = (group_at * GROUP_CHUNKS + chunk_at) * CHUNK_PARTS;
+                let offsets = (0..chunk.parts.len())
+                    .filter(|&offset| hashes[offset] == hash.short && is_tool_of(&chunk.parts[offset], call_id));
+                positions.extend(offsets.map(|offset| first + offset));
+            }
+        }
+        positions
+    }
+
     /// Index of the last part that matches.
     pub fn rposition(&self, mut matches: impl FnMut(&Part) -> bool) -> Option<usize> {
         (0..self.len).rev().find(|&index| matches(&self[index]))
@@ -691,5 +743,36 @@ mod tests {
         assert_eq!(json, serde_json::to_string(&plain).expect("serialises"));
         let back: Parts = serde_json::from_str(&json).expect("deserialises");
         assert_eq!(back, built);
+    }
+
+    #[test]
+    fn changed_since_names_every_part_an_edit_or_a_push_may_have_changed() {
+        let earlier = parts(GROUP_PARTS + 3 * CHUNK_PARTS + 2);
+        assert!(earlier.changed_since(&earlier.clone()).is_empty(), "a copy shares everything");
+        let mut later = earlier.clone();
+        *later.get_mut(2 * CHUNK_PARTS + 1).expect("a part") = text(1000);
+        later.push(text(2000));
+        let end = GROUP_PARTS + 3 * CHUNK_PARTS + 3;
+        let tail = GROUP_PARTS + 3 * CHUNK_PARTS;
+        assert_eq!(later.changed_since(&earlier), vec![2 * CHUNK_PARTS..3 * CHUNK_PARTS, tail..end]);
+        let unchanged = |index: usize| later.changed_since(&earlier).iter().all(|range| !range.contains(&index));
+        assert!((0..earlier.len()).filter(|&index| unchanged(index)).all(|index| later[index] == earlier[index]));
+        let parsed: Parts = serde_json::from_str(&serde_json::to_string(&later).expect("serialises")).expect("parses");
+        assert_eq!(parsed.changed_since(&later), vec![0..end], "a parsed copy shares nothing");
+        let mut shorter = later.clone();
+        shorter.truncate(3);
+        assert_eq!(shorter.changed_since(&later), vec![0..3]);
+    }
+
+    #[test]
+    fn tool_positions_finds_every_part_of_a_call() {
+        let mut built = Parts::new();
+        for index in 0..GROUP_PARTS + 2 * CHUNK_PARTS {
+            built.push(if index % 5 == 0 { tool(&format!("tc-{index}"), "first") } else { text(index) });
+        }
+        built.push(tool("tc-5", "again"));
+        assert_eq!(built.tool_positions("tc-5"), vec![5, GROUP_PARTS + 2 * CHUNK_PARTS]);
+        assert_eq!(built.tool_positions("tc-10"), vec![10]);
+        assert!(built.tool_positions("tc-1").is_empty());
     }
 }

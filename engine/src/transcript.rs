@@ -277,12 +277,20 @@ impl Message {
     /// Marks every text and reasoning part done: the turn that streamed
     /// them is over, and nothing more will arrive for them (a recovery opens
     /// parts of its own).
+    /// Only the parts still streaming are edited: the others stay shared
+    /// with the copies the store and the last request hold.
     pub fn settle_text(&mut self) {
-        for part in self.parts.iter_mut() {
+        let streaming = |part: &Part| {
+            matches!(
+                part,
+                Part::Text { state: TextState::Streaming, .. } | Part::Reasoning { state: TextState::Streaming, .. }
+            )
+        };
+        self.parts.edit_where(streaming, |part| {
             if let Part::Text { state, .. } | Part::Reasoning { state, .. } = part {
                 *state = TextState::Done;
             }
-        }
+        });
     }
 
     /// First write wins: a replayed start never resets an existing part.

@@ -236,21 +236,6 @@ impl History {
         self.crossings.iter()
     }
 
-    /// The store's content after each crossing that changed it, in order:
-    /// (index into `crossings`, the state after that commit).
-    pub fn store_states(&self) -> impl Iterator<Item = (usize, DurableState)> + '_ {
-        let mut state = self.initial.clone();
-        self.crossings.iter().enumerate().filter_map(move |(index, crossing)| match &crossing.what {
-            Boundary::Commit { writes } => {
-                for write in writes {
-                    state.apply(write);
-                }
-                Some((index, state.clone()))
-            }
-            _ => None,
-        })
-    }
-
     /// The store's content at the end of the run.
     pub fn final_store(&self) -> DurableState {
         self.store_at(self.crossings.len())

@@ -12,7 +12,7 @@
 //! stdout could be written (a closed pipe, a full disk).
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -156,6 +156,10 @@ enum Command {
         /// Directory holding the benchmark scenarios.
         #[arg(long, default_value = "scenarios")]
         scenarios: PathBuf,
+        /// Exit 1 when a figure falls below its floor (or a growth figure
+        /// rises above its ceiling) in this file of committed bounds.
+        #[arg(long, value_name = "FLOORS", num_args = 0..=1, default_missing_value = turnsim::bench::floors::DEFAULT_FLOORS)]
+        check: Option<PathBuf>,
     },
     /// Serve the built-in engine over the engine protocol on stdin/stdout
     /// (what `--engine-cmd` starts; see docs/protocol.md).
@@ -267,13 +271,7 @@ fn main() -> ExitCode {
                 None => crash_points(&paths, seed, mode),
             }
         }
-        Command::Bench { format, scenarios } => turnsim::bench::run(&scenarios, cli.engine_cmd).map(|report| {
-            match format {
-                ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
-                _ => output::emit(&turnsim::bench::text(&report)),
-            }
-            ExitCode::SUCCESS
-        }),
+        Command::Bench { format, scenarios, check } => bench(&scenarios, cli.engine_cmd, format, check.as_deref()),
         Command::Schema => {
             outln!("{}", turnsim::scenario::json_schema());
             Ok(ExitCode::SUCCESS)
@@ -283,6 +281,33 @@ fn main() -> ExitCode {
     let code = result.unwrap_or_else(exit_with);
     output::finish();
     code
+}
+
+/// `turnsim bench`; with `floors`, exit 1 when a figure is past its bound.
+fn bench(
+    scenarios: &Path,
+    engine_cmd: Option<String>,
+    format: ReplayFormat,
+    floors: Option<&Path>,
+) -> Result<ExitCode, ScenarioError> {
+    let bounds = floors.map(turnsim::bench::floors::load).transpose()?;
+    let report = turnsim::bench::run(scenarios, engine_cmd)?;
+    match format {
+        ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
+        _ => output::emit(&turnsim::bench::text(&report)),
+    }
+    let (Some(path), Some(floors)) = (floors, bounds) else { return Ok(ExitCode::SUCCESS) };
+    match turnsim::bench::floors::breaches(&report, &floors) {
+        Err(error) => Err(ScenarioError::new(path, error)),
+        Ok(breaches) if breaches.is_empty() => {
+            errln!("bench: every figure within the bounds measured on {}", floors.machine);
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(breaches) => {
+            breaches.iter().for_each(|breach| errln!("bench: {breach} (bounds measured on {})", floors.machine));
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }
 
 fn exit_with(error: ScenarioError) -> ExitCode {

@@ -5,9 +5,11 @@
 //! their size is the variable: a chain of client-tool steps (each model call
 //! emits one tool, the client answers with `auto_continue`, the continuation
 //! calls the model again) and one step with a wide batch of client tools.
-//! The figure is the wall time per recorded event of the long form divided
+//! The figure is the CPU time per recorded event of the long form divided
 //! by that of the short form: 1.0 is perfectly linear, a quadratic shows as
-//! a ratio that grows with the size.
+//! a ratio that grows with the size. [`guard`] fails past
+//! [`GROWTH_LIMIT`]; it takes the checker as a parameter, so a test can
+//! prove it rejects a quadratic one.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -15,10 +17,11 @@ use std::time::Duration;
 
 use turnsim_engine::RegressionSet;
 
-use crate::runner;
+use crate::check::Violation;
 use crate::scenario::{parse_scenario, ScenarioFile};
+use crate::world::RunRecord;
 
-/// Wall time one growth round spends on one form (at least one run).
+/// CPU time one growth round spends on one form (at least one run).
 const GROWTH_ROUND_TIME: Duration = Duration::from_millis(400);
 
 /// A session of `steps` model calls, each one client tool that the client
@@ -69,18 +72,84 @@ fn parse_generated(name: &str, yaml: &str) -> ScenarioFile {
     parse_scenario(Path::new(&format!("<generated {name}>")), yaml).expect("generated benchmark scenario parses")
 }
 
-/// Wall seconds per recorded event, over consecutive seeds for about one
-/// round (at least one run); every run must pass every check.
-pub fn seconds_per_event(file: &ScenarioFile) -> f64 {
-    std::thread::scope(|scope| scope.spawn(|| seconds_per_event_here(file)).join().expect("bench thread"))
+/// What judges a run: [`crate::check::check_run`], or a stand-in (the
+/// growth guard's own test hands it a quadratic one to prove it fails).
+pub type Checker = fn(&ScenarioFile, &RunRecord) -> Vec<Violation>;
+
+/// How far cost per event may grow from the short form to the long one
+/// before [`guard`] fails (1.0: flat).
+pub const GROWTH_LIMIT: f64 = 1.5;
+
+/// How long a measurement runs: rounds of each form, back to back.
+#[derive(Clone, Copy, Debug)]
+pub struct GrowthPlan {
+    pub rounds: usize,
+    /// CPU time one round spends on one form (at least one run).
+    pub round_time: Duration,
 }
 
-fn seconds_per_event_here(file: &ScenarioFile) -> f64 {
+impl Default for GrowthPlan {
+    fn default() -> Self {
+        Self { rounds: 5, round_time: GROWTH_ROUND_TIME }
+    }
+}
+
+/// The two growth figures `turnsim bench` prints.
+#[derive(Clone, Copy, Debug)]
+pub struct Growth {
+    /// A chain of `STEP_CHAIN_LONG` tool steps over one of `STEP_CHAIN_SHORT`.
+    pub step: f64,
+    /// `BATCH_WIDE` tools in one batch over `BATCH_NARROW`.
+    pub batch: f64,
+}
+
+/// Measures both figures with `checker` judging every run (median of the
+/// plan's rounds each).
+pub fn measure(checker: Checker, plan: GrowthPlan) -> Growth {
+    use super::{BATCH_NARROW, BATCH_WIDE, STEP_CHAIN_LONG, STEP_CHAIN_SHORT};
+    let (short, long) = (step_chain(STEP_CHAIN_SHORT), step_chain(STEP_CHAIN_LONG));
+    let (narrow, wide) = (wide_batch(BATCH_NARROW), wide_batch(BATCH_WIDE));
+    let step = super::median(plan.rounds, || growth(&short, &long, checker, plan.round_time));
+    let batch = super::median(plan.rounds, || growth(&narrow, &wide, checker, plan.round_time));
+    Growth { step, batch }
+}
+
+/// The growth guard: `Err` (saying which figure) when cost per event grows
+/// past [`GROWTH_LIMIT`] on either shape, judged by `checker`.
+pub fn guard(checker: Checker, plan: GrowthPlan) -> Result<Growth, String> {
+    let growth = measure(checker, plan);
+    let over: Vec<String> = [("step_growth", growth.step), ("batch_growth", growth.batch)]
+        .into_iter()
+        .filter(|(_, figure)| *figure > GROWTH_LIMIT)
+        .map(|(name, figure)| format!("{name} {figure:.2} > {GROWTH_LIMIT}"))
+        .collect();
+    if over.is_empty() {
+        Ok(growth)
+    } else {
+        Err(format!("cost per event grows with the session: {}", over.join(", ")))
+    }
+}
+
+/// CPU seconds per recorded event, over consecutive seeds for about
+/// `round_time` (at least one run); every run must pass `checker`. The
+/// measuring thread's CPU time, so that other processes on a busy machine
+/// do not count.
+pub fn seconds_per_event(file: &ScenarioFile, checker: Checker, round_time: Duration) -> f64 {
+    std::thread::scope(|scope| {
+        scope.spawn(|| seconds_per_event_here(file, checker, round_time)).join().expect("bench thread")
+    })
+}
+
+fn seconds_per_event_here(file: &ScenarioFile, checker: Checker, round_time: Duration) -> f64 {
     let regressions = RegressionSet::default();
-    let started = super::wall_now();
+    // One run first, untimed: a fresh thread's allocator has no pages yet,
+    // and the long form would pay for them over fewer runs.
+    checker(file, &crate::world::run(file, 0, &regressions));
+    let started = thread_cpu_time();
     let (mut runs, mut events) = (0u64, 0usize);
-    while runs == 0 || started.elapsed() < GROWTH_ROUND_TIME {
-        let (record, violations) = runner::run_one(file, runs, &regressions);
+    while runs == 0 || thread_cpu_time() - started < round_time {
+        let record = crate::world::run(file, runs, &regressions);
+        let violations = checker(file, &record);
         assert!(
             violations.is_empty(),
             "benchmark scenario {} failed on seed {runs}: {violations:?}",
@@ -89,20 +158,31 @@ fn seconds_per_event_here(file: &ScenarioFile) -> f64 {
         events += record.events.len();
         runs += 1;
     }
-    started.elapsed().as_secs_f64() / events as f64
+    (thread_cpu_time() - started).as_secs_f64() / events as f64
+}
+
+/// CPU time the calling thread has used: not wall time, so a neighbour's
+/// load stretches neither form of a comparison.
+fn thread_cpu_time() -> Duration {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid timespec for the call to fill.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "the thread CPU clock is readable");
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 /// Cost per event of `large` over cost per event of `small`, measured
 /// back to back so machine noise hits both alike.
-pub fn growth(small: &ScenarioFile, large: &ScenarioFile) -> f64 {
-    let small_cost = seconds_per_event(small);
-    let large_cost = seconds_per_event(large);
+pub fn growth(small: &ScenarioFile, large: &ScenarioFile, checker: Checker, round_time: Duration) -> f64 {
+    let small_cost = seconds_per_event(small, checker, round_time);
+    let large_cost = seconds_per_event(large, checker, round_time);
     large_cost / small_cost
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner;
 
     #[test]
     fn generated_sessions_pass_and_grow_with_their_size() {

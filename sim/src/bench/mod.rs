@@ -4,6 +4,7 @@
 //! batches of runs; nothing it measures reaches a trace. Each figure is the
 //! median of several rounds, because this machine is noisy.
 
+pub mod floors;
 pub mod growth;
 
 use std::path::Path;
@@ -29,7 +30,7 @@ pub const BATCH_NARROW: usize = 10;
 pub const BATCH_WIDE: usize = 400;
 const ROUND_TIME: Duration = Duration::from_millis(600);
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct BenchReport {
     /// Standard scenario, seeded runs per second on one thread.
     pub runs_per_sec: f64,
@@ -41,10 +42,10 @@ pub struct BenchReport {
     pub sim_seconds_per_wall_second: f64,
     /// Exploration cases per second on one thread (generate, run, check).
     pub explore_cases_per_sec: f64,
-    /// Wall time per traced event of a session with a chain of 320 tool
+    /// CPU time per traced event of a session with a chain of 320 tool
     /// steps over that of one with 20 (1.0: cost per event is flat).
     pub step_growth: f64,
-    /// Wall time per traced event with 400 client tools in one batch over
+    /// CPU time per traced event with 400 client tools in one batch over
     /// that with 10.
     pub batch_growth: f64,
     /// The standard scenario with the built-in engine served over the
@@ -83,6 +84,7 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
     };
     let protocol_runs_per_sec = over_protocol(served).unwrap_or(0.0);
     let engine_cmd_runs_per_sec = over_protocol(engine_cmd);
+    let growth = growth::measure(crate::check::check_run, growth::GrowthPlan { rounds: ROUNDS, ..Default::default() });
     let one_thread = median(ROUNDS, || suite_rate(&suite, 1));
     let two_threads = median(ROUNDS, || suite_rate(&suite, 2));
     Ok(BenchReport {
@@ -93,12 +95,8 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
         explore_cases_per_sec: median(ROUNDS, || {
             std::thread::scope(|scope| scope.spawn(crate::explore::bench_rate).join().expect("bench thread"))
         }),
-        step_growth: median(ROUNDS, || {
-            growth::growth(&growth::step_chain(STEP_CHAIN_SHORT), &growth::step_chain(STEP_CHAIN_LONG))
-        }),
-        batch_growth: median(ROUNDS, || {
-            growth::growth(&growth::wide_batch(BATCH_NARROW), &growth::wide_batch(BATCH_WIDE))
-        }),
+        step_growth: growth.step,
+        batch_growth: growth.batch,
         protocol_runs_per_sec,
         engine_cmd_runs_per_sec,
         suite_runs,

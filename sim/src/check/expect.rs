@@ -5,8 +5,13 @@
 //! own decisions (`recovery.scheduled`, `completed`, `parked`) and the
 //! barrier's in-memory state (`barrier`), which only the engine can report.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
+
+use turnsim_engine::durable::DurableState;
 use turnsim_engine::{Frame, Role, ToolState};
 
+use super::store_tools::{first_tool, tools_last_first, walk_commits};
 use super::{CheckInput, Violation};
 use crate::history::{Boundary, CallbackCall};
 use crate::scenario::{CallbackCounts, Count, RecoveryCounts};
@@ -51,7 +56,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     let facts = &input.facts;
     compare("continuations", expect.continuations, facts.continued_batches().len() as u32);
     compare("model_calls", expect.model_calls, facts.calls.len() as u32);
-    compare("messages", expect.messages, input.run.history.final_store().messages.len() as u32);
+    compare("messages", expect.messages, input.final_store.messages.len() as u32);
     if let Some(expected) = &expect.callbacks {
         violations.extend(check_callbacks(input, expected));
     }
@@ -161,29 +166,70 @@ fn check_repaired(input: &CheckInput) -> Option<Violation> {
 }
 
 /// Tool calls the store turned from unsettled into an error with no result
-/// sent for them (by a client, or by a server-tool run): repaired.
+/// sent for them (by a client, or by a server-tool run): repaired. A call
+/// changes state only in a commit that may change it, so only those calls
+/// are read at each commit (and, for a call held twice, any whose first
+/// part is unsettled while another is an error).
 fn repaired_calls(input: &CheckInput) -> Vec<String> {
     let history = &input.run.history;
-    let mut before = history.initial.clone();
+    let ran = server_runs(history);
+    let ran_before = |call_id: &str, before: usize| ran.get(call_id).is_some_and(|&first| first < before);
+    let mut before = StoreStates::default();
+    let every_call: BTreeSet<String> =
+        history.initial.messages.iter().flat_map(|message| message.tools()).map(|tool| tool.call_id.clone()).collect();
+    before.update(&history.initial, &every_call);
     let mut repaired = Vec::new();
-    for (index, after) in history.store_states() {
-        let errored = after.messages.iter().flat_map(|message| message.tools()).filter(|tool| {
-            let was = before.messages.iter().find_map(|message| message.tool(&tool.call_id));
-            tool.state == ToolState::OutputError
-                && was.is_some_and(|was| !was.state.is_settled())
-                && !input.facts.answered_before(&tool.call_id, index)
-                && !ran_on_the_server(history, &tool.call_id, index)
-        });
-        repaired.extend(errored.map(|tool| tool.call_id.clone()));
-        before = after;
-    }
+    walk_commits(history, |index, after, changed| {
+        let candidates: BTreeSet<&String> = changed.iter().chain(&before.errored_twice).collect();
+        for call_id in candidates {
+            let was_unsettled = before.first.get(call_id).is_some_and(|state| !state.is_settled());
+            if !was_unsettled || input.facts.answered_before(call_id, index) || ran_before(call_id, index) {
+                continue;
+            }
+            let errors = tools_last_first(after, call_id).filter(|tool| tool.state == ToolState::OutputError);
+            repaired.extend(errors.map(|tool| tool.call_id.clone()));
+        }
+        before.update(after, changed);
+        ControlFlow::Continue(())
+    });
     repaired
 }
 
-fn ran_on_the_server(history: &crate::history::History, call_id: &str, before: usize) -> bool {
-    history.crossings[..before]
-        .iter()
-        .any(|crossing| matches!(&crossing.what, Boundary::ServerToolDone { call_id: done, .. } if done == call_id))
+/// Each call's state in the store, as its first part holds it; and the
+/// calls whose first part is unsettled while another part is an error.
+#[derive(Default)]
+struct StoreStates {
+    first: BTreeMap<String, ToolState>,
+    errored_twice: BTreeSet<String>,
+}
+
+impl StoreStates {
+    fn update(&mut self, store: &DurableState, changed: &BTreeSet<String>) {
+        for call_id in changed {
+            match first_tool(store, call_id) {
+                Some(tool) => drop(self.first.insert(call_id.clone(), tool.state)),
+                None => drop(self.first.remove(call_id)),
+            }
+            let unsettled = self.first.get(call_id).is_some_and(|state| !state.is_settled());
+            let errored = tools_last_first(store, call_id).any(|tool| tool.state == ToolState::OutputError);
+            if unsettled && errored {
+                self.errored_twice.insert(call_id.clone());
+            } else {
+                self.errored_twice.remove(call_id);
+            }
+        }
+    }
+}
+
+/// Where each server tool's run first finished, by call id.
+fn server_runs(history: &crate::history::History) -> BTreeMap<&str, usize> {
+    let mut runs = BTreeMap::new();
+    for (index, crossing) in history.iter().enumerate() {
+        if let Boundary::ServerToolDone { call_id, .. } = &crossing.what {
+            runs.entry(call_id.as_str()).or_insert(index);
+        }
+    }
+    runs
 }
 
 fn check_posts(input: &CheckInput) -> Option<Violation> {
@@ -205,7 +251,7 @@ fn check_posts(input: &CheckInput) -> Option<Violation> {
 
 fn check_final_text(input: &CheckInput) -> Option<Violation> {
     let needle = input.scenario.scenario.expect.final_text_contains.as_ref()?;
-    let messages = input.run.history.final_store().messages;
+    let messages = &input.final_store.messages;
     let text = messages
         .iter()
         .rev()

@@ -11,7 +11,7 @@ use crate::transcript_view;
 
 pub fn check(input: &CheckInput) -> Vec<Violation> {
     let expect = &input.scenario.scenario.expect;
-    let store = input.run.history.final_store();
+    let store = &input.final_store;
     let messages = &store.messages;
     let mut violations = Vec::new();
     for (call_id, expected) in &expect.tools {

@@ -5,12 +5,13 @@
 //! says of itself, so the same facts hold for any engine that speaks the
 //! boundary.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::durable::Write;
 use turnsim_engine::ports::{Frame, ModelRequest};
 use turnsim_engine::{Chunk, FinishReason, Message, Part, Role, ToolPart, ToolState};
 
+use super::seen::SeenMessages;
 use crate::history::{Boundary, CallbackCall, History, StreamEnd};
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
@@ -76,10 +77,11 @@ pub struct CallFact {
     pub content_chunks: u32,
     /// Tool calls the call streamed, by call id.
     pub tools: Vec<String>,
-    /// The reply as the call's chunks build it onto what the request showed
-    /// (the shared message format's own chunk rules), when the request
-    /// names the reply.
-    reply: Option<Message>,
+    /// The same, for looking one up.
+    tool_set: BTreeSet<String>,
+    /// Where the chunks that build the reply crossed: the reply is rebuilt
+    /// from them only when asked (a check asks of few calls).
+    applied: Vec<usize>,
     pub end: CallEnd,
     /// Index of the crossing that ended the stream, if one did.
     pub ended_at: Option<usize>,
@@ -110,15 +112,30 @@ impl CallFact {
     /// The stream stopped inside a tool call's input: the last part the
     /// call built is a tool call whose input was still streaming, and no
     /// finish finalised it.
-    pub fn ends_mid_tool_input(&self) -> bool {
-        let Some(reply) = &self.reply else { return false };
+    pub fn ends_mid_tool_input(&self, history: &History) -> bool {
+        let Some(reply) = self.reply(history) else { return false };
         let last = reply.parts.iter().rev().find(|part| !matches!(part, Part::StepStart));
         let streaming = matches!(last, Some(Part::Tool(tool)) if tool.state == ToolState::InputStreaming);
         streaming && !matches!(self.end, CallEnd::Finished { .. })
     }
 
+    /// The reply as the call's chunks build it onto what the request showed
+    /// (the shared message format's own chunk rules), when the request
+    /// names the reply.
+    fn reply(&self, history: &History) -> Option<Message> {
+        let messages = &self.request(history).messages;
+        let mut reply = messages.last().filter(|message| message.role == Role::Assistant)?.clone();
+        for &at in &self.applied {
+            if let Boundary::ModelChunk { chunk, .. } = &history.crossings[at].what {
+                reply.apply_chunk(chunk);
+            }
+        }
+        Some(reply)
+    }
+
     fn add_tool(&mut self, id: &str) {
-        if !self.tools.iter().any(|tool| tool == id) {
+        if !self.tool_set.contains(id) {
+            self.tool_set.insert(id.to_string());
             self.tools.push(id.to_string());
         }
     }
@@ -200,6 +217,8 @@ pub struct Facts {
     /// Where each tool call first waited for an answer (stored or shown to a
     /// client as `input-available` or `approval-requested`).
     pub asked: BTreeMap<String, usize>,
+    /// The messages commits stored, as last stored.
+    committed: SeenMessages,
 }
 
 impl Facts {
@@ -272,10 +291,17 @@ impl Facts {
         posts.push(PostFact { at, at_us, post, text: text.to_string(), shown, answered: None, chained });
     }
 
+    /// A call waiting in a part a commit did not change waited at the
+    /// commit that stored it so: only the changed parts are read.
     fn on_commit(&mut self, index: usize, writes: &[Write]) {
-        let messages = writes.iter().filter_map(Write::message);
-        for tool in messages.flat_map(|message| message.tools()).filter(|tool| tool.state.is_pending()) {
-            self.asked.entry(tool.call_id.clone()).or_insert(index);
+        for message in writes.iter().filter_map(Write::message) {
+            for at in self.committed.changed(message) {
+                if let Part::Tool(tool) = &message.parts[at] {
+                    if tool.state.is_pending() && !self.asked.contains_key(&tool.call_id) {
+                        self.asked.insert(tool.call_id.clone(), index);
+                    }
+                }
+            }
         }
     }
 
@@ -300,9 +326,7 @@ impl Facts {
         if chunk.is_output() {
             fact.content_chunks += 1;
         }
-        if let Some(reply) = fact.reply.as_mut() {
-            reply.apply_chunk(chunk);
-        }
+        fact.applied.push(index);
         match chunk {
             Chunk::ToolInputStart { id, .. } | Chunk::ToolCall { id, .. } => fact.add_tool(id),
             Chunk::FinishStep { reason, usage } if fact.end == CallEnd::Open => {
@@ -373,11 +397,11 @@ impl Facts {
     /// first request that picked it up.
     pub fn continuations(&self) -> Vec<(usize, &str, &[String])> {
         let mut batches: Vec<(usize, &str, &[String])> = Vec::new();
+        let mut seen: BTreeSet<(&str, &[String])> = BTreeSet::new();
         for call in &self.calls {
             let Basis::Batch { message_id, call_ids } = &call.basis else { continue };
             let answered = call_ids.iter().any(|call_id| self.answered_before(call_id, call.at));
-            let seen = batches.iter().any(|(_, seen_id, seen_ids)| seen_id == message_id && seen_ids == call_ids);
-            if answered && !seen {
+            if answered && seen.insert((message_id, call_ids)) {
                 batches.push((call.at, message_id, call_ids));
             }
         }
@@ -398,7 +422,8 @@ fn new_call(call: u32, at: usize, request: &ModelRequest) -> CallFact {
         basis: basis(&request.messages),
         content_chunks: 0,
         tools: Vec::new(),
-        reply: request.messages.last().filter(|message| message.role == Role::Assistant).cloned(),
+        tool_set: BTreeSet::new(),
+        applied: Vec::new(),
         end: CallEnd::Open,
         ended_at: None,
         last_chunk_at: None,
@@ -477,12 +502,12 @@ pub fn told_failure_since(history: &History, since: usize) -> bool {
 
 /// The tool calls of a message's last step (after its last `step-start`
 /// that has something after it).
+/// Read from the end: a long reply's earlier steps are not read.
 pub fn last_step_tools(message: &Message) -> impl Iterator<Item = &ToolPart> {
-    let parts: Vec<&Part> = message.parts.iter().collect();
-    let content_end = parts.iter().rposition(|part| !matches!(part, Part::StepStart)).map_or(0, |at| at + 1);
-    let step_start =
-        parts[..content_end].iter().rposition(|part| matches!(part, Part::StepStart)).map_or(0, |at| at + 1);
-    parts.into_iter().take(content_end).skip(step_start).filter_map(|part| match part {
+    let parts = &message.parts;
+    let content_end = parts.rposition(|part| !matches!(part, Part::StepStart)).map_or(0, |at| at + 1);
+    let step_start = (0..content_end).rev().find(|&at| matches!(parts[at], Part::StepStart)).map_or(0, |at| at + 1);
+    parts.range(step_start..content_end).filter_map(|part| match part {
         Part::Tool(tool) => Some(tool),
         _ => None,
     })

@@ -8,9 +8,13 @@ mod facts;
 pub mod invariants;
 pub mod landed;
 mod replies;
+mod seen;
+mod store_cursor;
+mod store_tools;
 pub mod views;
 
 use serde::Serialize;
+use turnsim_engine::durable::DurableState;
 
 use crate::protocol::fault::EngineFault;
 use crate::scenario::ScenarioFile;
@@ -50,16 +54,27 @@ pub fn is_check_name(name: &str) -> bool {
     check_names().contains(&name)
 }
 
-/// What a checker sees: the scenario, the run, and facts derived once.
+/// What a checker sees: the scenario, the run, and what is derived from
+/// its history once (every checker reads them; none derives them again).
 pub struct CheckInput<'a> {
     pub scenario: &'a ScenarioFile,
     pub run: &'a RunRecord,
     pub facts: Facts,
+    /// The store at the end of the run: the history's commits folded in.
+    pub final_store: DurableState,
+    /// Where each user message came in, and its text ([`views::new_messages`]).
+    pub new_messages: Vec<(usize, &'a str)>,
 }
 
 impl<'a> CheckInput<'a> {
     pub fn new(scenario: &'a ScenarioFile, run: &'a RunRecord) -> Self {
-        Self { scenario, run, facts: Facts::derive(scenario, run) }
+        Self {
+            scenario,
+            run,
+            facts: Facts::derive(scenario, run),
+            final_store: run.history.final_store(),
+            new_messages: views::new_messages(&run.history),
+        }
     }
 
     /// The timeline index a violation at history crossing `index` points at.

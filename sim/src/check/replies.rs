@@ -61,7 +61,7 @@ pub fn stored_answer(input: &CheckInput, delivery: &str, at: usize) -> Option<St
         _ => None,
     })?;
     let store = history.store_at(at);
-    Some(stored_reply(&store.messages, text, occurrence(history, sent_at, text)).unwrap_or_default())
+    Some(stored_reply(&store.messages, text, occurrence(&input.new_messages, sent_at, text)).unwrap_or_default())
 }
 
 /// Joins `burst` to `reply` when it carries the reply on after a crash cut

@@ -3,7 +3,7 @@
 //! `chat()` caller's text from its callbacks, a messenger's reply from its
 //! posts. The consumer-view invariants compare these with the store.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::ports::Frame;
 use turnsim_engine::{Chunk, Message, Part, Role, ToolState};
@@ -235,25 +235,28 @@ pub fn stored_reply(messages: &[Message], text: &str, nth: usize) -> Option<Stri
     Some(reply.filter(|message| message.role == Role::Assistant).map(Message::text).collect())
 }
 
-/// The user text the crossing at `index` brings in, over any of the three
-/// ways in; `None` for anything else, and for a message that came before:
-/// a `chat()` call the caller's link delivered again, or a delivery whose
-/// id the chat platform delivered before.
-pub fn new_message(history: &History, index: usize) -> Option<&str> {
-    match &history.crossings[index].what {
-        Boundary::UserMessage { text } | Boundary::Chat { text, again: false, .. } => Some(text),
-        Boundary::Deliver { delivery, text } => {
-            let delivered_before = history.crossings[..index].iter().any(
-                |crossing| matches!(&crossing.what, Boundary::Deliver { delivery: earlier, .. } if earlier == delivery),
-            );
-            (!delivered_before).then_some(text)
+/// Where each user text came in, over any of the three ways in, in order.
+/// A message that came before is not new: a `chat()` call the caller's
+/// link delivered again, or a delivery whose id the chat platform
+/// delivered before.
+pub fn new_messages(history: &History) -> Vec<(usize, &str)> {
+    let mut deliveries: BTreeSet<&str> = BTreeSet::new();
+    let mut brought = Vec::new();
+    for (index, crossing) in history.iter().enumerate() {
+        match &crossing.what {
+            Boundary::UserMessage { text } | Boundary::Chat { text, again: false, .. } => {
+                brought.push((index, text.as_str()))
+            }
+            Boundary::Deliver { delivery, text } if deliveries.insert(delivery) => brought.push((index, text.as_str())),
+            _ => {}
         }
-        _ => None,
     }
+    brought
 }
 
 /// Which occurrence (0-based) of its text the send at `index` is, counting
-/// every earlier message that brought the same text.
-pub fn occurrence(history: &History, index: usize, text: &str) -> usize {
-    (0..index).filter(|&earlier| new_message(history, earlier) == Some(text)).count()
+/// every earlier message that brought the same text (`new_messages`: the
+/// run's [`new_messages`]).
+pub fn occurrence(new_messages: &[(usize, &str)], index: usize, text: &str) -> usize {
+    new_messages.iter().filter(|&&(at, brought)| at < index && brought == text).count()
 }

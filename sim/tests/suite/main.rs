@@ -9,6 +9,7 @@ mod engine_protocol;
 mod expectations;
 mod exploration;
 mod format;
+mod growth;
 mod hostile;
 mod hostile_engines;
 mod library;

@@ -6,10 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use turnsim_engine::durable::DurableState;
 use turnsim_engine::{Role, ToolState};
 
 use super::Invariant;
 use crate::check::facts::CallbackFact;
+use crate::check::store_cursor::StoreCursor;
 use crate::check::{told_failure_since, CheckInput, Violation};
 use crate::history::Boundary;
 use crate::world::RunEnd;
@@ -78,7 +80,7 @@ fn interruption_seen_through(input: &CheckInput, chat: u32, at: usize, sent_at: 
         matches!(crossing.what, Boundary::ModelRequest { .. } | Boundary::ToolResult { .. } | Boundary::Approval { .. })
     });
     let waiting = || {
-        history.final_store().messages.iter().flat_map(|message| message.tools()).any(|tool| {
+        input.final_store.messages.iter().flat_map(|message| message.tools()).any(|tool| {
             matches!(
                 tool.state,
                 ToolState::InputAvailable | ToolState::ApprovalRequested | ToolState::ApprovalResponded
@@ -130,8 +132,14 @@ fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
     let mut hooks: BTreeMap<&str, u32> = BTreeMap::new();
     let mut violations = Vec::new();
     let mut told_without_hook = false;
+    // The store and the streamed text as of each crossing, kept up as the walk goes.
+    let mut store = StoreCursor::new(&input.run.history);
+    let mut streamed = String::new();
     for (index, crossing) in input.run.history.iter().enumerate() {
         match &crossing.what {
+            Boundary::ModelChunk { chunk: turnsim_engine::Chunk::TextDelta { delta, .. }, .. } => {
+                streamed.push_str(delta)
+            }
             Boundary::Exhausted { context, .. } => {
                 let calls = hooks.entry(&context.incident_id).or_default();
                 *calls += 1;
@@ -139,7 +147,7 @@ fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
                     let message = format!("on_exhausted called again for incident {}", context.incident_id);
                     violations.push(input.violation_at(NAME, index, message));
                 }
-                violations.extend(partial_told(input, index, &context.partial_text));
+                violations.extend(partial_told(input, store.at(index), &streamed, index, &context.partial_text));
             }
             Boundary::Frame { connection, frame: turnsim_engine::Frame::Error { message, .. } }
                 if *message == terminal && hooks.is_empty() && !told_without_hook =>
@@ -158,25 +166,20 @@ fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
 /// The host is told the partial the interrupted turn left: the text of the
 /// last assistant message the store holds when the hook runs, or that and
 /// text the model streamed after it that was not flushed yet (an engine may
-/// tell what it holds in memory).
-fn partial_told(input: &CheckInput, index: usize, told: &str) -> Option<Violation> {
-    let store = input.run.history.store_at(index);
+/// tell what it holds in memory). `streamed`: every text delta the model
+/// streamed before the hook, joined.
+fn partial_told(
+    input: &CheckInput,
+    store: &DurableState,
+    streamed: &str,
+    index: usize,
+    told: &str,
+) -> Option<Violation> {
     let partial = store.messages.iter().rev().find(|message| message.role == Role::Assistant);
     let partial = partial.map(|message| message.text()).unwrap_or_default();
-    let unflushed = told.strip_prefix(partial.as_str()).filter(|rest| streamed_text(input, index).contains(rest));
+    let unflushed = told.strip_prefix(partial.as_str()).filter(|rest| streamed.contains(rest));
     (told != partial && unflushed.is_none()).then(|| {
         let message = format!("on_exhausted was told the partial {told:?}; the store holds {partial:?}");
         input.violation_at(NAME, index, message)
     })
-}
-
-/// Every text delta the model streamed before history index `until`, joined.
-fn streamed_text(input: &CheckInput, until: usize) -> String {
-    input.run.history.crossings[..until]
-        .iter()
-        .filter_map(|crossing| match &crossing.what {
-            Boundary::ModelChunk { chunk: turnsim_engine::Chunk::TextDelta { delta, .. }, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect()
 }

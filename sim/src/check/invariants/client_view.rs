@@ -15,7 +15,7 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::Frame;
 
 use super::Invariant;
-use crate::check::views::{open_client_views, shown, ClientViews, ShownMessage};
+use crate::check::views::{shown, ClientViews, ShownMessage};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 use crate::world::RunEnd;
@@ -27,16 +27,17 @@ pub const INVARIANT: Invariant = Invariant {
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let mut violations: Vec<Violation> = recovery_misshown(input).into_iter().collect();
+    let (misshown, views) = recovery_misshown(input);
+    let mut violations: Vec<Violation> = misshown.into_iter().collect();
     violations.extend(continuation_misflagged(input));
     // Frames still in flight (a run cut at its horizon) prove nothing.
     if input.run.end != RunEnd::Quiescent {
         return violations;
     }
     let history = &input.run.history;
-    let stored = shown(&history.final_store().messages);
+    let stored = shown(&input.final_store.messages);
     let at = history.crossings.last().map_or(0, |crossing| crossing.at_event).saturating_sub(1);
-    for (connection, view) in open_client_views(history) {
+    for (connection, view) in views.open {
         if view.recovering {
             let text =
                 format!("client connection c{connection} still shows a recovery under way after the run settled");
@@ -66,9 +67,13 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 /// before the store refused it). That needs an engine that keeps its
 /// incidents in the shared vocabulary: one whose run never wrote one
 /// (the Cloudflare port keeps them opaque) is judged so only at the end.
-fn recovery_misshown(input: &CheckInput) -> Option<Violation> {
+///
+/// Returns the first such violation, and the client views as the whole
+/// history left them (the open ones are judged against the store).
+fn recovery_misshown(input: &CheckInput) -> (Option<Violation>, ClientViews) {
     let history = &input.run.history;
     let mut views = ClientViews::default();
+    let mut misshown = None;
     let mut store = history.initial.clone();
     let mut ending: BTreeSet<String> = BTreeSet::new();
     let mut scheduling: BTreeSet<String> = BTreeSet::new();
@@ -87,11 +92,11 @@ fn recovery_misshown(input: &CheckInput) -> Option<Violation> {
                 && !matches!(crossing.what, Boundary::Connect { .. } | Boundary::Disconnect { .. }));
         waited_since = crossing.at_us;
         let rest = waited && !matches!(crossing.what, Boundary::Killed | Boundary::KeptOpen { .. });
-        if rest {
+        if rest && misshown.is_none() {
             if let Some(text) =
                 hidden(&views, &store, &ending).or_else(|| stale(&views, &store, &scheduling).filter(|_| typed))
             {
-                return Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
+                misshown = Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
             }
         }
         views.step(index, &crossing.what);
@@ -116,8 +121,12 @@ fn recovery_misshown(input: &CheckInput) -> Option<Violation> {
     }
     // A settled run rests for good: an incident still attempting then is a
     // recovery nobody will run, hidden from a client that is told none.
-    let text = hidden(&views, &store, &ending).filter(|_| input.run.end == RunEnd::Quiescent)?;
-    Some(Violation::at(INVARIANT.name, input.event_of(history.crossings.len().saturating_sub(1)), text))
+    if misshown.is_none() {
+        let at = input.event_of(history.crossings.len().saturating_sub(1));
+        let text = hidden(&views, &store, &ending).filter(|_| input.run.end == RunEnd::Quiescent);
+        misshown = text.map(|text| Violation::at(INVARIANT.name, at, text));
+    }
+    (misshown, views)
 }
 
 /// A turn's `done` frame tells a client whether the stream continued the

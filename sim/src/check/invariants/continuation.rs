@@ -9,13 +9,18 @@
 //! a reply whose last call already finished it, with no restart in
 //! between, is a second model invocation for what was already answered.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
+
+use turnsim_engine::durable::DurableState;
 use turnsim_engine::transcript::TextState;
 use turnsim_engine::{Part, Role, ToolPart, ToolState};
 
 use super::Invariant;
 use crate::check::facts::{last_step_tools, Basis, CallFact};
+use crate::check::store_tools::walk_commits;
 use crate::check::{CheckInput, Violation};
-use crate::history::Boundary;
+use crate::history::{Boundary, History};
 use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
@@ -26,12 +31,23 @@ pub const INVARIANT: Invariant = Invariant {
 
 const NAME: &str = "single-continuation";
 
+/// One pass over the calls in request order, keeping the earlier calls
+/// still streaming and the latest call into each reply.
 fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
+    let mut streaming: Vec<&CallFact> = Vec::new();
+    let mut latest_into: BTreeMap<&str, &CallFact> = BTreeMap::new();
     for call in &input.facts.calls {
-        violations.extend(while_streaming(input, call));
+        streaming.retain(|earlier| earlier.last_chunk_at.is_some_and(|last| last > call.at));
+        violations.extend(while_streaming(input, call, &streaming));
         violations.extend(unanswered_siblings(input, call));
-        violations.extend(continued_twice(input, call));
+        if let Basis::Partial { message_id } = &call.basis {
+            violations.extend(continued_twice(input, call, message_id, latest_into.get(message_id.as_str())));
+        }
+        streaming.push(call);
+        if let Some(target) = call.target.as_deref() {
+            latest_into.insert(target, call);
+        }
     }
     if input.run.end == RunEnd::Quiescent {
         violations.extend(stranded_batch(input));
@@ -41,10 +57,10 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 
 /// A request made while an earlier call was still streaming to the engine
 /// (a chunk of it crossed after the request, with no restart between).
-fn while_streaming(input: &CheckInput, call: &CallFact) -> Option<Violation> {
+/// `streaming`: the earlier calls with a chunk after the request.
+fn while_streaming(input: &CheckInput, call: &CallFact, streaming: &[&CallFact]) -> Option<Violation> {
     let facts = &input.facts;
-    let earlier = facts.calls.iter().take_while(|earlier| earlier.at < call.at);
-    let open = earlier.filter(|earlier| {
+    let open = streaming.iter().filter(|earlier| {
         earlier.last_chunk_at.is_some_and(|last| last > call.at && !facts.killed_between(call.at, last))
     });
     let open = open.map(|earlier| format!("#{}", earlier.call)).collect::<Vec<_>>();
@@ -83,17 +99,22 @@ fn unanswered_siblings(input: &CheckInput, call: &CallFact) -> Option<Violation>
 /// was complete, and nothing asked for more. A request that shows the reply
 /// exactly as that call was given it asks again for output that was not
 /// kept (the store refused it): that is a retry, not a second continuation.
-fn continued_twice(input: &CheckInput, call: &CallFact) -> Option<Violation> {
-    let Basis::Partial { message_id } = &call.basis else { return None };
+/// `previous`: the latest earlier call into the reply.
+fn continued_twice(
+    input: &CheckInput,
+    call: &CallFact,
+    message_id: &str,
+    previous: Option<&&CallFact>,
+) -> Option<Violation> {
     let facts = &input.facts;
-    let previous = facts.calls_into(message_id).take_while(|earlier| earlier.at < call.at).last()?;
+    let previous = *previous?;
     let finished_at = previous.ended_at?;
     if !previous.finished_with_output() || facts.killed_between(finished_at, call.at) {
         return None;
     }
     let history = &input.run.history;
     let reply = |fact: &CallFact| {
-        let message = fact.request(history).messages.iter().find(|message| &message.id == message_id);
+        let message = fact.request(history).messages.iter().find(|message| message.id == message_id);
         message.map(|message| message.parts.iter().map(content).collect::<Vec<_>>())
     };
     if reply(previous) == reply(call) {
@@ -122,7 +143,7 @@ fn content(part: &Part) -> Part {
 /// answer.
 fn stranded_batch(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
-    let store = history.final_store();
+    let store = &input.final_store;
     let leaf = store.messages.last().filter(|message| message.role == Role::Assistant)?;
     // A call whose input never finished streaming is no call yet: it is
     // neither waiting nor answered.
@@ -137,15 +158,8 @@ fn stranded_batch(input: &CheckInput) -> Option<Violation> {
     // before the last answer: an answer after it (a duplicate, a late
     // retry) completes nothing. (A server tool's output, stored by the
     // continuation itself, comes after.)
-    let completed_at = history
-        .store_states()
-        .find(|(_, state)| {
-            let stored = state.messages.iter().find(|message| message.id == leaf.id);
-            let output =
-                |id: &&str| stored.and_then(|message| message.tool(id)).is_some_and(|tool| tool.state.is_output());
-            tools.iter().all(output)
-        })
-        .map_or(last_answer, |(index, _)| index.min(last_answer));
+    let completed_at =
+        first_stored_complete(history, &leaf.id, &tools).map_or(last_answer, |index| index.min(last_answer));
     let continued = input.facts.calls.iter().any(|call| {
         call.at > completed_at
             && matches!(&call.basis, Basis::Batch { message_id, call_ids }
@@ -160,9 +174,35 @@ fn stranded_batch(input: &CheckInput) -> Option<Violation> {
     })
 }
 
+/// The first commit after which the store holds every one of `tools` in
+/// message `leaf` as an output. A call's state moves only with the commits
+/// that may change it, so only those are read.
+fn first_stored_complete(history: &History, leaf: &str, tools: &[&str]) -> Option<usize> {
+    let output = |store: &DurableState, id: &str| {
+        store.message(leaf).and_then(|message| message.tool(id)).is_some_and(|tool| tool.state.is_output())
+    };
+    let mut not_output: BTreeSet<&str> = tools.iter().copied().filter(|id| !output(&history.initial, id)).collect();
+    let mut completed_at = None;
+    walk_commits(history, |index, store, changed| {
+        for id in tools.iter().copied().filter(|id| changed.contains(*id)) {
+            if output(store, id) {
+                not_output.remove(id);
+            } else {
+                not_output.insert(id);
+            }
+        }
+        if not_output.is_empty() {
+            completed_at = Some(index);
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    completed_at
+}
+
 /// Where the last answer to any of `call_ids` came in, and whether any of
 /// their answers asked to continue.
-fn answers_to(history: &crate::history::History, call_ids: &[&str]) -> (usize, bool) {
+fn answers_to(history: &History, call_ids: &[&str]) -> (usize, bool) {
     let mut last = 0;
     let mut opted_in = false;
     for (index, crossing) in history.iter().enumerate() {

@@ -67,7 +67,7 @@ fn outstanding(input: &CheckInput) -> String {
             open.push(format!("chat{chat} without an outcome"));
         }
     }
-    let store = history.final_store();
+    let store = &input.final_store;
     let assistant = store.messages.iter().filter(|message| message.role == Role::Assistant);
     let waiting = assistant.flat_map(|message| message.tools()).filter(|tool| tool.state.is_pending());
     open.extend(waiting.map(|tool| format!("{} {}", tool.call_id, tool.state.as_str())));

@@ -7,7 +7,6 @@
 
 use super::Invariant;
 use crate::check::facts::CallFact;
-use crate::check::views::new_message;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 
@@ -38,10 +37,9 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 fn unrecovered_cut<'a>(input: &'a CheckInput, before: usize) -> Option<&'a CallFact> {
     let calls = &input.facts.calls;
     let earlier = calls.iter().take_while(|call| call.at < before);
-    let cut = earlier.filter(|call| call.end.is_cut_off() && call.ends_mid_tool_input()).last()?;
+    let cut = earlier.filter(|call| call.end.is_cut_off() && call.ends_mid_tool_input(&input.run.history)).last()?;
     let recovered = calls.iter().any(|call| call.at > cut.at && call.at < before && kept_output(call));
-    let history = &input.run.history;
-    let moved_on = (cut.at..before).any(|at| new_message(history, at).is_some());
+    let moved_on = input.new_messages.iter().any(|(at, _)| (cut.at..before).contains(at));
     (!recovered && !moved_on).then_some(cut)
 }
 

@@ -26,7 +26,7 @@ pub const INVARIANT: Invariant = Invariant {
 const NAME: &str = "transcript-shape";
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let messages = input.run.history.final_store().messages;
+    let messages = &input.final_store.messages;
     let mut violations = Vec::new();
     let mut seen_calls = BTreeSet::new();
     for message in messages.iter().filter(|message| message.role == Role::Assistant) {
@@ -42,7 +42,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
         violations.extend(check_step_starts(input, message));
         violations.extend(still_streaming(input, message));
     }
-    violations.extend(tool_inputs(input, &messages));
+    violations.extend(tool_inputs(input, messages));
     violations.extend(ended_text_stored_streaming(input));
     violations
 }

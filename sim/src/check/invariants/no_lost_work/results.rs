@@ -1,0 +1,132 @@
+//! Each tool call's result, once shown, is never shown otherwise later (an
+//! answered approval may become an output) and is in the final store. A
+//! call the engine discarded with a failed attempt (a truncated finish or
+//! a retried HTTP failure) no longer exists and is exempt.
+//!
+//! Every model request and every commit shows the whole reply again, so the
+//! fold reads a message's parts only where they may differ from the copy
+//! of it read last, and the calls whose shown result changed since then:
+//! a part read before, unchanged, against a result unchanged, decides
+//! nothing new.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use turnsim_engine::{Frame, Message, Part, ToolState};
+
+use super::{shown_messages, NAME};
+use crate::check::seen::SeenMessages;
+use crate::check::{CheckInput, Violation};
+use crate::history::Boundary;
+
+pub fn lost_results(input: &CheckInput) -> Vec<Violation> {
+    let mut fold = ShownResults { discarded: discarded_calls(input), ..ShownResults::default() };
+    for (index, crossing) in input.run.history.iter().enumerate() {
+        let what = &crossing.what;
+        if let Boundary::Frame { frame: Frame::Tool { call_id, state, .. }, .. } = what {
+            fold.show(input, index, what, call_id, *state);
+            continue;
+        }
+        for message in shown_messages(what) {
+            fold.show_message(input, index, what, message);
+        }
+    }
+    let stored: BTreeSet<&str> = input
+        .final_store
+        .messages
+        .iter()
+        .flat_map(|message| message.tools())
+        .map(|tool| tool.call_id.as_str())
+        .collect();
+    let gone = fold
+        .shown
+        .into_iter()
+        .filter(|(call_id, _)| !fold.discarded.contains(call_id.as_str()) && !stored.contains(call_id.as_str()));
+    let mut violations = fold.violations;
+    violations.extend(gone.map(|(call_id, (index, state))| {
+        let message = format!("{call_id} was shown as {} but is gone from the store", state.as_str());
+        input.violation_at(NAME, index, message)
+    }));
+    violations
+}
+
+#[derive(Default)]
+struct ShownResults<'a> {
+    /// Each call's result as first shown (where, and in which state).
+    shown: BTreeMap<String, (usize, ToolState)>,
+    discarded: BTreeSet<&'a str>,
+    /// The calls whose entry in `shown` changed, in order.
+    changes: Vec<String>,
+    /// Per message id: how many changes there were when it was last read.
+    read_at: BTreeMap<String, usize>,
+    seen: SeenMessages,
+    violations: Vec<Violation>,
+}
+
+impl ShownResults<'_> {
+    /// Reads the parts of `message` that may decide something: those that
+    /// changed since its last copy, and those of calls whose result changed
+    /// since it was read. A call held twice that changes while it is read
+    /// has its later parts read too.
+    fn show_message(&mut self, input: &CheckInput, index: usize, what: &Boundary, message: &Message) {
+        let changed = self.seen.changed(message);
+        let since = self.read_at.insert(message.id.clone(), self.changes.len());
+        let mut to_read: BTreeSet<usize> = changed.into_iter().collect();
+        if let Some(since) = since {
+            let calls: BTreeSet<&String> = self.changes[since..].iter().collect();
+            to_read.extend(calls.into_iter().flat_map(|call_id| message.parts.tool_positions(call_id)));
+        }
+        while let Some(at) = to_read.pop_first() {
+            let Part::Tool(tool) = &message.parts[at] else { continue };
+            if self.show(input, index, what, &tool.call_id, tool.state) {
+                to_read.extend(message.parts.tool_positions(&tool.call_id).into_iter().filter(|&later| later > at));
+            }
+        }
+    }
+
+    /// Takes in one call shown in one state; returns whether its entry changed.
+    fn show(&mut self, input: &CheckInput, index: usize, what: &Boundary, call_id: &str, state: ToolState) -> bool {
+        let Some(&(_, known)) = self.shown.get(call_id) else {
+            if !is_result(state) {
+                return false;
+            }
+            self.shown.insert(call_id.to_string(), (index, state));
+            return self.changed(call_id);
+        };
+        if state == known || self.discarded.contains(call_id) {
+            return false;
+        }
+        if known == ToolState::ApprovalResponded && state.is_output() {
+            self.shown.insert(call_id.to_string(), (index, state));
+            return self.changed(call_id);
+        }
+        let message =
+            format!("{call_id} was shown as {} but then {} as {}", known.as_str(), verb(what), state.as_str());
+        self.violations.push(input.violation_at(NAME, index, message));
+        self.shown.remove(call_id);
+        self.changed(call_id)
+    }
+
+    fn changed(&mut self, call_id: &str) -> bool {
+        self.changes.push(call_id.to_string());
+        true
+    }
+}
+
+fn is_result(state: ToolState) -> bool {
+    state.is_output() || state == ToolState::ApprovalResponded
+}
+
+/// The calls streamed by a model call whose attempt the engine discards.
+fn discarded_calls<'a>(input: &'a CheckInput) -> BTreeSet<&'a str> {
+    let failed = input.facts.calls.iter().filter(|call| call.is_truncated_finish() || call.end.is_retryable_http());
+    failed.flat_map(|call| call.tools.iter().map(String::as_str)).collect()
+}
+
+/// How a crossing showed what it shows, for a message.
+fn verb(what: &Boundary) -> &'static str {
+    match what {
+        Boundary::Commit { .. } => "stored",
+        Boundary::ModelRequest { .. } => "sent to the model",
+        _ => "sent to a client",
+    }
+}

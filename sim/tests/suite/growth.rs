@@ -1,0 +1,39 @@
+//! The growth guard: cost per traced event stays flat as a session grows
+//! (a chain of tool steps, a wide batch), judged with the real checks; and
+//! the guard fails on a check that is quadratic in the history. A ratio of
+//! CPU times measured in this one process, so the machine's speed and its
+//! other load cancel out.
+
+use std::time::Duration;
+
+use turnsim::bench::growth::{guard, GrowthPlan, GROWTH_LIMIT};
+use turnsim::check::{check_run, Violation};
+use turnsim::scenario::ScenarioFile;
+use turnsim::world::RunRecord;
+
+const PLAN: GrowthPlan = GrowthPlan { rounds: 3, round_time: Duration::from_millis(300) };
+
+#[test]
+fn cost_per_event_stays_flat_as_a_session_grows() {
+    // The checks every run gets, on both shapes.
+    let growth = guard(check_run, PLAN).unwrap_or_else(|failure| panic!("{failure}"));
+    eprintln!("growth with the checks every run gets: {growth:?}");
+    assert!(growth.step <= GROWTH_LIMIT && growth.batch <= GROWTH_LIMIT, "{growth:?}");
+}
+
+/// The real checks, plus a look at the store before every crossing, each
+/// replayed from the start: the shape of the regression the guard exists
+/// for (a map rebuilt per history entry).
+fn quadratic_check(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation> {
+    let history = &run.history;
+    let messages: usize = (0..history.crossings.len()).map(|index| history.store_at(index).messages.len()).sum();
+    assert!(messages > 0 || history.crossings.is_empty());
+    check_run(scenario, run)
+}
+
+#[test]
+fn the_guard_fails_on_a_check_quadratic_in_the_history() {
+    let failure = guard(quadratic_check, PLAN).expect_err("a quadratic check must fail the growth guard");
+    eprintln!("{failure}");
+    assert!(failure.contains("step_growth") && failure.contains("batch_growth"), "{failure}");
+}
