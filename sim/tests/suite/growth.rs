@@ -13,12 +13,26 @@ use turnsim::world::RunRecord;
 
 const PLAN: GrowthPlan = GrowthPlan { rounds: 3, round_time: Duration::from_millis(300) };
 
+/// Measurements a flat check gets before it fails: a busy machine can lift
+/// one past the limit (seen: 0.9 to 1.6 on a flat check), while a check
+/// quadratic in the history reads 3 to 7 every time.
+const ATTEMPTS: usize = 3;
+
 #[test]
 fn cost_per_event_stays_flat_as_a_session_grows() {
     // The checks every run gets, on both shapes.
-    let growth = guard(check_run, PLAN).unwrap_or_else(|failure| panic!("{failure}"));
-    eprintln!("growth with the checks every run gets: {growth:?}");
-    assert!(growth.step <= GROWTH_LIMIT && growth.batch <= GROWTH_LIMIT, "{growth:?}");
+    let mut failures = Vec::new();
+    for _ in 0..ATTEMPTS {
+        match guard(check_run, PLAN) {
+            Ok(growth) => {
+                eprintln!("growth with the checks every run gets: {growth:?}");
+                assert!(growth.step <= GROWTH_LIMIT && growth.batch <= GROWTH_LIMIT, "{growth:?}");
+                return;
+            }
+            Err(failure) => failures.push(failure),
+        }
+    }
+    panic!("every measurement grew past the limit: {failures:#?}");
 }
 
 /// The real checks, plus a look at the store before every crossing, each
