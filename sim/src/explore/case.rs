@@ -176,6 +176,7 @@ impl Case {
             },
             stored: Vec::new(),
             model: vec![self.first_call()],
+            provider: Default::default(),
             client: ClientSpec {
                 tools: self.answers(),
                 link: self.link(),

@@ -97,6 +97,9 @@ pub struct Scenario {
     #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
     #[schemars(with = "Vec<Vec<Step>>")]
     pub model: Vec<Vec<Step>>,
+    /// How the mock provider answers what a script does not say.
+    #[serde(default, skip_serializing_if = "ProviderSpec::is_default")]
+    pub provider: ProviderSpec,
     #[serde(default)]
     pub client: ClientSpec,
     /// The `chat()` caller: faults on its link to the engine.
@@ -109,6 +112,36 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     #[serde(default)]
     pub expect: Expect,
+}
+
+/// The mock provider's behaviour beyond the scripts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSpec {
+    /// How it answers a request whose last message ends in a tool call
+    /// whose input never finished streaming.
+    #[serde(default)]
+    pub dangling_tool_call: DanglingToolCall,
+}
+
+impl ProviderSpec {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// A provider's answer to a request that ends in a half-streamed tool call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DanglingToolCall {
+    /// Nothing: an empty `unknown` finish with 0 output tokens (what the
+    /// engines this harness was built against saw).
+    #[default]
+    EmptyFinish,
+    /// It refuses the request: HTTP 400, which no engine retries.
+    Reject,
+    /// It answers as it would any request: the call plays its script.
+    Script,
 }
 
 pub(crate) fn is_zero(value: &u64) -> bool {

@@ -1,7 +1,8 @@
 //! The scripted mock model. Each call plays its script on the model node:
 //! chunks, sleeps, a park, a cut, an HTTP error. Like a real provider it
 //! rejects a request holding a tool call without a result, and answers a
-//! request that ends in a half-streamed tool call with nothing.
+//! request that ends in a half-streamed tool call as the scenario's
+//! `provider.dangling_tool_call` says (by default, with nothing).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,11 +14,12 @@ use turnsim_engine::{Chunk, FinishReason, Input, InputSink, ModelEvent, Part, Ro
 
 use super::rng::SharedRng;
 use crate::history::{Boundary, StreamEnd};
-use crate::scenario::{Op, ScenarioFile};
+use crate::scenario::{DanglingToolCall, Op, ScenarioFile};
 use crate::trace::{Event, Trace};
 
 pub struct MockModel {
     calls: Vec<Vec<Op>>,
+    dangling: DanglingToolCall,
     next_call: AtomicU32,
     streams: Streams,
     node: NodeHandle,
@@ -29,6 +31,7 @@ impl MockModel {
     pub fn new(scenario: &ScenarioFile, node: NodeHandle, rng: SharedRng, trace: Trace) -> Self {
         Self {
             calls: scenario.calls.clone(),
+            dangling: scenario.scenario.provider.dangling_tool_call,
             next_call: AtomicU32::new(0),
             streams: Streams::default(),
             node,
@@ -39,8 +42,18 @@ impl MockModel {
 
     fn script(&self, call: u32, request: &ModelRequest) -> Vec<Op> {
         if ends_mid_tool_input(request) {
-            // The provider sees a dangling partial call and produces nothing.
-            return vec![Op::Finish { reason: FinishReason::Unknown, output_tokens: Some(0) }];
+            // The provider sees a dangling partial call: the scenario says
+            // what it makes of it.
+            match self.dangling {
+                DanglingToolCall::EmptyFinish => {
+                    return vec![Op::Finish { reason: FinishReason::Unknown, output_tokens: Some(0) }]
+                }
+                DanglingToolCall::Reject => {
+                    let message = "the last tool call's input is incomplete".to_string();
+                    return vec![Op::Http { status: 400, message }];
+                }
+                DanglingToolCall::Script => {}
+            }
         }
         self.calls.get(call as usize - 1).cloned().unwrap_or_else(crate::scenario::default_reply)
     }

@@ -13,6 +13,7 @@ mod growth;
 mod hostile;
 mod hostile_engines;
 mod library;
+mod provider;
 mod regressions;
 mod replay_views;
 mod rust_engine;
