@@ -5,78 +5,133 @@
 //! model's streams, the store's commits, the surface's posts, the host's
 //! hook calls), never from the engine's account.
 
+use std::collections::BTreeSet;
+
 use super::{CheckInput, Violation};
-use crate::scenario::Fault;
-use crate::trace::Event;
+use crate::scenario::{Fault, PostFault, SlowPostFault};
+use crate::trace::{Event, TraceEvent};
 
 pub const CHECK: &str = "fault-landed";
 
 pub fn check(input: &CheckInput) -> Vec<Violation> {
-    let events = &input.run.events;
     let file = input.scenario;
-    let mut violations = Vec::new();
-    for (index, fault) in file.scenario.faults.iter().enumerate() {
-        let Some(missed) = missed(fault, events) else {
-            continue;
-        };
-        let at = format!("faults[{index}]");
-        let located = crate::scenario::error_at(&file.path, &at, String::new());
-        let place = match (located.line, located.column) {
-            (Some(line), Some(column)) => format!("{}:{line}:{column}", file.path.display()),
-            _ => format!("{} {at}", file.path.display()),
-        };
-        let message =
-            format!("{place}: the fault never landed: {missed} (`optional: true` if the run may never reach it)");
-        violations.push(Violation::new(CHECK, message));
+    let faults = &file.scenario.faults;
+    if faults.iter().all(|fault| !is_held(fault)) {
+        return Vec::new();
     }
-    violations
+    let seen = Seen::of(&input.run.events);
+    let missed: Vec<(usize, String)> =
+        faults.iter().enumerate().filter_map(|(index, fault)| Some((index, seen.missed(fault)?))).collect();
+    if missed.is_empty() {
+        return Vec::new();
+    }
+    // Read again only when something missed, and once for all of them.
+    let locator = crate::scenario::locator_of(&file.path);
+    let path = file.path.display();
+    missed
+        .into_iter()
+        .map(|(index, what)| {
+            let at = format!("faults[{index}]");
+            let place = match locator.as_ref().and_then(|locator| locator.find(&at)) {
+                Some((line, column)) => format!("{path}:{line}:{column}"),
+                None => format!("{path} {at}"),
+            };
+            let message =
+                format!("{place}: the fault never landed: {what} (`optional: true` if the run may never reach it)");
+            Violation::new(CHECK, message)
+        })
+        .collect()
 }
 
-/// What a fault waited for that never came, or `None` if it landed (or
-/// may not: optional, drawn at random, or an eviction, which is an action).
-fn missed(fault: &Fault, events: &[crate::trace::TraceEvent]) -> Option<String> {
-    let count = |matches: &dyn Fn(&Event) -> bool| events.iter().filter(|traced| matches(&traced.event)).count();
-    let ended = |call: u32, how: &dyn Fn(&str) -> bool| {
-        count(&|event| matches!(event, Event::ModelEnd { call: ended, how: said } if *ended == call && how(said))) > 0
-    };
-    let (landed, what) = match fault {
-        Fault::Stall(point) if !point.optional => {
-            (ended(point.call, &|how| how == "parked"), format!("model call {} never stalled there", point.call))
+/// Whether the check holds a fault to landing: not optional, not drawn at
+/// random, not an eviction (an action).
+fn is_held(fault: &Fault) -> bool {
+    match fault {
+        Fault::Stall(point) | Fault::Cut(point) | Fault::Truncate(point) => !point.optional,
+        Fault::HttpError(http) => !http.optional,
+        Fault::StoreError(store) => !store.optional,
+        Fault::PostFails(post) => !post.optional,
+        Fault::PostSlow(post) => !post.optional,
+        Fault::HookThrows(hook) => !hook.optional,
+        Fault::Evict(_) | Fault::Random(_) => false,
+    }
+}
+
+/// What the world did, gathered in one pass over the timeline.
+#[derive(Default)]
+struct Seen {
+    /// (model call, how it ended) for every call that ended.
+    ends: BTreeSet<(u32, String)>,
+    truncated: BTreeSet<u32>,
+    refused_commits: BTreeSet<u32>,
+    posts: usize,
+    hook_calls: usize,
+}
+
+impl Seen {
+    fn of(events: &[TraceEvent]) -> Self {
+        let mut seen = Self::default();
+        for traced in events {
+            match &traced.event {
+                Event::ModelEnd { call, how } => {
+                    seen.ends.insert((*call, how.clone()));
+                }
+                Event::ModelChunk { call, chunk, .. } if chunk.starts_with("finish-step unknown out=0") => {
+                    seen.truncated.insert(*call);
+                }
+                Event::StoreRefused { commit, .. } => {
+                    seen.refused_commits.insert(*commit);
+                }
+                Event::MessengerPost { .. } | Event::MessengerPostRefused { .. } => seen.posts += 1,
+                Event::OnExhausted { .. } => seen.hook_calls += 1,
+                _ => {}
+            }
         }
-        Fault::Cut(point) if !point.optional => {
-            (ended(point.call, &|how| how == "cut"), format!("model call {} was never cut there", point.call))
+        seen
+    }
+
+    fn ended(&self, call: u32, how: impl Fn(&str) -> bool) -> bool {
+        let of_call = self.ends.range((call, String::new())..).take_while(|(ended, _)| *ended == call);
+        of_call.into_iter().any(|(_, said)| how(said))
+    }
+
+    /// What a fault waited for that never came, or `None` if it landed (or
+    /// is not held to landing).
+    fn missed(&self, fault: &Fault) -> Option<String> {
+        if !is_held(fault) {
+            return None;
         }
-        Fault::HttpError(http) if !http.optional => (
-            ended(http.call, &|how| how.starts_with("http")),
-            format!("model call {} never answered HTTP {}", http.call, http.status),
-        ),
-        Fault::Truncate(point) if !point.optional => {
-            let truncated = count(&|event| {
-                matches!(event, Event::ModelChunk { call, chunk, .. }
-                    if *call == point.call && chunk.starts_with("finish-step unknown out=0"))
-            });
-            (truncated > 0, format!("model call {} was never truncated there", point.call))
-        }
-        Fault::StoreError(store) if !store.optional => {
-            let refused =
-                count(&|event| matches!(event, Event::StoreRefused { commit, .. } if *commit == store.commit));
-            (refused > 0, format!("the engine never made commit {}", store.commit))
-        }
-        Fault::PostFails(post) if !post.optional => {
-            let posts =
-                count(&|event| matches!(event, Event::MessengerPost { .. } | Event::MessengerPostRefused { .. }));
-            (posts >= post.post as usize, format!("the engine made {posts} posts, never post {}", post.post))
-        }
-        Fault::PostSlow(post) if !post.optional => {
-            let posts =
-                count(&|event| matches!(event, Event::MessengerPost { .. } | Event::MessengerPostRefused { .. }));
-            (posts >= post.post as usize, format!("the engine made {posts} posts, never post {}", post.post))
-        }
-        Fault::HookThrows(hook) if !hook.optional => {
-            let calls = count(&|event| matches!(event, Event::OnExhausted { .. }));
-            (calls >= hook.call as usize, format!("the host's hook was called {calls} times, never call {}", hook.call))
-        }
-        _ => (true, String::new()),
-    };
-    (!landed).then_some(what)
+        let posts = self.posts;
+        let (landed, what) = match fault {
+            Fault::Stall(point) => (
+                self.ended(point.call, |how| how == "parked"),
+                format!("model call {} never stalled there", point.call),
+            ),
+            Fault::Cut(point) => {
+                (self.ended(point.call, |how| how == "cut"), format!("model call {} was never cut there", point.call))
+            }
+            Fault::HttpError(http) => (
+                self.ended(http.call, |how| how.starts_with("http")),
+                format!("model call {} never answered HTTP {}", http.call, http.status),
+            ),
+            Fault::Truncate(point) => {
+                (self.truncated.contains(&point.call), format!("model call {} was never truncated there", point.call))
+            }
+            Fault::StoreError(store) => {
+                (self.refused_commits.contains(&store.commit), format!("the engine never made commit {}", store.commit))
+            }
+            Fault::PostFails(PostFault { post, .. }) | Fault::PostSlow(SlowPostFault { post, .. }) => {
+                (posts >= *post as usize, format!("the engine made {posts} posts, never post {post}"))
+            }
+            Fault::HookThrows(hook) => {
+                let calls = self.hook_calls;
+                (
+                    calls >= hook.call as usize,
+                    format!("the host's hook was called {calls} times, never call {}", hook.call),
+                )
+            }
+            Fault::Evict(_) | Fault::Random(_) => (true, String::new()),
+        };
+        (!landed).then_some(what)
+    }
 }

@@ -141,6 +141,12 @@ impl EngineOutput {
         if self.pending.is_empty() && super::poll_readable(self.stdout.as_raw_fd(), 0) {
             self.read_stdout(limits)?;
         }
+        self.expect_nothing_left(what)
+    }
+
+    /// That nothing already read waits to be taken (what the engine wrote
+    /// in the same breath as its last line), without a system call.
+    pub fn expect_nothing_left(&self, what: &str) -> Result<(), ReadFault> {
         if self.pending.is_empty() {
             return Ok(());
         }

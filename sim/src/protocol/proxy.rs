@@ -93,6 +93,12 @@ impl Launcher {
         self.fault.lock().expect("fault lock").clone()
     }
 
+    /// Whether a fault ended the run (asked at every event the world
+    /// waits on: no copy of the fault).
+    pub fn broke(&self) -> bool {
+        self.fault.lock().expect("fault lock").is_some()
+    }
+
     fn record(&self, fault: EngineFault) {
         self.fault.lock().expect("fault lock").get_or_insert(fault);
         self.trace.poke();
@@ -251,7 +257,7 @@ impl ProcessEngine {
             origin,
             instant: (Duration::ZERO, 0),
         };
-        if launcher.fault().is_some() {
+        if launcher.broke() {
             return engine; // the run is over
         }
         // Never the process of an earlier generation of this run: that one
@@ -297,7 +303,10 @@ impl ProcessEngine {
             let message = self.read()?;
             if let FromEngine::Idle { next_timer_ns, reinit } = message {
                 self.next_timer = next_timer_ns.map(|ns| self.origin + Duration::from_nanos(ns));
-                self.expect_quiet(AFTER_IDLE)?;
+                // What came with the `idle` is a violation now; what comes
+                // later, before the next input goes out (`before_input`).
+                let output = &self.process_mut().output;
+                output.expect_nothing_left(AFTER_IDLE).map_err(|fault| (fault.kind, fault.what))?;
                 return Ok(reinit);
             }
             self.serve(message)?;
@@ -431,13 +440,12 @@ impl ProcessEngine {
         }
         let limits = self.launcher.limits;
         let line = self.process_mut().output.next_line(&limits).map_err(|fault| (fault.kind, fault.what))?;
-        serde_json::from_slice(&line).map_err(|error| {
-            let what = if is_reply(&line) {
-                "a `reply`, but the harness asked nothing: replies go from the harness to the engine".to_string()
-            } else {
-                format!("not a protocol message ({error}): {}", shown(&line))
-            };
-            (if is_reply(&line) { FaultKind::Protocol } else { FaultKind::Malformed }, what)
+        serde_json::from_slice(&line).map_err(|error| match is_reply(&line) {
+            true => {
+                let what = "a `reply`, but the harness asked nothing: replies go from the harness to the engine";
+                (FaultKind::Protocol, what.to_string())
+            }
+            false => (FaultKind::Malformed, format!("not a protocol message ({error}): {}", shown(&line))),
         })
     }
 

@@ -36,7 +36,7 @@ pub fn serve() -> Result<(), String> {
             Err(error) => return Err(error),
         };
         let ToEngine::Init { now_ns, seed, config, state, protocol, generation, .. } = message else {
-            return Err(format!("expected init, got {}", message_name(&message)));
+            return Err(format!("expected init, got {}", type_name(&message)));
         };
         if protocol != super::PROTOCOL_VERSION {
             return Err(format!("protocol {protocol} is not spoken here (version {})", super::PROTOCOL_VERSION));
@@ -99,8 +99,9 @@ fn check_time(now_ns: u64, current_ns: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// A message's type, for an error line (never the whole message: it may be huge).
-fn message_name(message: &ToEngine) -> String {
+/// A protocol message's `type`, for an error line (never the whole
+/// message: it may be huge).
+fn type_name(message: &impl serde::Serialize) -> String {
     serde_json::to_value(message).ok().and_then(|value| value["type"].as_str().map(String::from)).unwrap_or_default()
 }
 
@@ -188,11 +189,11 @@ impl Wire {
         self.flush();
         match self.read() {
             Ok(ToEngine::Reply { value }) => serde_json::from_value(value).unwrap_or_else(|error| {
-                exit_with(&format!("a reply that does not answer a {}: {error}", request_name(message)))
+                exit_with(&format!("a reply that does not answer a {}: {error}", type_name(message)))
             }),
-            Ok(other) => exit_with(&format!("expected a reply, got {}", message_name(&other))),
+            Ok(other) => exit_with(&format!("expected a reply, got {}", type_name(&other))),
             Err(closed) if closed.is_empty() => {
-                exit_with(&format!("stdin closed while a {} waited for its reply", request_name(message)))
+                exit_with(&format!("stdin closed while a {} waited for its reply", type_name(message)))
             }
             Err(error) => exit_with(&error),
         }
@@ -246,11 +247,6 @@ impl Wire {
             faults: port,
         }
     }
-}
-
-/// A request's type, for an error line.
-fn request_name(message: &FromEngine) -> String {
-    serde_json::to_value(message).ok().and_then(|value| value["type"].as_str().map(String::from)).unwrap_or_default()
 }
 
 /// The conversation broke mid-request: nothing sensible is left to do.

@@ -279,13 +279,22 @@ fn within_reach(fault: &Fault, scripted: usize) -> Result<(), String> {
 /// would be, or, if the file cannot be read again, named by its path.
 pub fn error_at(path: &Path, yaml_path: &str, message: impl Into<String>) -> ScenarioError {
     let message = message.into();
-    let Ok(bytes) = read_bounded(path) else {
-        return ScenarioError::new(path, message);
-    };
-    match prescan(&bytes) {
-        Ok((_, locator)) => ScenarioError::located(path, &locator, yaml_path, message).with_source(&bytes),
-        Err(_) => ScenarioError::new(path, message),
+    match read_located(path) {
+        Some((bytes, locator)) => ScenarioError::located(path, &locator, yaml_path, message).with_source(&bytes),
+        None => ScenarioError::new(path, message),
     }
+}
+
+/// Where each node of a file that loaded stands, read again (`None` if it
+/// cannot be): for places named after the run, such as a fault's.
+pub fn locator_of(path: &Path) -> Option<Locator> {
+    read_located(path).map(|(_, locator)| locator)
+}
+
+fn read_located(path: &Path) -> Option<(Vec<u8>, Locator)> {
+    let bytes = read_bounded(path).ok()?;
+    let (_, locator) = prescan(&bytes).ok()?;
+    Some((bytes, locator))
 }
 
 pub fn load_scenario(path: &Path) -> Result<ScenarioFile, ScenarioError> {

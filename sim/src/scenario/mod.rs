@@ -24,7 +24,7 @@ pub use error::ScenarioError;
 pub use expectations::{Count, EventRef, HookCounts, Snapshot, Timing, ToolExpectation, ToolFields};
 pub(crate) use load::apply_script_fault;
 pub use load::{
-    default_reply, error_at, load_paths, load_scenario, parse_bytes, parse_scenario, ScenarioFile,
+    default_reply, error_at, load_paths, load_scenario, locator_of, parse_bytes, parse_scenario, ScenarioFile,
     MAX_DEFAULT_CALLS_FAULTED,
 };
 pub use model_script::{

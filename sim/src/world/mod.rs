@@ -325,7 +325,7 @@ impl World {
         let horizon = Duration::from_millis(self.scenario.scenario.horizon_ms);
         let window = Duration::from_millis(self.scenario.scenario.converge_within_ms);
         loop {
-            if self.launcher.as_ref().is_some_and(|launcher| launcher.fault().is_some()) {
+            if self.launcher.as_ref().is_some_and(Launcher::broke) {
                 return RunEnd::EngineFault;
             }
             if self.trace.overflowed() {
