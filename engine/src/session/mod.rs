@@ -96,6 +96,10 @@ pub(crate) struct Session {
     /// Booted over a predecessor's store: a connection handed over may
     /// still show what that process told it.
     restarted: bool,
+    /// The latest user message when a turn failed here because the store
+    /// refused its write, telling its user to send again: what a refused
+    /// boot left to recover of its answer is not recovered after that.
+    told_resend: Option<String>,
 }
 
 /// A turn's end the store refused: the writes that record it, and its
@@ -160,6 +164,7 @@ impl Session {
             resuming: Default::default(),
             recovering_shown: false,
             restarted,
+            told_resend: None,
         };
         session.recover();
         session.reconcile_if_refused();
@@ -203,6 +208,12 @@ impl Session {
     /// The latest user message in the store.
     fn latest_user(&self) -> Option<&crate::transcript::Message> {
         self.durable.messages.iter().rev().find(|message| message.role == crate::Role::User)
+    }
+
+    /// Whether the latest user message was told to send again (a turn
+    /// answering it failed on a refused write).
+    fn told_to_resend(&self) -> bool {
+        self.told_resend.is_some() && self.told_resend.as_deref() == self.latest_user().map(|message| message.id.as_str())
     }
 
     /// A recovery is scheduled, waiting for an idle session, or running. (It
@@ -480,11 +491,26 @@ impl Session {
             return false;
         }
         self.observe(crate::events::EngineEvent::StoreRefused);
-        if self.turn.is_some() {
+        if let Some(turn) = self.turn.as_mut() {
+            // A recovery the store refuses gives up, as the reference's does
+            // when its attempt throws: its consumers are told once that it
+            // could not recover, and no later attempt answers after that.
+            turn.store_refused = true;
+            let message = match (turn.kind, turn.incident_id.clone()) {
+                (TurnKind::Recovery, Some(incident_id)) => {
+                    let request_id = turn.request_id.clone();
+                    self.give_up_refused(&incident_id, &request_id);
+                    self.config.recovery.terminal_message.clone()
+                }
+                _ => {
+                    self.told_resend = self.latest_user().map(|message| message.id.clone());
+                    STORE_REFUSED_MESSAGE.to_string()
+                }
+            };
             // The attempt streaming now is not kept: no parts of a failed
             // attempt, as after a provider failure.
             self.abandon_streaming_attempt();
-            self.end_turn(crate::events::TurnStatus::Error, Some(STORE_REFUSED_MESSAGE.into()));
+            self.end_turn(crate::events::TurnStatus::Error, Some(message));
         }
         self.broadcast(Frame::Messages(self.live_transcript()));
         true

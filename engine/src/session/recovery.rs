@@ -247,6 +247,11 @@ impl Session {
             Some(_) if !user_waits => turn.message_id.clone(),
             _ => last.map(|last| last.id.clone()).unwrap_or_default(),
         };
+        if self.told_to_resend() {
+            // A turn here failed on a refused write and told the user to
+            // send again: no recovery answers after that.
+            return;
+        }
         let delay_ms = self.config.recovery.alarm_delay_ms;
         let ends = Ends { root: &turn.root_request_id, request: &turn.request_id };
         self.begin_recovery(None, ends, &target, Cause::Detected, delay_ms);
@@ -290,6 +295,16 @@ impl Session {
     /// (or while it waited for the session to go idle): schedule it again.
     fn rescue_orphaned_incidents(&mut self) {
         let orphaned: Vec<Incident> = self.orphaned_incidents().cloned().collect();
+        if self.told_to_resend() && !orphaned.is_empty() {
+            // About the latest message (older ones were closed as
+            // overtaken), whose user was told to send again: they end.
+            let ids: Vec<String> = orphaned.into_iter().map(|incident| incident.id).collect();
+            self.close_incidents(ids.clone());
+            for incident_id in ids {
+                self.observe(EngineEvent::RecoverySkipped { incident_id, reason: "told_to_resend".into() });
+            }
+            return;
+        }
         let Some(target) = self.durable.messages.last().map(|last| last.id.clone()) else {
             return;
         };
@@ -307,7 +322,7 @@ impl Session {
         let Some(last) = self.durable.messages.last() else {
             return;
         };
-        if !self.user_message_waits() || !self.durable.alarms.is_empty() {
+        if !self.user_message_waits() || !self.durable.alarms.is_empty() || self.told_to_resend() {
             return;
         }
         let root = format!("retry-{}", last.id);
@@ -377,7 +392,7 @@ impl Session {
         }
         let (incident, exhausted) = self.advance_incident(&id, ends.root, cause);
         if let Some(reason) = exhausted {
-            self.exhaust(incident, reason, ends.request);
+            self.exhaust(incident, reason, ends.request, true);
             return Begun::GaveUp;
         }
         let strategy = recovery_strategy(self.durable.message(message_id)).to_string();
@@ -463,29 +478,14 @@ impl Session {
     /// Other incidents about the same user message (a crash opened it
     /// twice) end with it: the user is told once that it could not recover,
     /// and no answer follows that.
-    fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str) {
+    /// Returns whether the store recorded it; `announce` is false when the
+    /// terminal message already went out as `request_id`'s terminal frame.
+    fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str, announce: bool) -> bool {
         let terminal = self.config.recovery.terminal_message.clone();
         let status = TerminalStatus { request_id: request_id.to_string(), message: terminal.clone() };
-        let about = about(&incident.id).unwrap_or("");
-        let siblings: Vec<String> = self
-            .durable
-            .incidents
-            .values()
-            .filter(|other| other.id != incident.id && other.status == "attempting" && is_about(&other.id, about))
-            .map(|other| other.id.clone())
-            .collect();
-        let ends = |id: &String| *id == incident.id || siblings.contains(id);
-        let alarms: Vec<Write> = self
-            .durable
-            .alarms
-            .iter()
-            .filter(|alarm| ends(&alarm.incident_id))
-            .map(|alarm| Write::RemoveAlarm(alarm.id.clone()))
-            .collect();
         let mut writes = vec![Write::PutIncident(incident.clone()), Write::Terminal(Some(status))];
-        writes.extend(alarms);
-        writes.extend(siblings.iter().map(|id| Write::RemoveIncident(id.clone())));
-        self.commit(writes);
+        writes.extend(self.ending_with(&incident.id));
+        let recorded = self.commit(writes);
         self.call_exhausted_hook(&incident, reason);
         let event = EngineEvent::RecoveryExhausted {
             incident_id: incident.id,
@@ -493,7 +493,45 @@ impl Session {
             reason: reason.to_string(),
         };
         self.observe(event);
-        self.broadcast(Frame::Error { request_id: request_id.to_string(), message: terminal });
+        if announce {
+            self.broadcast(Frame::Error { request_id: request_id.to_string(), message: terminal });
+        }
+        recorded
+    }
+
+    /// What ends with an incident that gave up or failed: its alarms, and
+    /// every other incident still attempting about the same user message
+    /// (a crash opened it twice) with theirs. The user is told once, and no
+    /// answer follows it.
+    fn ending_with(&self, incident_id: &str) -> Vec<Write> {
+        let about = about(incident_id).unwrap_or("");
+        let siblings: Vec<String> = self
+            .durable
+            .incidents
+            .values()
+            .filter(|other| other.id != incident_id && other.status == "attempting" && is_about(&other.id, about))
+            .map(|other| other.id.clone())
+            .collect();
+        let ends = |id: &String| id == incident_id || siblings.contains(id);
+        let alarms = self.durable.alarms.iter().filter(|alarm| ends(&alarm.incident_id));
+        let mut writes: Vec<Write> = alarms.map(|alarm| Write::RemoveAlarm(alarm.id.clone())).collect();
+        writes.extend(siblings.into_iter().map(Write::RemoveIncident));
+        writes
+    }
+
+    /// A recovery attempt failed, and its consumers were told as its
+    /// terminal frame: the incident ends (the reference's `failed`) with
+    /// what ends with it, so no later attempt answers a user told it failed.
+    fn fail_incident(&mut self, incident_id: String) {
+        let mut writes = vec![Write::RemoveIncident(incident_id.clone())];
+        writes.extend(self.ending_with(&incident_id));
+        let ended: Vec<String> =
+            writes.iter().filter_map(|write| if let Write::RemoveIncident(id) = write { Some(id.clone()) } else { None }).collect();
+        if !self.commit(writes) {
+            self.unrecorded.closed_incidents.extend(ended);
+            self.look_again_shortly();
+        }
+        self.observe(EngineEvent::RecoverySkipped { incident_id, reason: "attempt_failed".into() });
     }
 
     /// Tells the host the incident gave up, then records that it was told:
@@ -709,21 +747,15 @@ impl Session {
         true
     }
 
-    /// A recovery turn ended: success closes the incident, anything else is
-    /// an attempt without progress.
-    pub(super) fn on_recovery_turn_finished(
-        &mut self,
-        incident_id: Option<String>,
-        root: &str,
-        message_id: &str,
-        status: TurnStatus,
-        produced_output: bool,
-    ) {
-        let Some(incident_id) = incident_id else {
+    /// A recovery turn ended: success closes the incident; a failure ends it
+    /// (a write the store refused gives it up, `recovery_error`, before the
+    /// turn's end); done with nothing new is an attempt without progress.
+    pub(super) fn on_recovery_turn_finished(&mut self, turn: &super::turn::Turn, message_id: &str, status: TurnStatus) {
+        let Some(incident_id) = turn.incident_id.clone() else {
             return;
         };
         match status {
-            TurnStatus::Completed if produced_output => {
+            TurnStatus::Completed if turn.produced_output => {
                 // Incidents a crash opened twice for the same user message
                 // (one a restart left orphaned) are answered by this one too.
                 let mut closed = self.answered_incidents(true);
@@ -734,11 +766,37 @@ impl Session {
                 self.observe(EngineEvent::RecoveryCompleted { incident_id });
             }
             TurnStatus::Interrupted | TurnStatus::Skipped => {}
+            // Given up as the refusal was handled, before its consumers were told.
+            TurnStatus::Error if turn.store_refused => {}
+            TurnStatus::Error => self.fail_incident(incident_id),
             _ => {
+                // Done with nothing new: no progress, the next attempt runs.
                 let delay_ms = self.config.recovery.stable_retry_delay_ms;
+                let root = turn.root_request_id.as_str();
                 let ends = Ends { root, request: root };
                 self.begin_recovery(Some(&incident_id), ends, message_id, Cause::FailedAttempt, delay_ms);
             }
+        }
+    }
+
+    /// The store refused a recovery turn's write: the incident is spent
+    /// (the host's hook first). The turn's own terminal frame carries the
+    /// terminal message, so nothing more goes out here; a give-up the store
+    /// refuses to record is never recovered again in this process.
+    pub(super) fn give_up_refused(&mut self, incident_id: &str, request_id: &str) {
+        let Some(existing) = self.durable.incidents.get(incident_id).cloned() else {
+            return;
+        };
+        let reason = "recovery_error";
+        let incident = Incident {
+            status: "exhausted".to_string(),
+            hook_owed: Some(reason.to_string()),
+            last_attempt_ms: clock::wall_ms(),
+            ..existing
+        };
+        if !self.exhaust(incident, reason, request_id, false) {
+            self.unrecorded.closed_incidents.insert(incident_id.to_string());
+            self.look_again_shortly();
         }
     }
 

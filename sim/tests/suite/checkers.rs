@@ -1629,3 +1629,41 @@ fn the_invariants_read_only_the_boundary_history() {
     }
     assert!(found.is_empty(), "an invariant reads the engine's account of itself: {found:#?}");
 }
+
+// ---------------------------------------------------------------- failure-stands
+
+const FAILURE_STANDS: &str = "failure-stands";
+
+/// `store-refuses-a-recovery-attempt-it-gives-up`: the recovery `r4` gives
+/// up when the store refuses its write, and connection c1 is sent its
+/// error frame; nothing answers after it.
+fn told_failed_run() -> (Run, usize) {
+    let run = Run::committed("store-refuses-a-recovery-attempt-it-gives-up", FAILURE_STANDS);
+    let error = crossing_of(&run.record, "the error frame of r4", |what| {
+        matches!(what, Boundary::Frame { connection: 1, frame: Frame::Error { request_id, .. } } if request_id == "r4")
+    });
+    (run, error)
+}
+
+/// A chunk of a request c1 never saw, streamed into the reply `m3`.
+fn answer_chunk() -> Boundary {
+    let chunk = Chunk::TextDelta { id: "t9".into(), delta: " world.".into() };
+    Boundary::Frame { connection: 1, frame: Frame::Chunk { request_id: "r9".into(), message_id: "m3".into(), chunk } }
+}
+
+#[test]
+fn failure_stands_fires_on_an_answer_streamed_after_the_failure() {
+    let (run, error) = told_failed_run();
+    let mut broken = run.broken();
+    insert_crossings(&mut broken, error + 1, vec![answer_chunk()]);
+    run.assert_fires(FAILURE_STANDS, &broken, "was told request r4 failed");
+}
+
+#[test]
+fn failure_stands_accepts_an_answer_asked_for_after_the_failure() {
+    let (run, error) = told_failed_run();
+    let mut edited = run.broken();
+    let asked = Boundary::UserMessage { text: "hi again".into() };
+    insert_crossings(&mut edited, error + 1, vec![asked, answer_chunk()]);
+    run.assert_passes(FAILURE_STANDS, &edited, "an answer the user asked for again");
+}

@@ -7,6 +7,7 @@ mod client_view;
 mod continuation;
 mod convergence;
 mod empty_finish;
+mod failure_stands;
 mod messenger_once;
 mod messenger_view;
 mod mid_tool_input;
@@ -28,7 +29,7 @@ pub struct Invariant {
 
 /// Invariant 11 (determinism) is checked by running a seed twice:
 /// `turnsim check-determinism` and the determinism tests.
-pub const INVARIANTS: [Invariant; 14] = [
+pub const INVARIANTS: [Invariant; 15] = [
     callback_contract::INVARIANT,
     continuation::INVARIANT,
     tool_results::INVARIANT,
@@ -40,6 +41,7 @@ pub const INVARIANTS: [Invariant; 14] = [
     convergence::INVARIANT,
     no_lost_work::INVARIANT,
     client_view::INVARIANT,
+    failure_stands::INVARIANT,
     caller_view::INVARIANT,
     messenger_view::INVARIANT,
     resume_handshake::INVARIANT,

@@ -1,0 +1,158 @@
+//! A failure told is not taken back by an answer nobody asked for. A
+//! client sent a turn's error frame (the turn failed, "send again") must
+//! not then be streamed an answer to the same user message by a request it
+//! never saw before, unless something asked for one after the error: a
+//! user message, a `chat()` call, a delivery, a tool result or an approval
+//! (one that arrived while the failed request ran is still owed its answer
+//! too: a held continuation may run after the failure).
+//! The failed request answered the user message its stream answered, or
+//! (one that streamed nothing) the one the latest stored reply answers;
+//! one that streamed nothing while a message asked for was never stored
+//! (the store refused it) is about that message, and not judged.
+//! Otherwise the user resends and gets two answers, or reads "it failed"
+//! above the answer. Judged from the frames and the store alone.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use turnsim_engine::durable::{DurableState, Write};
+use turnsim_engine::ports::Frame;
+use turnsim_engine::transcript::{Message, Role};
+
+use super::Invariant;
+use crate::check::{CheckInput, Violation};
+use crate::history::{Boundary, CallbackCall};
+
+pub const INVARIANT: Invariant = Invariant {
+    name: "failure-stands",
+    rule: "a client told a turn failed is not then streamed an answer to the same user message unless something asked for one after the error",
+    check,
+};
+
+/// An error frame a connection was sent, still standing (nothing asked
+/// since).
+struct Told {
+    request_id: String,
+    /// The latest stored user message when it was told.
+    user: Option<String>,
+    at_event: usize,
+}
+
+fn check(input: &CheckInput) -> Vec<Violation> {
+    let history = &input.run.history;
+    let mut store = history.initial.clone();
+    let mut told: BTreeMap<u64, Told> = BTreeMap::new();
+    let mut seen: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+    // The message each request streamed into, as first seen.
+    let mut streamed_into: BTreeMap<String, String> = BTreeMap::new();
+    // Where each request was first seen, and where the last ask arrived.
+    let mut first_seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut last_ask = None;
+    // Messages asked for (user message, chat, delivery) since the store
+    // last took a user message: an error then may be about one of them.
+    let mut unstored_asks = 0usize;
+    let mut violations = Vec::new();
+    for (index, crossing) in history.iter().enumerate() {
+        if let Some(request_id) = request_of(&crossing.what) {
+            first_seen.entry(request_id.to_string()).or_insert(index);
+        }
+        match &crossing.what {
+            Boundary::Commit { writes } => {
+                if writes.iter().any(|write| stores_a_user_message(write, &store)) {
+                    unstored_asks = 0;
+                }
+                writes.iter().for_each(|write| store.apply(write));
+            }
+            Boundary::UserMessage { .. } | Boundary::Chat { .. } | Boundary::Deliver { .. } => {
+                told.clear();
+                last_ask = Some(index);
+                unstored_asks += 1;
+            }
+            Boundary::ToolResult { .. }
+            | Boundary::Approval { .. } => {
+                told.clear();
+                last_ask = Some(index);
+            }
+            Boundary::Connect { connection } | Boundary::Disconnect { connection } => {
+                told.remove(connection);
+                seen.remove(connection);
+            }
+            Boundary::Frame { connection, frame: Frame::Error { request_id, .. } } => {
+                if last_ask.is_some_and(|ask| ask > first_seen[request_id]) {
+                    continue;
+                }
+                // The user message the failed request answered: the one its
+                // stream answered, or, if it streamed nothing, the one the
+                // latest reply answers.
+                let streamed = streamed_into.get(request_id).map(String::as_str);
+                if streamed.is_none() && unstored_asks > 0 {
+                    // About a message the store never took (a refused user
+                    // message): no stored answer is its.
+                    continue;
+                }
+                let reply = streamed.or_else(|| {
+                    store.messages.iter().rev().find(|message| message.role == Role::Assistant).map(|m| m.id.as_str())
+                });
+                let user = reply.and_then(|reply| answered_user(&store.messages, reply)).map(str::to_string);
+                let at_event = crossing.at_event;
+                told.insert(*connection, Told { request_id: request_id.clone(), user, at_event });
+            }
+            Boundary::Frame { connection, frame: Frame::Chunk { request_id, message_id, .. } } => {
+                let first = seen.entry(*connection).or_default().insert(request_id.clone());
+                streamed_into.entry(request_id.clone()).or_insert_with(|| message_id.clone());
+                let Some(standing) = told.get(connection) else {
+                    continue;
+                };
+                if !first || *request_id == standing.request_id {
+                    continue;
+                }
+                let answers = answered_user(&store.messages, message_id);
+                if answers.is_some() && answers == standing.user.as_deref() {
+                    let text = format!(
+                        "client connection c{connection} was told request {} failed (event {}), then request {request_id} streamed an answer to the same user message with nothing asked since",
+                        standing.request_id, standing.at_event
+                    );
+                    violations.push(Violation::at(INVARIANT.name, crossing.at_event, text));
+                    told.remove(connection);
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// The request a crossing names, if any.
+fn request_of(what: &Boundary) -> Option<&str> {
+    match what {
+        Boundary::Frame { frame, .. } => match frame {
+            Frame::Chunk { request_id, .. }
+            | Frame::Reset { request_id, .. }
+            | Frame::Done { request_id, .. }
+            | Frame::Error { request_id, .. } => Some(request_id),
+            _ => None,
+        },
+        Boundary::Callback { call: CallbackCall::Start { request_id }, .. } => Some(request_id),
+        _ => None,
+    }
+}
+
+/// Whether `write` stores a user message the store did not hold.
+fn stores_a_user_message(write: &Write, store: &DurableState) -> bool {
+    match write {
+        Write::PutMessage(message) | Write::PutMessageAfter { message, .. } => {
+            message.role == Role::User && store.message(&message.id).is_none()
+        }
+        _ => false,
+    }
+}
+
+fn latest_user(messages: &[Message]) -> Option<&Message> {
+    messages.iter().rev().find(|message| message.role == Role::User)
+}
+
+/// The user message `message_id` answers: the last user message before
+/// it, or (a reply the store does not hold yet) the latest one.
+fn answered_user<'a>(messages: &'a [Message], message_id: &str) -> Option<&'a str> {
+    let end = messages.iter().position(|message| message.id == message_id).unwrap_or(messages.len());
+    latest_user(&messages[..end]).map(|message| message.id.as_str())
+}
