@@ -135,6 +135,10 @@ pub struct DeliveryCheckpoint {
 pub struct TerminalStatus {
     pub request_id: String,
     pub message: String,
+    /// The latest user message when the failure was told: no recovery
+    /// answers it after that (its user was told it failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_message: Option<String>,
 }
 
 /// One change to the durable state.

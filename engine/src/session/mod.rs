@@ -96,10 +96,6 @@ pub(crate) struct Session {
     /// Booted over a predecessor's store: a connection handed over may
     /// still show what that process told it.
     restarted: bool,
-    /// The latest user message when a turn failed here because the store
-    /// refused its write, telling its user to send again: what a refused
-    /// boot left to recover of its answer is not recovered after that.
-    told_resend: Option<String>,
 }
 
 /// A turn's end the store refused: the writes that record it, and its
@@ -164,7 +160,6 @@ impl Session {
             resuming: Default::default(),
             recovering_shown: false,
             restarted,
-            told_resend: None,
         };
         session.recover();
         session.reconcile_if_refused();
@@ -210,10 +205,23 @@ impl Session {
         self.durable.messages.iter().rev().find(|message| message.role == crate::Role::User)
     }
 
-    /// Whether the latest user message was told to send again (a turn
-    /// answering it failed on a refused write).
-    fn told_to_resend(&self) -> bool {
-        self.told_resend.is_some() && self.told_resend.as_deref() == self.latest_user().map(|message| message.id.as_str())
+    /// A failure told to consumers, recorded for clients that connect
+    /// later, with the user message it is about.
+    fn terminal(&self, request_id: &str, message: String) -> crate::durable::TerminalStatus {
+        let user_message = self.latest_user().map(|user| user.id.clone());
+        crate::durable::TerminalStatus { request_id: request_id.to_string(), message, user_message }
+    }
+
+    /// Whether consumers were told the latest user message's turn failed
+    /// (stored, or owed to the store): no recovery answers it after that.
+    fn failure_told_for_latest(&self) -> bool {
+        let Some(latest) = self.latest_user().map(|user| user.id.as_str()) else {
+            return false;
+        };
+        let about = |status: &crate::durable::TerminalStatus| status.user_message.as_deref() == Some(latest);
+        let owed = self.unrecorded.ended_turns.values().flat_map(|end| &end.writes);
+        self.durable.terminal_status.as_ref().is_some_and(about)
+            || owed.into_iter().any(|write| matches!(write, Write::Terminal(Some(status)) if about(status)))
     }
 
     /// A recovery is scheduled, waiting for an idle session, or running. (It
@@ -502,10 +510,7 @@ impl Session {
                     self.give_up_refused(&incident_id, &request_id);
                     self.config.recovery.terminal_message.clone()
                 }
-                _ => {
-                    self.told_resend = self.latest_user().map(|message| message.id.clone());
-                    STORE_REFUSED_MESSAGE.to_string()
-                }
+                _ => STORE_REFUSED_MESSAGE.to_string(),
             };
             // The attempt streaming now is not kept: no parts of a failed
             // attempt, as after a provider failure.

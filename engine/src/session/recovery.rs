@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::clock;
-use crate::durable::{Alarm, InFlightTurn, Incident, TerminalStatus, TurnKind, Write};
+use crate::durable::{Alarm, InFlightTurn, Incident, TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
 use crate::ports::{ExhaustedContext, FaultSite, Frame, HookError};
 use crate::regression::Regression;
@@ -247,9 +247,9 @@ impl Session {
             Some(_) if !user_waits => turn.message_id.clone(),
             _ => last.map(|last| last.id.clone()).unwrap_or_default(),
         };
-        if self.told_to_resend() {
-            // A turn here failed on a refused write and told the user to
-            // send again: no recovery answers after that.
+        if self.failure_told_for_latest() {
+            // Its failure was told (a refused write, a failed attempt):
+            // no recovery answers after that.
             return;
         }
         let delay_ms = self.config.recovery.alarm_delay_ms;
@@ -295,13 +295,13 @@ impl Session {
     /// (or while it waited for the session to go idle): schedule it again.
     fn rescue_orphaned_incidents(&mut self) {
         let orphaned: Vec<Incident> = self.orphaned_incidents().cloned().collect();
-        if self.told_to_resend() && !orphaned.is_empty() {
+        if self.failure_told_for_latest() && !orphaned.is_empty() {
             // About the latest message (older ones were closed as
-            // overtaken), whose user was told to send again: they end.
+            // overtaken), whose failure was told: they end.
             let ids: Vec<String> = orphaned.into_iter().map(|incident| incident.id).collect();
             self.close_incidents(ids.clone());
             for incident_id in ids {
-                self.observe(EngineEvent::RecoverySkipped { incident_id, reason: "told_to_resend".into() });
+                self.observe(EngineEvent::RecoverySkipped { incident_id, reason: "failure_told".into() });
             }
             return;
         }
@@ -322,7 +322,7 @@ impl Session {
         let Some(last) = self.durable.messages.last() else {
             return;
         };
-        if !self.user_message_waits() || !self.durable.alarms.is_empty() || self.told_to_resend() {
+        if !self.user_message_waits() || !self.durable.alarms.is_empty() || self.failure_told_for_latest() {
             return;
         }
         let root = format!("retry-{}", last.id);
@@ -482,7 +482,7 @@ impl Session {
     /// terminal message already went out as `request_id`'s terminal frame.
     fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str, announce: bool) -> bool {
         let terminal = self.config.recovery.terminal_message.clone();
-        let status = TerminalStatus { request_id: request_id.to_string(), message: terminal.clone() };
+        let status = self.terminal(request_id, terminal.clone());
         let mut writes = vec![Write::PutIncident(incident.clone()), Write::Terminal(Some(status))];
         writes.extend(self.ending_with(&incident.id));
         let recorded = self.commit(writes);
@@ -525,8 +525,10 @@ impl Session {
     fn fail_incident(&mut self, incident_id: String) {
         let mut writes = vec![Write::RemoveIncident(incident_id.clone())];
         writes.extend(self.ending_with(&incident_id));
-        let ended: Vec<String> =
-            writes.iter().filter_map(|write| if let Write::RemoveIncident(id) = write { Some(id.clone()) } else { None }).collect();
+        let ended: Vec<String> = writes
+            .iter()
+            .filter_map(|write| if let Write::RemoveIncident(id) = write { Some(id.clone()) } else { None })
+            .collect();
         if !self.commit(writes) {
             self.unrecorded.closed_incidents.extend(ended);
             self.look_again_shortly();

@@ -1,7 +1,7 @@
 //! Turn lifecycle: accepting input, the serial queue, starting and ending turns.
 
 use crate::config::TurnOptions;
-use crate::durable::{InFlightTurn, TerminalStatus, TurnKind, Write};
+use crate::durable::{InFlightTurn, TurnKind, Write};
 use crate::events::{EngineEvent, TurnStatus};
 use crate::ports::{Frame, StreamCallback};
 use crate::transcript::{leaf_assistant, Message, Part, Role};
@@ -331,11 +331,14 @@ impl Session {
         if status == TurnStatus::Error {
             let message = error.clone().unwrap_or_else(|| TURN_FAILED_MESSAGE.to_string());
             let request_id = turn.request_id.clone();
-            writes.push(Write::Terminal(Some(TerminalStatus { request_id, message })));
+            writes.push(Write::Terminal(Some(self.terminal(&request_id, message))));
         }
         // A continuation this process dropped while the store refused to
         // forget it is not owed to the next process either.
-        if self.barrier.pending.is_none() && self.durable.continuation_intent.is_some() {
+        // The pending continuation this turn took ends with it (unless a
+        // new batch's was deferred behind it).
+        let owed = self.barrier.deferred || self.barrier.pending.as_ref().is_some_and(|pending| !pending.past_coalesce);
+        if !owed && self.durable.continuation_intent.is_some() {
             writes.push(Write::Intent(None));
         }
         // Write the message unless the store already holds exactly it (the
@@ -364,10 +367,9 @@ impl Session {
             let mut writes = writes;
             if status == TurnStatus::Completed && !saved {
                 let message = super::STORE_REFUSED_MESSAGE.to_string();
-                self.told_resend = self.latest_user().map(|message| message.id.clone());
                 status = TurnStatus::Error;
                 error = Some(message.clone());
-                writes.push(Write::Terminal(Some(TerminalStatus { request_id: turn.request_id.clone(), message })));
+                writes.push(Write::Terminal(Some(self.terminal(&turn.request_id, message))));
             }
             let end = super::UnrecordedEnd { writes, message_then };
             self.unrecorded.ended_turns.insert(turn.request_id.clone(), end);

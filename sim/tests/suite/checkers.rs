@@ -1639,9 +1639,11 @@ const FAILURE_STANDS: &str = "failure-stands";
 /// error frame; nothing answers after it.
 fn told_failed_run() -> (Run, usize) {
     let run = Run::committed("store-refuses-a-recovery-attempt-it-gives-up", FAILURE_STANDS);
-    let error = crossing_of(&run.record, "the error frame of r4", |what| {
-        matches!(what, Boundary::Frame { connection: 1, frame: Frame::Error { request_id, .. } } if request_id == "r4")
-    });
+    let error = crossing_of(
+        &run.record,
+        "the error frame of r4",
+        |what| matches!(what, Boundary::Frame { connection: 1, frame: Frame::Error { request_id, .. } } if request_id == "r4"),
+    );
     (run, error)
 }
 

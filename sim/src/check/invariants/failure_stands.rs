@@ -5,10 +5,10 @@
 //! user message, a `chat()` call, a delivery, a tool result or an approval
 //! (one that arrived while the failed request ran is still owed its answer
 //! too: a held continuation may run after the failure).
-//! The failed request answered the user message its stream answered, or
-//! (one that streamed nothing) the one the latest stored reply answers;
-//! one that streamed nothing while a message asked for was never stored
-//! (the store refused it) is about that message, and not judged.
+//! A request answers the last user message its first model request showed
+//! the model; one that asked the model nothing answered the one the latest
+//! stored reply answers, unless a message asked for was never stored (the
+//! store refused it): then the failure is about that one, and not judged.
 //! Otherwise the user resends and gets two answers, or reads "it failed"
 //! above the answer. Judged from the frames and the store alone.
 
@@ -42,8 +42,9 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut store = history.initial.clone();
     let mut told: BTreeMap<u64, Told> = BTreeMap::new();
     let mut seen: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
-    // The message each request streamed into, as first seen.
-    let mut streamed_into: BTreeMap<String, String> = BTreeMap::new();
+    // The user message each request answered: the last one its first
+    // model request showed the model.
+    let mut answers: BTreeMap<String, String> = BTreeMap::new();
     // Where each request was first seen, and where the last ask arrived.
     let mut first_seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut last_ask = None;
@@ -56,6 +57,12 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             first_seen.entry(request_id.to_string()).or_insert(index);
         }
         match &crossing.what {
+            Boundary::ModelRequest { request, .. } => {
+                let user = request.messages.iter().rev().find(|message| message.role == Role::User);
+                if let Some(user) = user {
+                    answers.entry(request.request_id.clone()).or_insert_with(|| user.id.clone());
+                }
+            }
             Boundary::Commit { writes } => {
                 if writes.iter().any(|write| stores_a_user_message(write, &store)) {
                     unstored_asks = 0;
@@ -67,8 +74,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                 last_ask = Some(index);
                 unstored_asks += 1;
             }
-            Boundary::ToolResult { .. }
-            | Boundary::Approval { .. } => {
+            Boundary::ToolResult { .. } | Boundary::Approval { .. } => {
                 told.clear();
                 last_ask = Some(index);
             }
@@ -80,33 +86,33 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                 if last_ask.is_some_and(|ask| ask > first_seen[request_id]) {
                     continue;
                 }
-                // The user message the failed request answered: the one its
-                // stream answered, or, if it streamed nothing, the one the
-                // latest reply answers.
-                let streamed = streamed_into.get(request_id).map(String::as_str);
-                if streamed.is_none() && unstored_asks > 0 {
+                // The user message the failed request answered: the one it
+                // asked the model about, or, if it asked nothing, the one
+                // the latest stored reply answers.
+                let asked = answers.get(request_id).cloned();
+                if asked.is_none() && unstored_asks > 0 {
                     // About a message the store never took (a refused user
                     // message): no stored answer is its.
                     continue;
                 }
-                let reply = streamed.or_else(|| {
-                    store.messages.iter().rev().find(|message| message.role == Role::Assistant).map(|m| m.id.as_str())
+                let user = asked.or_else(|| {
+                    let reply = store.messages.iter().rev().find(|message| message.role == Role::Assistant)?;
+                    answered_user(&store.messages, &reply.id).map(str::to_string)
                 });
-                let user = reply.and_then(|reply| answered_user(&store.messages, reply)).map(str::to_string);
                 let at_event = crossing.at_event;
                 told.insert(*connection, Told { request_id: request_id.clone(), user, at_event });
             }
             Boundary::Frame { connection, frame: Frame::Chunk { request_id, message_id, .. } } => {
                 let first = seen.entry(*connection).or_default().insert(request_id.clone());
-                streamed_into.entry(request_id.clone()).or_insert_with(|| message_id.clone());
                 let Some(standing) = told.get(connection) else {
                     continue;
                 };
                 if !first || *request_id == standing.request_id {
                     continue;
                 }
-                let answers = answered_user(&store.messages, message_id);
-                if answers.is_some() && answers == standing.user.as_deref() {
+                let answered = answers.get(request_id).map(String::as_str);
+                let answered = answered.or_else(|| answered_user(&store.messages, message_id));
+                if answered.is_some() && answered == standing.user.as_deref() {
                     let text = format!(
                         "client connection c{connection} was told request {} failed (event {}), then request {request_id} streamed an answer to the same user message with nothing asked since",
                         standing.request_id, standing.at_event

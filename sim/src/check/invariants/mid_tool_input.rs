@@ -43,7 +43,8 @@ fn unrecovered_cut<'a>(input: &'a CheckInput, before: usize) -> Option<&'a CallF
     let recovered = calls.iter().any(|call| call.at > cut.at && call.at < before && kept_output(call));
     let moved_on = input.new_messages.iter().any(|(at, _)| (cut.at..before).contains(at));
     let history = &input.run.history.crossings;
-    let refused = history[cut.at..before].iter().any(|crossing| matches!(crossing.what, Boundary::CommitRefused { .. }));
+    let refused =
+        history[cut.at..before].iter().any(|crossing| matches!(crossing.what, Boundary::CommitRefused { .. }));
     (!recovered && !moved_on && !refused).then_some(cut)
 }
 
