@@ -191,6 +191,11 @@ impl Session {
                 continue;
             }
             match checkpoint.stage {
+                // Its turn's failure was told (a client was sent it): the
+                // messenger is told the same, not answered after it.
+                _ if self.failure_told_to_delivery(&checkpoint) => {
+                    self.post_once(checkpoint, vec![ERROR_MESSENGER_RESPONSE.to_string()])
+                }
                 _ if self.answers_again(&checkpoint) => self.answer_again(checkpoint),
                 // An `accepted` one not answered again was mid-stream too.
                 DeliveryStage::Accepted | DeliveryStage::Streaming => {
@@ -256,7 +261,16 @@ impl Session {
     /// still `accepted`, and no reply that stays holds text (text stored
     /// while its `streaming` checkpoint was refused means it was mid-stream).
     fn answers_again(&self, checkpoint: &DeliveryCheckpoint) -> bool {
-        checkpoint.stage == DeliveryStage::Accepted && !self.kept_reply_shows_text(&checkpoint.user_text)
+        checkpoint.stage == DeliveryStage::Accepted
+            && !self.kept_reply_shows_text(&checkpoint.user_text)
+            && !self.failure_told_to_delivery(checkpoint)
+    }
+
+    /// A delivery still open whose turn failed, and was told so, before
+    /// anything was posted.
+    fn failure_told_to_delivery(&self, checkpoint: &DeliveryCheckpoint) -> bool {
+        checkpoint.stage == DeliveryStage::Accepted
+            && self.asked(&checkpoint.user_text).is_some_and(|asked| self.failure_told_about(&asked.id, ""))
     }
 
     /// The delivery will be answered again by its own turn.

@@ -215,10 +215,23 @@ impl Session {
     /// Whether consumers were told the latest user message's turn failed
     /// (stored, or owed to the store): no recovery answers it after that.
     fn failure_told_for_latest(&self) -> bool {
-        let Some(latest) = self.latest_user().map(|user| user.id.as_str()) else {
-            return false;
+        self.failure_told_since("")
+    }
+
+    /// Whether consumers were told the latest user message's turn failed,
+    /// by request `request_id` or one started after it (stored, or owed to
+    /// the store). A turn asked for after the failure is not covered by it.
+    fn failure_told_since(&self, request_id: &str) -> bool {
+        self.latest_user().is_some_and(|latest| self.failure_told_about(&latest.id, request_id))
+    }
+
+    /// Whether consumers were told the turn answering user message
+    /// `message_id` failed, by request `since` or a later one.
+    fn failure_told_about(&self, message_id: &str, since: &str) -> bool {
+        let about = |status: &crate::durable::TerminalStatus| {
+            status.user_message.as_deref() == Some(message_id)
+                && request_number(&status.request_id) >= request_number(since)
         };
-        let about = |status: &crate::durable::TerminalStatus| status.user_message.as_deref() == Some(latest);
         let owed = self.unrecorded.ended_turns.values().flat_map(|end| &end.writes);
         self.durable.terminal_status.as_ref().is_some_and(about)
             || owed.into_iter().any(|write| matches!(write, Write::Terminal(Some(status)) if about(status)))
@@ -534,6 +547,12 @@ impl Session {
         self.durable.next_id += 1;
         (format!("{prefix}{}", self.durable.next_id), Write::NextId(self.durable.next_id))
     }
+}
+
+/// The order of a request id this engine made (`r<n>`, from the durable
+/// counter); any other id (a recovery's `retry-…` root) comes first.
+fn request_number(request_id: &str) -> u64 {
+    request_id.strip_prefix('r').and_then(|number| number.parse().ok()).unwrap_or(0)
 }
 
 /// Boots the built-in engine from its durable store, for a host that

@@ -247,7 +247,7 @@ impl Session {
             Some(_) if !user_waits => turn.message_id.clone(),
             _ => last.map(|last| last.id.clone()).unwrap_or_default(),
         };
-        if self.failure_told_for_latest() {
+        if self.failure_told_since(&turn.request_id) {
             // Its failure was told (a refused write, a failed attempt):
             // no recovery answers after that.
             return;
@@ -294,16 +294,16 @@ impl Session {
     /// own, died between taking its alarm and starting its recovery turn
     /// (or while it waited for the session to go idle): schedule it again.
     fn rescue_orphaned_incidents(&mut self) {
-        let orphaned: Vec<Incident> = self.orphaned_incidents().cloned().collect();
-        if self.failure_told_for_latest() && !orphaned.is_empty() {
-            // About the latest message (older ones were closed as
-            // overtaken), whose failure was told: they end.
-            let ids: Vec<String> = orphaned.into_iter().map(|incident| incident.id).collect();
+        // About the latest message (older ones were closed as overtaken):
+        // one whose failure was told since it began ends.
+        let (told, orphaned): (Vec<Incident>, Vec<Incident>) =
+            self.orphaned_incidents().cloned().partition(|incident| self.failure_told_since(&incident.root_request_id));
+        if !told.is_empty() {
+            let ids: Vec<String> = told.into_iter().map(|incident| incident.id).collect();
             self.close_incidents(ids.clone());
             for incident_id in ids {
                 self.observe(EngineEvent::RecoverySkipped { incident_id, reason: "failure_told".into() });
             }
-            return;
         }
         let Some(target) = self.durable.messages.last().map(|last| last.id.clone()) else {
             return;
@@ -618,6 +618,13 @@ impl Session {
         if !self.incident_open(&alarm.incident_id) {
             // Left behind by a closed incident: no recovery waits for it.
             self.skip(&alarm, "incident_closed");
+            return self.arm_alarm_timer();
+        }
+        let latest = self.latest_user().map(|user| user.id.clone()).unwrap_or_default();
+        if is_about(&alarm.incident_id, &latest) && self.failure_told_since(&alarm.root_request_id) {
+            // Its message's failure was told since it was scheduled (a
+            // crash kept the failed attempt from ending it).
+            self.skip(&alarm, "failure_told");
             return self.arm_alarm_timer();
         }
         self.recovery_wait = Some(RecoveryWait { alarm });
