@@ -480,11 +480,23 @@ impl Session {
             return false;
         }
         self.observe(crate::events::EngineEvent::StoreRefused);
-        if self.turn.is_some() {
+        if let Some(turn) = self.turn.as_mut() {
+            // A recovery the store refuses gives up, as the reference's does
+            // when its attempt throws: its consumers are told once that it
+            // could not recover, and no later attempt answers after that.
+            turn.store_refused = true;
+            let message = match (turn.kind, turn.incident_id.clone()) {
+                (TurnKind::Recovery, Some(incident_id)) => {
+                    let request_id = turn.request_id.clone();
+                    self.give_up_refused(&incident_id, &request_id);
+                    self.config.recovery.terminal_message.clone()
+                }
+                _ => STORE_REFUSED_MESSAGE.to_string(),
+            };
             // The attempt streaming now is not kept: no parts of a failed
             // attempt, as after a provider failure.
             self.abandon_streaming_attempt();
-            self.end_turn(crate::events::TurnStatus::Error, Some(STORE_REFUSED_MESSAGE.into()));
+            self.end_turn(crate::events::TurnStatus::Error, Some(message));
         }
         self.broadcast(Frame::Messages(self.live_transcript()));
         true

@@ -377,7 +377,7 @@ impl Session {
         }
         let (incident, exhausted) = self.advance_incident(&id, ends.root, cause);
         if let Some(reason) = exhausted {
-            self.exhaust(incident, reason, ends.request);
+            self.exhaust(incident, reason, ends.request, true);
             return Begun::GaveUp;
         }
         let strategy = recovery_strategy(self.durable.message(message_id)).to_string();
@@ -463,29 +463,14 @@ impl Session {
     /// Other incidents about the same user message (a crash opened it
     /// twice) end with it: the user is told once that it could not recover,
     /// and no answer follows that.
-    fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str) {
+    /// Returns whether the store recorded it; `announce` is false when the
+    /// terminal message already went out as `request_id`'s terminal frame.
+    fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str, announce: bool) -> bool {
         let terminal = self.config.recovery.terminal_message.clone();
         let status = TerminalStatus { request_id: request_id.to_string(), message: terminal.clone() };
-        let about = about(&incident.id).unwrap_or("");
-        let siblings: Vec<String> = self
-            .durable
-            .incidents
-            .values()
-            .filter(|other| other.id != incident.id && other.status == "attempting" && is_about(&other.id, about))
-            .map(|other| other.id.clone())
-            .collect();
-        let ends = |id: &String| *id == incident.id || siblings.contains(id);
-        let alarms: Vec<Write> = self
-            .durable
-            .alarms
-            .iter()
-            .filter(|alarm| ends(&alarm.incident_id))
-            .map(|alarm| Write::RemoveAlarm(alarm.id.clone()))
-            .collect();
         let mut writes = vec![Write::PutIncident(incident.clone()), Write::Terminal(Some(status))];
-        writes.extend(alarms);
-        writes.extend(siblings.iter().map(|id| Write::RemoveIncident(id.clone())));
-        self.commit(writes);
+        writes.extend(self.ending_with(&incident.id));
+        let recorded = self.commit(writes);
         self.call_exhausted_hook(&incident, reason);
         let event = EngineEvent::RecoveryExhausted {
             incident_id: incident.id,
@@ -493,7 +478,47 @@ impl Session {
             reason: reason.to_string(),
         };
         self.observe(event);
-        self.broadcast(Frame::Error { request_id: request_id.to_string(), message: terminal });
+        if announce {
+            self.broadcast(Frame::Error { request_id: request_id.to_string(), message: terminal });
+        }
+        recorded
+    }
+
+    /// What ends with an incident that gave up or failed: its alarms, and
+    /// every other incident still attempting about the same user message
+    /// (a crash opened it twice) with theirs. The user is told once, and no
+    /// answer follows it.
+    fn ending_with(&self, incident_id: &str) -> Vec<Write> {
+        let about = about(incident_id).unwrap_or("");
+        let siblings: Vec<String> = self
+            .durable
+            .incidents
+            .values()
+            .filter(|other| other.id != incident_id && other.status == "attempting" && is_about(&other.id, about))
+            .map(|other| other.id.clone())
+            .collect();
+        let ends = |id: &String| id == incident_id || siblings.contains(id);
+        let alarms = self.durable.alarms.iter().filter(|alarm| ends(&alarm.incident_id));
+        let mut writes: Vec<Write> = alarms.map(|alarm| Write::RemoveAlarm(alarm.id.clone())).collect();
+        writes.extend(siblings.into_iter().map(Write::RemoveIncident));
+        writes
+    }
+
+    /// A recovery attempt failed, and its consumers were told as its
+    /// terminal frame: the incident ends (the reference's `failed`) with
+    /// what ends with it, so no later attempt answers a user told it failed.
+    fn fail_incident(&mut self, incident_id: String) {
+        let mut writes = vec![Write::RemoveIncident(incident_id.clone())];
+        writes.extend(self.ending_with(&incident_id));
+        let ended: Vec<String> = writes
+            .iter()
+            .filter_map(|write| if let Write::RemoveIncident(id) = write { Some(id.clone()) } else { None })
+            .collect();
+        if !self.commit(writes) {
+            self.unrecorded.closed_incidents.extend(ended);
+            self.look_again_shortly();
+        }
+        self.observe(EngineEvent::RecoverySkipped { incident_id, reason: "attempt_failed".into() });
     }
 
     /// Tells the host the incident gave up, then records that it was told:
@@ -709,21 +734,15 @@ impl Session {
         true
     }
 
-    /// A recovery turn ended: success closes the incident, anything else is
-    /// an attempt without progress.
-    pub(super) fn on_recovery_turn_finished(
-        &mut self,
-        incident_id: Option<String>,
-        root: &str,
-        message_id: &str,
-        status: TurnStatus,
-        produced_output: bool,
-    ) {
-        let Some(incident_id) = incident_id else {
+    /// A recovery turn ended: success closes the incident; a failure ends it
+    /// (a write the store refused gives it up, `recovery_error`, before the
+    /// turn's end); done with nothing new is an attempt without progress.
+    pub(super) fn on_recovery_turn_finished(&mut self, turn: &super::turn::Turn, message_id: &str, status: TurnStatus) {
+        let Some(incident_id) = turn.incident_id.clone() else {
             return;
         };
         match status {
-            TurnStatus::Completed if produced_output => {
+            TurnStatus::Completed if turn.produced_output => {
                 // Incidents a crash opened twice for the same user message
                 // (one a restart left orphaned) are answered by this one too.
                 let mut closed = self.answered_incidents(true);
@@ -734,11 +753,37 @@ impl Session {
                 self.observe(EngineEvent::RecoveryCompleted { incident_id });
             }
             TurnStatus::Interrupted | TurnStatus::Skipped => {}
+            // Given up as the refusal was handled, before its consumers were told.
+            TurnStatus::Error if turn.store_refused => {}
+            TurnStatus::Error => self.fail_incident(incident_id),
             _ => {
+                // Done with nothing new: no progress, the next attempt runs.
                 let delay_ms = self.config.recovery.stable_retry_delay_ms;
+                let root = turn.root_request_id.as_str();
                 let ends = Ends { root, request: root };
                 self.begin_recovery(Some(&incident_id), ends, message_id, Cause::FailedAttempt, delay_ms);
             }
+        }
+    }
+
+    /// The store refused a recovery turn's write: the incident is spent
+    /// (the host's hook first). The turn's own terminal frame carries the
+    /// terminal message, so nothing more goes out here; a give-up the store
+    /// refuses to record is never recovered again in this process.
+    pub(super) fn give_up_refused(&mut self, incident_id: &str, request_id: &str) {
+        let Some(existing) = self.durable.incidents.get(incident_id).cloned() else {
+            return;
+        };
+        let reason = "recovery_error";
+        let incident = Incident {
+            status: "exhausted".to_string(),
+            hook_owed: Some(reason.to_string()),
+            last_attempt_ms: clock::wall_ms(),
+            ..existing
+        };
+        if !self.exhaust(incident, reason, request_id, false) {
+            self.unrecorded.closed_incidents.insert(incident_id.to_string());
+            self.look_again_shortly();
         }
     }
 

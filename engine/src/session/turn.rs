@@ -67,6 +67,8 @@ pub(crate) struct Turn {
     pub outstanding_server_tools: Vec<String>,
     /// This turn's stall watchdog timeout (0 = off).
     pub stall_timeout_ms: u64,
+    /// The turn failed because the store refused one of its writes.
+    pub store_refused: bool,
 }
 
 impl Session {
@@ -262,6 +264,7 @@ impl Session {
             phase: super::turn::Phase::Streaming,
             outstanding_server_tools: Vec::new(),
             stall_timeout_ms: queued.options.stall_timeout_ms.unwrap_or(self.config.stall_timeout_ms),
+            store_refused: false,
         });
         if overlaid {
             self.broadcast(Frame::Messages(self.live_transcript()));
@@ -387,13 +390,7 @@ impl Session {
         }
         if turn.kind == TurnKind::Recovery {
             let message_id = turn.assistant.id.clone();
-            self.on_recovery_turn_finished(
-                turn.incident_id.clone(),
-                &turn.root_request_id,
-                &message_id,
-                outcome,
-                turn.produced_output,
-            );
+            self.on_recovery_turn_finished(&turn, &message_id, outcome);
         }
     }
 

@@ -3,7 +3,9 @@
 //! attempt budget. Read from the history: a model call whose stream stopped
 //! inside a tool call's input (stalled, cut, or killed with the process),
 //! then the host's `on_exhausted` hook before any later call kept output
-//! and before a new user message moved the conversation on.
+//! and before a new user message moved the conversation on. A store that
+//! refused a write in between excuses it: a recovery gives up when the
+//! store refuses it, whatever its strategy.
 
 use super::Invariant;
 use crate::check::facts::CallFact;
@@ -40,7 +42,10 @@ fn unrecovered_cut<'a>(input: &'a CheckInput, before: usize) -> Option<&'a CallF
     let cut = earlier.filter(|call| call.end.is_cut_off() && call.ends_mid_tool_input(&input.run.history)).last()?;
     let recovered = calls.iter().any(|call| call.at > cut.at && call.at < before && kept_output(call));
     let moved_on = input.new_messages.iter().any(|(at, _)| (cut.at..before).contains(at));
-    (!recovered && !moved_on).then_some(cut)
+    let history = &input.run.history.crossings;
+    let refused =
+        history[cut.at..before].iter().any(|crossing| matches!(crossing.what, Boundary::CommitRefused { .. }));
+    (!recovered && !moved_on && !refused).then_some(cut)
 }
 
 /// The call streamed output the engine had no reason to discard.
