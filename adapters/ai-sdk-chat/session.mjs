@@ -2,17 +2,17 @@
 // what `useChat` runs) over a minimal `ChatState`, sending through a
 // transport that runs `streamText` over the harness's model.
 //
-// The SDK decides: when a request is sent (`sendMessage`, the automatic
-// continuation `sendAutomaticallyWhen` asks for after a stream ends, after
+// The SDK decides: when a request is sent (`sendMessage`, and the automatic
+// continuation `sendAutomaticallyWhen` asks for when a stream ends, after
 // `addToolOutput` and after `addToolApprovalResponse`), which part a result
 // or approval moves (`addToolOutput` by tool call id,
-// `addToolApprovalResponse` by approval id), messages sent while a response
-// runs or a tool waits (`experimental_queue`), the assistant message built
-// from the UI stream (`processUIMessageStream`), and, in the transport, the
-// steps, server tools, approvals, retries and the stall timeout
-// (`streamText`). Ours: the protocol's inputs mapped onto those calls, the
-// store written from the state's changes, frames and `chat()` callbacks.
-// README.md has the whole list.
+// `addToolApprovalResponse` by approval id), what happens to a message sent
+// while a response runs or a tool waits (`experimental_queue`), and the
+// assistant message built from the UI stream (`processUIMessageStream`);
+// in the transport, the steps, server tools, approvals, retries and the
+// stall timeout (`streamText`). Ours: the protocol's inputs mapped onto
+// those calls, the store written from the state's changes, frames,
+// `chat()` callbacks and timeline annotations. README.md has the list.
 
 import {
   AbstractChat,
@@ -26,8 +26,8 @@ import { HarnessTransport } from "./transport.mjs";
 
 /** The opaque store entry holding the `chat()` keys already taken. */
 const KEYS_KEY = "ai-sdk-chat:chat-keys";
-/** `addToolOutput` needs an error text; the protocol's error outcome may carry none. */
-const DEFAULT_TOOL_ERROR = "The tool failed.";
+/** `addToolOutput` needs an error text; the protocol's error may carry none (the built-in engine's default). */
+const DEFAULT_TOOL_ERROR = "Tool execution denied by user";
 
 class SessionChat extends AbstractChat {}
 
@@ -36,10 +36,15 @@ export class Session {
     this.host = host;
     this.config = host.config;
     this.nextId = host.store.state.next_id ?? 0;
+    this.placeholders = 0;
     /** The request streaming now (the transport's), or null. */
     this.request = null;
+    /** Request ids reserved for the request that answers each user message (by message id). */
+    this.reserved = new Map();
     /** A client's `auto_continue` for each answered tool call. */
     this.optIn = new Map();
+    /** Results and approvals handed to the chat and not yet seen applied, by call id. */
+    this.answers = new Map();
     /** `chat()` callers by the id of the user message they sent. */
     this.callers = new Map();
     this.keys = new Set(host.store.get(KEYS_KEY) ?? []);
@@ -50,11 +55,12 @@ export class Session {
     this.state = new SessionChatState(host.store.state.messages.map(stored.toUIMessage), (message, previous) =>
       this.changed(message, previous),
     );
-    this.chat = new SessionChat({
+    this.uiChat = new SessionChat({
       id: "chat",
       state: this.state,
       transport: new HarnessTransport(this),
-      generateId: () => this.newId("m"),
+      // The chat names a response before its stream does; the stream's `start` names it for good.
+      generateId: () => `unnamed-${(this.placeholders += 1)}`,
       sendAutomaticallyWhen: ({ messages }) => this.continues(messages),
       experimental_queue: true,
       onFinish: (finish) => this.finished(finish),
@@ -66,7 +72,7 @@ export class Session {
 
   // ---- protocol handlers -------------------------------------------------
 
-  /** A restarted process only loads the stored messages: the `Chat` has no boot step. */
+  /** A restarted process only loads the stored messages: a `Chat` has no boot step. */
   boot() {}
 
   connect(connection) {
@@ -95,7 +101,10 @@ export class Session {
   async chat(caller, text, options) {
     // A call delivered twice (one key) is taken once, as the built-in engine does.
     if (caller.key !== undefined && caller.key !== null) {
-      if (this.keys.has(caller.key)) return caller.returned();
+      if (this.keys.has(caller.key)) {
+        this.host.observe({ event: "chat-repeated", key: caller.key });
+        return caller.returned();
+      }
       this.keys.add(caller.key);
       await this.commit([Write.put(KEYS_KEY, [...this.keys])]);
     }
@@ -107,32 +116,43 @@ export class Session {
   }
 
   toolResult(result, autoContinue) {
-    this.optIn.set(result.call_id, autoContinue);
     const outcome = result.outcome;
-    const tool = this.toolName(result.call_id);
     const output =
       "Error" in outcome
         ? { state: "output-error", errorText: outcome.Error ?? DEFAULT_TOOL_ERROR }
         : { output: outcome.Output };
-    return this.run(this.chat.addToolOutput({ tool, toolCallId: result.call_id, ...output, options: this.requestOptions() }));
+    const tool = this.toolName(result.call_id);
+    return this.answer(result.call_id, autoContinue, () =>
+      this.uiChat.addToolOutput({ tool, toolCallId: result.call_id, ...output, options: this.requestOptions() }),
+    );
   }
 
   /** The protocol names the call; the SDK takes the approval's own id (the call id when it has none). */
   approval(callId, approved, autoContinue) {
-    this.optIn.set(callId, autoContinue);
-    const part = this.findPart(callId);
-    const id = part?.approval?.id ?? callId;
-    return this.run(this.chat.addToolApprovalResponse({ id, approved, options: this.requestOptions() }));
+    const id = this.findPart(callId)?.approval?.id ?? callId;
+    return this.answer(callId, autoContinue, () =>
+      this.uiChat.addToolApprovalResponse({ id, approved, options: this.requestOptions() }),
+    );
   }
 
   // ---- the chat ------------------------------------------------------------
 
   async send(text, options, caller) {
+    const requestId = this.newId("r");
     const id = this.newId("m");
+    this.reserved.set(id, requestId);
     if (caller) this.callers.set(id, caller);
     this.stallMs = options?.stall_timeout_ms ?? undefined;
     const message = { id, role: "user", parts: [{ type: "text", text }] };
-    await this.run(this.chat.sendMessage(message, this.requestOptions()));
+    await this.run(this.uiChat.sendMessage(message, this.requestOptions()));
+  }
+
+  /** A result or approval: its `auto_continue` is remembered, and whether the chat applied it annotated. */
+  async answer(callId, autoContinue, apply) {
+    this.optIn.set(callId, autoContinue);
+    this.answers.set(callId, autoContinue);
+    await this.run(apply());
+    if (this.answers.delete(callId)) this.host.observe({ event: "tool-ignored", call_id: callId });
   }
 
   /** The transport's per-request settings ride in the request body. */
@@ -162,13 +182,26 @@ export class Session {
 
   // ---- the transport's requests -------------------------------------------
 
+  /** The id of a request the chat sends now: the one reserved for a user message it answers. */
+  requestId(messages) {
+    const last = messages.at(-1);
+    const reserved = last?.role === "user" ? this.reserved.get(last.id) : undefined;
+    if (reserved === undefined) return this.newId("r");
+    this.reserved.delete(last.id);
+    return reserved;
+  }
+
   /** A request starts: it answers a `chat()` caller when it is the first for the caller's message. */
-  requestStarted(request) {
+  requestStarted(request, messages) {
     this.request = request;
-    const asked = this.state.messages.findLast((message) => message.role === "user");
-    const caller = asked && this.callers.get(asked.id);
+    const last = messages.at(-1);
+    const caller = last?.role === "user" ? this.callers.get(last.id) : undefined;
+    const kind = request.continuation ? "continuation" : caller ? "chat" : "user";
+    if (request.continuation) this.host.observe({ event: "continuation-fired", request_id: request.id });
+    this.host.observe({ event: "turn-started", request_id: request.id, kind, message_id: request.continuation ? last.id : "" });
+    request.kind = kind;
     if (caller) {
-      this.callers.delete(asked.id);
+      this.callers.delete(last.id);
       request.caller = caller;
       caller.onStart(request.id);
     }
@@ -187,11 +220,12 @@ export class Session {
     const request = this.request;
     this.request = null;
     const kept = this.state.messages.find((candidate) => candidate.id === message.id);
-    if (kept) this.persist(kept);
+    if (kept && kept.parts.length > 0) this.persist(kept);
     if (!request) return;
-    const error = isError ? chunks.errorText(this.chat.error ?? "the request failed") : null;
+    const error = isError ? chunks.errorText(this.uiChat.error ?? "the request failed") : null;
     if (error !== null) this.host.broadcast({ Error: { request_id: request.id, message: error } });
     else this.host.broadcast({ Done: { request_id: request.id, continuation: request.continuation } });
+    this.host.observe({ event: "turn-finished", request_id: request.id, kind: request.kind, status: error === null ? "completed" : "error" });
     if (request.caller) {
       if (error !== null) request.caller.onError(error);
       else request.caller.onDone();
@@ -205,12 +239,28 @@ export class Session {
   changed(message, previous) {
     if (message.role === "user") {
       this.persist(message);
+      this.host.observe({ event: "user-message-stored", message_id: message.id });
       this.host.broadcast({ Messages: this.liveMessages() });
       return;
     }
-    for (const frame of toolFrames(message, previous)) this.host.broadcast(frame);
-    // Mid-stream, the message is stored when its parts or their states change (not on every delta).
-    if (!previous || shape(message) !== shape(previous)) this.persist(message);
+    for (const part of movedTools(message, previous)) this.toolMoved(part);
+    // Stored once it has parts (an empty answer shows nothing), then whenever
+    // its parts or their states change: not on every delta.
+    if (message.parts.length > 0 && (!previous || shape(message) !== shape(previous))) this.persist(message);
+  }
+
+  /** A tool part changed: clients see its state; the timeline says whether a client's answer or the stream moved it. */
+  toolMoved(part) {
+    const name = stored.uiToolName(part);
+    if (this.answers.has(part.toolCallId) && part.state !== "input-available" && part.state !== "approval-requested") {
+      const autoContinue = this.answers.get(part.toolCallId);
+      this.answers.delete(part.toolCallId);
+      const into = this.request ? "accumulator" : "store";
+      this.host.observe({ event: "tool-applied", call_id: part.toolCallId, state: part.state, into, auto_continue: autoContinue });
+    } else if (part.state === "input-available" || part.state === "approval-requested") {
+      this.host.observe({ event: "tool-ready", call_id: part.toolCallId, tool_name: name, state: part.state });
+    }
+    if (part.state !== "input-streaming") this.host.broadcast({ Tool: { call_id: part.toolCallId, tool_name: name, state: part.state } });
   }
 
   /** Writes a message unless the store already holds it as it is. */
@@ -269,16 +319,18 @@ function shape(message) {
   return JSON.stringify(
     message.parts.map((part) =>
       isToolUIPart(part)
-        ? [part.type, part.toolCallId, part.state, part.approval?.approved ?? null]
+        ? [part.type, part.toolCallId, part.state, part.approval?.approved ?? null, part.output ?? null, part.errorText ?? null]
         : [part.type, part.state ?? null],
     ),
   );
 }
 
-/** `Tool` frames for each tool part whose state the change moved (not the input still streaming). */
-function toolFrames(message, previous) {
-  const before = new Map((previous?.parts ?? []).filter(isToolUIPart).map((part) => [part.toolCallId, part.state]));
-  return message.parts
-    .filter((part) => isToolUIPart(part) && part.state !== "input-streaming" && before.get(part.toolCallId) !== part.state)
-    .map((part) => ({ Tool: { call_id: part.toolCallId, tool_name: stored.uiToolName(part), state: part.state } }));
+/** The tool parts a change moved: a new state, output or approval. */
+function movedTools(message, previous) {
+  const before = new Map((previous?.parts ?? []).filter(isToolUIPart).map((part) => [part.toolCallId, toolKey(part)]));
+  return message.parts.filter((part) => isToolUIPart(part) && before.get(part.toolCallId) !== toolKey(part));
+}
+
+function toolKey(part) {
+  return JSON.stringify([part.state, part.output ?? null, part.errorText ?? null, part.approval ?? null]);
 }

@@ -20,7 +20,8 @@ import { buildTools } from "./tools.mjs";
 export class HarnessTransport {
   /**
    * @param {object} session what the transport needs of the session:
-   *   `host`, `config`, `newId(prefix)`, `requestStarted(request)`, `requestChunk(request, chunk)`
+   *   `host`, `config`, `newId(prefix)`, `requestId(messages)`, `requestStarted(request, messages)`,
+   *   `requestChunk(request, chunk)`
    */
   constructor(session) {
     this.session = session;
@@ -30,13 +31,13 @@ export class HarnessTransport {
     const { host, config } = this.session;
     const last = messages.at(-1);
     const request = {
-      id: this.session.newId("r"),
+      id: this.session.requestId(messages),
       // A request that streams into the assistant message it was given continues it.
       continuation: last?.role === "assistant",
       messageId: null,
       stallMs: body?.stallMs ?? config.stall_timeout_ms,
     };
-    this.session.requestStarted(request);
+    this.session.requestStarted(request, messages);
     const tools = buildTools(host, config, request.id);
     const result = streamText({
       model: host.model,
