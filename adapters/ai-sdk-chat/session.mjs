@@ -26,6 +26,8 @@ import { HarnessTransport } from "./transport.mjs";
 
 /** The opaque store entry holding the `chat()` keys already taken. */
 const KEYS_KEY = "ai-sdk-chat:chat-keys";
+/** The opaque store entry holding each client's `auto_continue` by call id (the SDK has no such flag). */
+const OPT_IN_KEY = "ai-sdk-chat:auto-continue";
 /** `addToolOutput` needs an error text; the protocol's error may carry none (the built-in engine's default). */
 const DEFAULT_TOOL_ERROR = "Tool execution denied by user";
 
@@ -41,8 +43,11 @@ export class Session {
     this.request = null;
     /** Request ids reserved for the request that answers each user message (by message id). */
     this.reserved = new Map();
-    /** A client's `auto_continue` for each answered tool call. */
-    this.optIn = new Map();
+    /** A client's `auto_continue` for each answered tool call, stored with the result it came with. */
+    this.optIn = new Map(Object.entries(host.store.get(OPT_IN_KEY) ?? {}));
+    this.optInChanged = false;
+    /** Messages a refused commit left unwritten, by id: written with the next commit. */
+    this.dirty = new Map();
     /** Results and approvals handed to the chat and not yet seen applied, by call id. */
     this.answers = new Map();
     /** `chat()` callers by the id of the user message they sent. */
@@ -150,6 +155,7 @@ export class Session {
   /** A result or approval: its `auto_continue` is remembered, and whether the chat applied it annotated. */
   async answer(callId, autoContinue, apply) {
     this.optIn.set(callId, autoContinue);
+    this.optInChanged = true;
     this.answers.set(callId, autoContinue);
     await this.run(apply());
     if (this.answers.delete(callId)) this.host.observe({ event: "tool-ignored", call_id: callId });
@@ -263,15 +269,34 @@ export class Session {
     if (part.state !== "input-streaming") this.host.broadcast({ Tool: { call_id: part.toolCallId, tool_name: name, state: part.state } });
   }
 
-  /** Writes a message unless the store already holds it as it is. */
+  /**
+   * Writes a message unless the store already holds it as it is, with every
+   * write a refused commit left owed, and the clients' opt-ins when they
+   * changed.
+   */
   persist(message) {
-    const json = stored.fromUIMessage(message);
-    const text = JSON.stringify(json);
-    if (this.committed.get(message.id) === text) return;
-    // Taken as written at once (the store answers before this returns); forgotten if refused.
-    this.committed.set(message.id, text);
-    this.commit([Write.putMessage(json)]).then((ok) => {
-      if (!ok && this.committed.get(message.id) === text) this.committed.delete(message.id);
+    this.dirty.set(message.id, message);
+    const taken = [];
+    for (const [id, dirty] of this.dirty) {
+      const json = stored.fromUIMessage(dirty);
+      const text = JSON.stringify(json);
+      if (this.committed.get(id) !== text) taken.push({ id, dirty, json, text });
+    }
+    this.dirty.clear();
+    const optIn = this.optInChanged;
+    if (taken.length === 0 && !optIn) return;
+    this.optInChanged = false;
+    // Taken as written at once (the store answers before this returns); owed again if refused.
+    for (const write of taken) this.committed.set(write.id, write.text);
+    const writes = taken.map((write) => Write.putMessage(write.json));
+    if (optIn) writes.push(Write.put(OPT_IN_KEY, Object.fromEntries(this.optIn)));
+    this.commit(writes).then((ok) => {
+      if (ok) return;
+      for (const write of taken) {
+        if (this.committed.get(write.id) === write.text) this.committed.delete(write.id);
+        if (!this.dirty.has(write.id)) this.dirty.set(write.id, write.dirty);
+      }
+      if (optIn) this.optInChanged = true;
     });
   }
 
