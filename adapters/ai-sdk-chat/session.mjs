@@ -41,6 +41,8 @@ export class Session {
     this.placeholders = 0;
     /** The request streaming now (the transport's), or null. */
     this.request = null;
+    /** The last request's error while it is the chat's last word: `{request_id, message}`, or null. */
+    this.failure = null;
     /** Request ids reserved for the request that answers each user message (by message id). */
     this.reserved = new Map();
     /** A client's `auto_continue` for each answered tool call, stored with the result it came with. */
@@ -80,8 +82,10 @@ export class Session {
   /** A restarted process only loads the stored messages: a `Chat` has no boot step. */
   boot() {}
 
-  connect(connection) {
-    return connection.send({ Messages: this.liveMessages() });
+  /** The transcript; and while the chat's status is `error`, the error of the request that failed. */
+  async connect(connection) {
+    await connection.send({ Messages: this.liveMessages() });
+    if (this.uiChat.status === "error" && this.failure) await connection.send({ Error: this.failure });
   }
 
   /** The protocol's handshake: offer the running request and hold the connection until its ack. */
@@ -200,6 +204,7 @@ export class Session {
   /** A request starts: it answers a `chat()` caller when it is the first for the caller's message. */
   requestStarted(request, messages) {
     this.request = request;
+    this.failure = null;
     const last = messages.at(-1);
     const caller = last?.role === "user" ? this.callers.get(last.id) : undefined;
     const kind = request.continuation ? "continuation" : caller ? "chat" : "user";
@@ -229,7 +234,10 @@ export class Session {
     if (kept && kept.parts.length > 0) this.persist(kept);
     if (!request) return;
     const error = isError ? chunks.errorText(this.uiChat.error ?? "the request failed") : null;
-    if (error !== null) this.host.broadcast({ Error: { request_id: request.id, message: error } });
+    if (error !== null) {
+      this.failure = { request_id: request.id, message: error };
+      this.host.broadcast({ Error: this.failure });
+    }
     else this.host.broadcast({ Done: { request_id: request.id, continuation: request.continuation } });
     this.host.observe({ event: "turn-finished", request_id: request.id, kind: request.kind, status: error === null ? "completed" : "error" });
     if (request.caller) {
