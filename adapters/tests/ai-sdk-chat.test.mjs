@@ -99,3 +99,21 @@ test("a result that opts out of continuing leaves the turn with the client", TIM
   assert.equal(tool.state, "output-available", "the result is stored");
   await harness.close();
 });
+
+test("a chat() call is answered through its callback once, however often it is delivered", TIMEOUT, async () => {
+  const harness = new FakeHarness(ENGINE);
+  await harness.init({ config: CONFIG });
+  const callbacks = (messages, chat) =>
+    messages.filter((message) => message.type === "callback" && message.chat === chat).map((message) => message.call);
+  const started = await harness.input({ type: "chat", chat: 1, key: "k1", text: "hello", options: { stall_timeout_ms: null } });
+  assert.deepEqual(callbacks(started, 1), [{ on_start: { request_id: "r1" } }], "on_start names the request that answers");
+  const answered = await stream(harness, 1, textChunks("t1", ["hi ", "there"]));
+  const calls = callbacks(answered, 1);
+  assert.deepEqual(calls.slice(-2), ["on_done", "returned"], "the call ends with on_done, then returns");
+  assert.equal(calls.filter((call) => call.on_event).length, 4, "each text chunk is an event");
+
+  const again = await harness.input({ type: "chat", chat: 2, key: "k1", text: "hello", options: { stall_timeout_ms: null } });
+  assert.deepEqual(callbacks(again, 2), ["returned"], "the same key again is let go unused");
+  assert.deepEqual(requests(again), [], "and calls no model");
+  await harness.close();
+});
