@@ -21,7 +21,7 @@ use turnsim_engine::ports::{
     Connection, DurableStore, ExhaustedContext, Frame, HookError, ModelProvider, ModelRequest, Observer,
     ServerToolCall, ServerTools, StoreError, StreamCallback,
 };
-use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, Ports};
+use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, ModelEvent, Ports};
 
 use super::operators::{self as ops, Operator};
 use crate::trace::{Event, Trace};
@@ -70,6 +70,8 @@ struct State {
     pair_starts: Vec<u64>,
     /// Message ids whose writes no longer reach the store (`skip-commit`).
     unstored: BTreeSet<String>,
+    /// Model calls whose stream ended: cancelling one changes nothing.
+    ended_calls: BTreeSet<u32>,
     /// A frame held back to be sent after the next one (`reorder-frames`).
     held: Option<(SharedConnection, Frame)>,
 }
@@ -184,10 +186,18 @@ impl Engine for Wrapped {
         let input = match input {
             Input::Connect { connection_id, connection } => {
                 let inner = Arc::new(Mutex::new(connection));
-                Input::Connect { connection_id, connection: Box::new(Client { connection_id, inner, adversary }) }
+                let recovering_shown = Mutex::new(false);
+                let client = Client { connection_id, inner, adversary, recovering_shown };
+                Input::Connect { connection_id, connection: Box::new(client) }
             }
             Input::Chat { key, text, options, callback } => {
                 Input::Chat { key, text, options, callback: Box::new(Caller { inner: callback, adversary }) }
+            }
+            Input::Model { call, event } => {
+                if !matches!(event, ModelEvent::Chunk(_)) {
+                    adversary.lock().ended_calls.insert(call);
+                }
+                Input::Model { call, event }
             }
             other => other,
         };
@@ -306,10 +316,14 @@ impl ModelProvider for Model {
     }
 
     fn cancel(&self, call: u32) {
-        self.adversary.other_effect();
-        if !self.adversary.strike(Operator::DropCancel, || format!("cancel of model call {call} not sent")) {
-            self.inner.cancel(call);
+        let adversary = &self.adversary;
+        adversary.other_effect();
+        // Only a call still streaming is a site: cancelling an ended one changes nothing.
+        let streaming = !adversary.lock().ended_calls.contains(&call);
+        if streaming && adversary.strike(Operator::DropCancel, || format!("cancel of model call {call} not sent")) {
+            return;
         }
+        self.inner.cancel(call);
     }
 }
 
@@ -416,6 +430,9 @@ struct Client {
     connection_id: u64,
     inner: SharedConnection,
     adversary: Arc<Adversary>,
+    /// The recovery indicator this connection shows (the last `Recovering`
+    /// sent): dropping a `Recovering(false)` matters only while it is on.
+    recovering_shown: Mutex<bool>,
 }
 
 impl Connection for Client {
@@ -425,7 +442,11 @@ impl Connection for Client {
         };
         let mut sent = true;
         for frame in frames {
-            for frame in self.adversary.rewrite_frame(self.connection_id, frame) {
+            let shown = *self.recovering_shown.lock().expect("indicator lock");
+            for frame in self.adversary.rewrite_frame(self.connection_id, frame, shown) {
+                if let Frame::Recovering(on) = frame {
+                    *self.recovering_shown.lock().expect("indicator lock") = on;
+                }
                 sent = self.inner.lock().expect("connection lock").send(frame);
             }
         }
@@ -466,7 +487,7 @@ impl Adversary {
     }
 
     /// Every other frame operator: what goes out instead of `frame`.
-    fn rewrite_frame(&self, connection: u64, frame: Frame) -> Vec<Frame> {
+    fn rewrite_frame(&self, connection: u64, frame: Frame, recovering_shown: bool) -> Vec<Frame> {
         let on = |what: &str| format!("{what} to c{connection}");
         match frame {
             Frame::Chunk { .. } if ops::is_output_chunk(&frame) => {
@@ -480,7 +501,7 @@ impl Adversary {
                 vec![frame]
             }
             Frame::Reset { .. } => self.drop_or_rewrite(frame, Operator::DropReset, on("reset not sent")),
-            Frame::Recovering(false) => {
+            Frame::Recovering(false) if recovering_shown => {
                 self.drop_or_rewrite(frame, Operator::RecoveringLeftOn, on("recovering(false) not sent"))
             }
             Frame::Error { .. } => self.drop_or_rewrite(frame, Operator::DropErrorFrame, on("error not sent")),

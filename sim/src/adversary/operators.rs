@@ -34,8 +34,9 @@ pub enum Operator {
     RequestWithDiscardedText,
     /// A model request is sent twice: the provider is asked (and bills) twice.
     ModelCalledTwice,
-    /// A model call the engine abandoned is not cancelled: the provider
-    /// keeps streaming (and billing) a stream nobody reads.
+    /// A model call the engine abandoned while it still streamed is not
+    /// cancelled: the provider keeps streaming (and billing) a stream
+    /// nobody reads.
     DropCancel,
     /// A server tool is started twice: its side effect happens twice.
     ServerToolTwice,
@@ -62,8 +63,8 @@ pub enum Operator {
     DropReset,
     /// The transcript sent on connect lacks its last message.
     StaleTranscriptOnConnect,
-    /// A `Recovering(false)` is not sent: the client shows a recovery
-    /// under way after it ended.
+    /// A `Recovering(false)` to a client that shows a recovery under way
+    /// is not sent: the indicator stays on after the recovery ended.
     RecoveringLeftOn,
     /// An `Error` frame is not sent: the client never learns the turn failed.
     DropErrorFrame,
