@@ -535,7 +535,7 @@ impl Adversary {
     ) -> Vec<turnsim_engine::Message> {
         if let Some(last) = messages.last() {
             let what = || format!("transcript to c{connection} sent without message {}", last.id);
-            if self.strike(Operator::StaleTranscriptOnConnect, what) {
+            if self.strike(Operator::StaleTranscript, what) {
                 messages.pop();
             }
         }

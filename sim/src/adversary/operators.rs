@@ -61,8 +61,10 @@ pub enum Operator {
     /// A take-back (`Reset`) is not sent: the client keeps a failed
     /// attempt's output on screen.
     DropReset,
-    /// The transcript sent on connect lacks its last message.
-    StaleTranscriptOnConnect,
+    /// A whole transcript sent to a client (on connect, or as the engine
+    /// restates it) lacks its last message: the client shows a
+    /// conversation without it.
+    StaleTranscript,
     /// A `Recovering(false)` to a client that shows a recovery under way
     /// is not sent: the indicator stays on after the recovery ended.
     RecoveringLeftOn,
@@ -107,7 +109,7 @@ pub const ALL_OPERATORS: [Operator; 27] = [
     Operator::DuplicateFrame,
     Operator::ReorderFrames,
     Operator::DropReset,
-    Operator::StaleTranscriptOnConnect,
+    Operator::StaleTranscript,
     Operator::RecoveringLeftOn,
     Operator::DropErrorFrame,
     Operator::WrongToolOutputShown,
@@ -139,7 +141,7 @@ impl Operator {
             Self::DuplicateFrame => "duplicate-frame",
             Self::ReorderFrames => "reorder-frames",
             Self::DropReset => "drop-reset",
-            Self::StaleTranscriptOnConnect => "stale-transcript-on-connect",
+            Self::StaleTranscript => "stale-transcript",
             Self::RecoveringLeftOn => "recovering-left-on",
             Self::DropErrorFrame => "drop-error-frame",
             Self::WrongToolOutputShown => "wrong-tool-output-shown",
@@ -172,7 +174,7 @@ impl Operator {
             Self::DuplicateFrame => "an output chunk sent to a client twice",
             Self::ReorderFrames => "two consecutive stream chunks to a client swapped",
             Self::DropReset => "a take-back (Reset) not sent to a client",
-            Self::StaleTranscriptOnConnect => "the transcript on connect lacks its last message",
+            Self::StaleTranscript => "a transcript sent to a client lacks its last message",
             Self::RecoveringLeftOn => "Recovering(false) not sent: the indicator stays on",
             Self::DropErrorFrame => "an Error frame not sent to a client",
             Self::WrongToolOutputShown => "a client is shown a tool's output changed",
