@@ -17,7 +17,7 @@ use turnsim_engine::{Regression, RegressionSet};
 use super::equivalents::Equivalents;
 use super::interpose::Mode;
 use super::matrix::{self, Matrix};
-use super::{Operator, SweepPlan, ALL_OPERATORS};
+use super::{Operator, Seeds, SweepPlan, ALL_OPERATORS};
 use crate::scenario::{load_paths, ScenarioError, ScenarioFile};
 use crate::{errln, output, report};
 
@@ -33,9 +33,9 @@ pub struct AdversaryArgs {
     /// Seeds per scenario.
     #[arg(long, default_value_t = 2)]
     seeds: u64,
-    /// First seed.
-    #[arg(long, default_value_t = 0)]
-    seed_start: u64,
+    /// First seed (default: each file's `seed_start`).
+    #[arg(long)]
+    seed_start: Option<u64>,
     /// Exactly this seed; with one scenario file and one operator, print
     /// that mutated run's whole timeline.
     #[arg(long, conflicts_with_all = ["seeds", "seed_start"])]
@@ -78,17 +78,17 @@ pub fn run(args: AdversaryArgs) -> Result<ExitCode, ScenarioError> {
     }
     let jobs = jobs(args.jobs)?;
     errln!(
-        "turnsim adversary: {}, {} ({}), {}, {}{}",
+        "turnsim adversary: {}, {} each, from {}, {}, {}{}",
         report::plural(files.len() as u64, "scenario"),
-        report::plural(seeds.len() as u64, "seed"),
-        seeds_shown(&seeds),
+        report::plural(seeds.count, "seed"),
+        seeds.start.map_or("each file's seed_start".to_string(), |start| format!("seed {start}")),
         report::plural(operators.len() as u64, "operator"),
         report::plural(jobs as u64, "job"),
         canaries_skipped(&canaries)
     );
-    let plan = SweepPlan { files: &files, seeds: seeds.clone(), operators: operators.clone(), jobs, regressions };
+    let plan = SweepPlan { files: &files, seeds, operators: operators.clone(), jobs, regressions };
     let trials = super::sweep(&plan, &|| {});
-    let matrix = Matrix::of(&files, &seeds, &operators, &trials, &equivalents, &plan.regressions);
+    let matrix = Matrix::of(&files, seeds, &operators, &trials, &equivalents, &plan.regressions);
     match args.format {
         MatrixFormat::Text => output::emit(&matrix::text(&matrix)),
         MatrixFormat::Json => output::emit(&format!("{}\n", matrix::json(&matrix))),
@@ -107,18 +107,17 @@ fn verdict(matrix: &Matrix) -> Result<ExitCode, ScenarioError> {
     Ok(if matrix.survived > 0 || baseline_fails { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-fn seeds(args: &AdversaryArgs) -> Result<Vec<u64>, ScenarioError> {
+fn seeds(args: &AdversaryArgs) -> Result<Seeds, ScenarioError> {
     if let Some(seed) = args.seed {
-        return Ok(vec![seed]);
+        return Ok(Seeds { count: 1, start: Some(seed) });
     }
     if args.seeds == 0 {
         return Err(usage("nothing to run: --seeds 0"));
     }
-    let last = args
-        .seed_start
-        .checked_add(args.seeds - 1)
-        .ok_or_else(|| usage("--seed-start and --seeds run past the last seed"))?;
-    Ok((args.seed_start..=last).collect())
+    if args.seed_start.is_some_and(|start| start.checked_add(args.seeds - 1).is_none()) {
+        return Err(usage("--seed-start and --seeds run past the last seed"));
+    }
+    Ok(Seeds { count: args.seeds, start: args.seed_start })
 }
 
 fn jobs(jobs: Option<usize>) -> Result<usize, ScenarioError> {
@@ -135,14 +134,6 @@ fn usage(message: &str) -> ScenarioError {
 
 fn shown(paths: &[PathBuf]) -> String {
     paths.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(" ")
-}
-
-fn seeds_shown(seeds: &[u64]) -> String {
-    match seeds {
-        [only] => format!("seed {only}"),
-        [first, .., last] => format!("seeds {first} to {last}"),
-        [] => "no seeds".to_string(),
-    }
 }
 
 fn canaries_skipped(canaries: &[ScenarioFile]) -> String {

@@ -83,7 +83,7 @@ impl Adversary {
         Arc::new(Self { mode, state: Mutex::default(), trace: OnceLock::new() })
     }
 
-    /// Sites seen per operator (every operator with one, in name order).
+    /// Sites seen per operator (every operator that had one).
     pub fn sites(&self) -> BTreeMap<Operator, u64> {
         self.lock().seen.clone()
     }
@@ -134,8 +134,8 @@ impl Adversary {
         true
     }
 
-    /// The effect about to go out is not a frame: a held frame goes first,
-    /// and no frame is adjacent to the next one.
+    /// The effect about to go out is not a chunk frame: a held frame goes
+    /// first, and no chunk is adjacent to the next one.
     fn other_effect(&self) {
         let held = {
             let mut state = self.lock();

@@ -12,7 +12,7 @@ use serde::Serialize;
 use turnsim_engine::RegressionSet;
 
 use super::equivalents::Equivalents;
-use super::{Operator, Trial, Verdict};
+use super::{Operator, Seeds, Trial, Verdict};
 use crate::report::plural;
 use crate::scenario::ScenarioFile;
 
@@ -70,7 +70,7 @@ pub struct Row {
 #[derive(Clone, Debug, Serialize)]
 pub struct Matrix {
     pub scenarios: usize,
-    pub seeds: Vec<u64>,
+    pub seeds: Seeds,
     pub rows: Vec<Row>,
     pub pairs: Vec<Pair>,
     pub changed: usize,
@@ -83,7 +83,7 @@ impl Matrix {
     /// Folds sorted trials into pairs, rows and totals.
     pub fn of(
         files: &[ScenarioFile],
-        seeds: &[u64],
+        seeds: Seeds,
         operators: &[Operator],
         trials: &[Trial],
         equivalents: &Equivalents,
@@ -116,7 +116,7 @@ impl Matrix {
         let total = |count: fn(&Row) -> usize| rows.iter().map(count).sum();
         Self {
             scenarios: files.len(),
-            seeds: seeds.to_vec(),
+            seeds,
             changed: total(|row| row.changed),
             caught: total(|row| row.caught),
             survived: total(|row| row.survived),

@@ -110,10 +110,25 @@ pub struct Trial {
     pub verdict: Verdict,
 }
 
+/// Which seeds each scenario runs: `count` of them from `start`, or from
+/// the file's own `seed_start` (the seeds its author chose, as `run` does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Seeds {
+    pub count: u64,
+    pub start: Option<u64>,
+}
+
+impl Seeds {
+    pub fn of(&self, file: &ScenarioFile) -> impl Iterator<Item = u64> {
+        let start = self.start.unwrap_or(file.scenario.seed_start);
+        (0..self.count).map_while(move |offset| start.checked_add(offset))
+    }
+}
+
 /// What a sweep runs.
 pub struct SweepPlan<'a> {
     pub files: &'a [ScenarioFile],
-    pub seeds: Vec<u64>,
+    pub seeds: Seeds,
     pub operators: Vec<Operator>,
     pub jobs: usize,
     pub regressions: RegressionSet,
@@ -123,8 +138,12 @@ pub struct SweepPlan<'a> {
 /// site. Trials come back sorted by scenario, seed and operator, whatever
 /// `jobs` is; `progress` after each (scenario, seed).
 pub fn sweep(plan: &SweepPlan, progress: &(dyn Fn() + Sync)) -> Vec<Trial> {
-    let work: Vec<(usize, u64)> =
-        (0..plan.files.len()).flat_map(|scenario| plan.seeds.iter().map(move |seed| (scenario, *seed))).collect();
+    let work: Vec<(usize, u64)> = plan
+        .files
+        .iter()
+        .enumerate()
+        .flat_map(|(scenario, file)| plan.seeds.of(file).map(move |seed| (scenario, seed)))
+        .collect();
     let next = AtomicUsize::new(0);
     let trials = Mutex::new(Vec::new());
     std::thread::scope(|scope| {

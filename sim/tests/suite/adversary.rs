@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use turnsim::adversary::equivalents::Equivalents;
 use turnsim::adversary::interpose::Mode;
 use turnsim::adversary::matrix::{self, Matrix, PairVerdict};
-use turnsim::adversary::{self, Operator, SweepPlan, Verdict, ALL_OPERATORS};
+use turnsim::adversary::{self, Operator, Seeds, SweepPlan, Verdict, ALL_OPERATORS};
 use turnsim_engine::RegressionSet;
 
 use crate::common::{scenario, workspace_root};
@@ -94,9 +94,10 @@ fn matrix_at(jobs: usize) -> String {
         .map(scenario)
         .collect();
     let operators = vec![Operator::DropFrame, Operator::ReorderFrames, Operator::PartialPost, Operator::SkipCommit];
-    let plan = SweepPlan { files: &files, seeds: vec![0, 1], operators, jobs, regressions: RegressionSet::default() };
+    let seeds = Seeds { count: 2, start: Some(0) };
+    let plan = SweepPlan { files: &files, seeds, operators, jobs, regressions: RegressionSet::default() };
     let trials = adversary::sweep(&plan, &|| {});
-    let matrix = Matrix::of(&files, &plan.seeds, &plan.operators, &trials, &Equivalents::default(), &plan.regressions);
+    let matrix = Matrix::of(&files, plan.seeds, &plan.operators, &trials, &Equivalents::default(), &plan.regressions);
     format!("{}{}", matrix::text(&matrix), matrix::json(&matrix))
 }
 
@@ -123,7 +124,8 @@ fn a_caught_rewrite_is_reported_caught_with_the_check_that_noticed() {
     }];
     let files = [file];
     let operators = [Operator::DuplicateTerminalCallback];
-    let matrix = Matrix::of(&files, &[0], &operators, &trials, &Equivalents::default(), &regressions);
+    let seeds = Seeds { count: 1, start: Some(0) };
+    let matrix = Matrix::of(&files, seeds, &operators, &trials, &Equivalents::default(), &regressions);
     assert!(
         matches!(&matrix.pairs[0].verdict, PairVerdict::Caught { checks, .. } if checks.contains(&"callback-contract".to_string()))
     );
