@@ -169,7 +169,7 @@ enum Command {
     Engine,
     /// Print the JSON Schema of the scenario format (for editor validation).
     Schema,
-    /// List scenarios, invariants, regressions or fault kinds.
+    /// List scenarios, invariants, regressions, fault kinds or the adversary's operators.
     List {
         /// What to list.
         #[arg(value_enum)]
@@ -203,6 +203,8 @@ enum ListWhat {
     Invariants,
     Regressions,
     Faults,
+    /// The adversary's mutation operators.
+    Operators,
 }
 
 /// Fault kinds a scenario can script (`faults:` and `actions:`).
@@ -775,6 +777,11 @@ fn list(what: ListWhat, paths: &[PathBuf]) -> Result<ExitCode, ScenarioError> {
                 outln!("{:<24} {}", invariant.name, invariant.rule);
             }
             outln!("{:<24} {}", DETERMINISM_RULE.0, DETERMINISM_RULE.1);
+        }
+        ListWhat::Operators => {
+            for operator in turnsim::adversary::ALL_OPERATORS {
+                outln!("{:<28} {}", operator.name(), operator.wrong());
+            }
         }
         ListWhat::Faults => {
             for (name, what) in FAULT_KINDS {

@@ -21,7 +21,7 @@ use turnsim_engine::ports::{
     Connection, DurableStore, ExhaustedContext, Frame, HookError, ModelProvider, ModelRequest, Observer,
     ServerToolCall, ServerTools, StoreError, StreamCallback,
 };
-use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, ModelEvent, Ports};
+use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, Message, ModelEvent, Ports};
 
 use super::operators::{self as ops, Operator};
 use crate::trace::{Event, Trace};
@@ -257,7 +257,7 @@ fn commit_summary(writes: &[Write]) -> String {
 
 impl Adversary {
     /// Each call's first stored output is a site of `wrong-tool-output-stored`.
-    fn mark_stored_outputs(&self, message: &turnsim_engine::Message) {
+    fn mark_stored_outputs(&self, message: &Message) {
         let calls: Vec<String> = ops::tools_with_output(message).map(|tool| tool.call_id.clone()).collect();
         for call in calls {
             if !self.lock().stored_outputs.insert(call.clone()) {
@@ -271,7 +271,7 @@ impl Adversary {
 
     /// Each pair of calls first stored with different outcomes is a site of
     /// `swap-tool-outcomes`.
-    fn mark_stored_pairs(&self, message: &turnsim_engine::Message) {
+    fn mark_stored_pairs(&self, message: &Message) {
         let Some(pair) = ops::swappable_pair(message) else { return };
         if !self.lock().stored_pairs.insert(pair.clone()) {
             return;
@@ -283,7 +283,7 @@ impl Adversary {
     }
 
     /// The persisting rewrites of the store, once applied.
-    fn rewrite_stored(&self, message: &mut turnsim_engine::Message) {
+    fn rewrite_stored(&self, message: &mut Message) {
         let (altered, swapped) = {
             let state = self.lock();
             (state.altered_calls.clone(), state.swapped.clone())
@@ -298,7 +298,7 @@ impl Adversary {
 }
 
 struct Model {
-    inner: Arc<dyn turnsim_engine::ModelProvider>,
+    inner: Arc<dyn ModelProvider>,
     adversary: Arc<Adversary>,
 }
 
@@ -528,11 +528,7 @@ impl Adversary {
         vec![Frame::Reset { request_id, message }]
     }
 
-    fn rewrite_messages_shown(
-        &self,
-        connection: u64,
-        mut messages: Vec<turnsim_engine::Message>,
-    ) -> Vec<turnsim_engine::Message> {
+    fn rewrite_messages_shown(&self, connection: u64, mut messages: Vec<Message>) -> Vec<Message> {
         if let Some(last) = messages.last() {
             let what = || format!("transcript to c{connection} sent without message {}", last.id);
             if self.strike(Operator::StaleTranscript, what) {
@@ -544,7 +540,7 @@ impl Adversary {
     }
 
     /// `wrong-tool-output-shown`: the last output in a transcript or take-back.
-    fn alter_shown(&self, messages: &mut [turnsim_engine::Message]) {
+    fn alter_shown(&self, messages: &mut [Message]) {
         let Some((index, call)) = ops::last_output(messages) else { return };
         if self.strike(Operator::WrongToolOutputShown, || format!("client shown the output of {call} altered")) {
             ops::alter_output(&mut messages[index], &call);
