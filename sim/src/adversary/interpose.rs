@@ -80,6 +80,8 @@ type SharedConnection = Arc<Mutex<Box<dyn Connection>>>;
 
 impl Adversary {
     pub fn new(mode: Mode) -> Arc<Self> {
+        let reorder = matches!(mode, Mode::Apply { operator: Operator::ReorderFrames, .. });
+        assert!(!reorder, "reorder-frames needs the chunk to hold: Mode::Reorder (see adversary::apply_mode)");
         Arc::new(Self { mode, state: Mutex::default(), trace: OnceLock::new() })
     }
 

@@ -420,17 +420,23 @@ thread_local! {
 }
 
 /// Runs one scenario on one seed with `interposer` between the engine (the
-/// built-in one, `--engine-cmd`'s or [`run_with_engine`]'s) and the world.
+/// built-in one, or `--engine-cmd`'s) and the world.
 pub fn run_interposed(
     scenario: &ScenarioFile,
     seed: u64,
     regressions: &RegressionSet,
     interposer: Arc<dyn Interposer>,
 ) -> RunRecord {
+    with_interposer(interposer, || run(scenario, seed, regressions))
+}
+
+/// Every run `runs` makes on this thread has `interposer` between its
+/// engine and the world: around [`run_with_engine`], a Rust engine's.
+pub fn with_interposer<T>(interposer: Arc<dyn Interposer>, runs: impl FnOnce() -> T) -> T {
     INTERPOSER.with(|slot| *slot.borrow_mut() = Some(interposer));
-    let record = run(scenario, seed, regressions);
+    let result = runs();
     INTERPOSER.with(|slot| *slot.borrow_mut() = None);
-    record
+    result
 }
 
 /// Which engine each generation boots.
