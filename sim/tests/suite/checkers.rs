@@ -1134,6 +1134,15 @@ fn no_lost_work_fires_when_an_applied_result_is_stored_as_an_error() {
 }
 
 #[test]
+fn no_lost_work_fires_when_the_model_is_asked_with_another_output_than_was_stored() {
+    let (run, _) = answered_tool_run();
+    let mut broken = run.broken();
+    let request = request_mut(&mut broken, 2);
+    tool_in(&mut request.messages, "tc-client-1").output = Some(serde_json::json!("WRONG"));
+    run.assert_fires(NO_LOST_WORK, &broken, "but then sent to the model with output \"WRONG\"");
+}
+
+#[test]
 fn no_lost_work_fires_when_a_completed_server_tool_runs_again() {
     let run = Run::committed("server-tools-two-steps", NO_LOST_WORK);
     let mut broken = run.broken();
