@@ -11,6 +11,7 @@ compile_error!(
      run cargo from the workspace root, and keep `--cfg madsim` in any RUSTFLAGS you set)"
 );
 
+pub mod adversary;
 mod assert;
 pub mod bench;
 pub mod check;

@@ -161,12 +161,15 @@ enum Command {
         #[arg(long, value_name = "FLOORS", num_args = 0..=1, default_missing_value = turnsim::bench::floors::DEFAULT_FLOORS)]
         check: Option<PathBuf>,
     },
+    /// Rewrite what the engine sends out with named mutation operators, one
+    /// site per run, and report which checks notice (the kill matrix).
+    Adversary(turnsim::adversary::cli::AdversaryArgs),
     /// Serve the built-in engine over the engine protocol on stdin/stdout
     /// (what `--engine-cmd` starts; see docs/protocol.md).
     Engine,
     /// Print the JSON Schema of the scenario format (for editor validation).
     Schema,
-    /// List scenarios, invariants, regressions or fault kinds.
+    /// List scenarios, invariants, regressions, fault kinds or the adversary's operators.
     List {
         /// What to list.
         #[arg(value_enum)]
@@ -200,6 +203,8 @@ enum ListWhat {
     Invariants,
     Regressions,
     Faults,
+    /// The adversary's mutation operators.
+    Operators,
 }
 
 /// Fault kinds a scenario can script (`faults:` and `actions:`).
@@ -271,6 +276,7 @@ fn main() -> ExitCode {
                 None => crash_points(&paths, seed, mode),
             }
         }
+        Command::Adversary(args) => turnsim::adversary::cli::run(args),
         Command::Bench { format, scenarios, check } => bench(&scenarios, cli.engine_cmd, format, check.as_deref()),
         Command::Schema => {
             outln!("{}", turnsim::scenario::json_schema());
@@ -716,7 +722,7 @@ fn print_replay(
     let names: Vec<&str> = regressions.iter().map(Regression::name).collect();
     let regressions_shown = if names.is_empty() { "none".into() } else { names.join(",") };
     let mut out = format!("SEED={seed} scenario={} regressions={regressions_shown}\n", scenario.scenario.name);
-    out.push_str(&numbered_timeline(record, violations));
+    out.push_str(&report::numbered_timeline(record, violations));
     let _ =
         writeln!(out, "end: {:?} after {} ms of sim time, {} events", record.end, record.sim_ms, record.events.len());
     out.push_str("final transcript (stored):\n");
@@ -738,22 +744,6 @@ fn print_replay(
         let _ = writeln!(out, "replay: {replay}");
     }
     output::emit(&out);
-}
-
-/// The timeline with each event numbered (the numbers `FAILED ... (event N)`
-/// names), and `>>` before an event where a check failed.
-fn numbered_timeline(record: &turnsim::world::RunRecord, violations: &[turnsim::check::Violation]) -> String {
-    use std::fmt::Write as _;
-    let failing: Vec<usize> = violations.iter().filter_map(|violation| violation.at_event).collect();
-    let mut out = String::with_capacity(record.events.len() * 72);
-    for (index, event) in record.events.iter().enumerate() {
-        let marker = if failing.contains(&index) { ">>" } else { "  " };
-        let _ = writeln!(out, "{marker}{:>5} {}", index + 1, event.render());
-        for violation in violations.iter().filter(|violation| violation.at_event == Some(index)) {
-            let _ = writeln!(out, "         ^ FAILED {}: {}", violation.check, violation.message);
-        }
-    }
-    out
 }
 
 fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, ScenarioError> {
@@ -787,6 +777,11 @@ fn list(what: ListWhat, paths: &[PathBuf]) -> Result<ExitCode, ScenarioError> {
                 outln!("{:<24} {}", invariant.name, invariant.rule);
             }
             outln!("{:<24} {}", DETERMINISM_RULE.0, DETERMINISM_RULE.1);
+        }
+        ListWhat::Operators => {
+            for operator in turnsim::adversary::ALL_OPERATORS {
+                outln!("{:<28} {}", operator.name(), operator.wrong());
+            }
         }
         ListWhat::Faults => {
             for (name, what) in FAULT_KINDS {

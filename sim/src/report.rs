@@ -232,3 +232,18 @@ fn workflow_data(text: &str) -> String {
 fn workflow_property(text: &str) -> String {
     workflow_data(text).replace(':', "%3A").replace(',', "%2C")
 }
+
+/// The timeline with each event numbered (the numbers `FAILED ... (event N)`
+/// names), and `>>` before an event where a check failed.
+pub fn numbered_timeline(record: &crate::world::RunRecord, violations: &[crate::check::Violation]) -> String {
+    let failing: Vec<usize> = violations.iter().filter_map(|violation| violation.at_event).collect();
+    let mut out = String::with_capacity(record.events.len() * 72);
+    for (index, event) in record.events.iter().enumerate() {
+        let marker = if failing.contains(&index) { ">>" } else { "  " };
+        let _ = writeln!(out, "{marker}{:>5} {}", index + 1, event.render());
+        for violation in violations.iter().filter(|violation| violation.at_event == Some(index)) {
+            let _ = writeln!(out, "         ^ FAILED {}: {}", violation.check, violation.message);
+        }
+    }
+    out
+}

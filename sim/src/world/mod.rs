@@ -231,6 +231,11 @@ impl World {
                 trace.clone(),
             )),
         };
+        let interposer = INTERPOSER.with(|interposer| interposer.borrow().clone());
+        let ports = match &interposer {
+            Some(interposer) => interposer.ports(ports, &trace),
+            None => ports,
+        };
         let max_events = scenario.scenario.max_events;
         let launcher =
             engine_command().map(|command| Launcher::new(command, seed, config.clone(), max_events, trace.clone()));
@@ -240,7 +245,7 @@ impl World {
             (Some(launcher), None) => Booter::Process(Box::new(launcher.clone())),
             (None, None) => Booter::BuiltIn,
         };
-        let engine_node = engine_node(&handle, config, ports, switchboard.clone(), booter);
+        let engine_node = engine_node(&handle, config, ports, switchboard.clone(), booter, interposer);
         let clients = clients(&scenario, seed, &switchboard, &trace);
         let caller_node = handle.create_node().name("caller").build();
         let caller_link = CallerLink::new(scenario.scenario.caller.link, rng::SharedRng::derive(seed, "caller-link"));
@@ -401,6 +406,39 @@ pub fn run_with_engine(scenario: &ScenarioFile, seed: u64, regressions: &Regress
     record
 }
 
+/// Stands between the engine and the world, rewriting what the engine sends
+/// out (the adversary, `crate::adversary`): the ports every generation is
+/// booted with, and each generation's engine as it boots (so the client
+/// connections and `chat()` callbacks it is handed pass through it too).
+pub trait Interposer: Send + Sync {
+    fn ports(&self, ports: Ports, trace: &Trace) -> Ports;
+    fn engine(&self, engine: Box<dyn Engine>) -> Box<dyn Engine>;
+}
+
+thread_local! {
+    static INTERPOSER: std::cell::RefCell<Option<Arc<dyn Interposer>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs one scenario on one seed with `interposer` between the engine (the
+/// built-in one, or `--engine-cmd`'s) and the world.
+pub fn run_interposed(
+    scenario: &ScenarioFile,
+    seed: u64,
+    regressions: &RegressionSet,
+    interposer: Arc<dyn Interposer>,
+) -> RunRecord {
+    with_interposer(interposer, || run(scenario, seed, regressions))
+}
+
+/// Every run `runs` makes on this thread has `interposer` between its
+/// engine and the world: around [`run_with_engine`], a Rust engine's.
+pub fn with_interposer<T>(interposer: Arc<dyn Interposer>, runs: impl FnOnce() -> T) -> T {
+    INTERPOSER.with(|slot| *slot.borrow_mut() = Some(interposer));
+    let result = runs();
+    INTERPOSER.with(|slot| *slot.borrow_mut() = None);
+    result
+}
+
 /// Which engine each generation boots.
 #[derive(Clone)]
 enum Booter {
@@ -415,21 +453,29 @@ fn engine_node(
     ports: Ports,
     switchboard: Switchboard,
     booter: Booter,
+    interposer: Option<Arc<dyn Interposer>>,
 ) -> NodeHandle {
     handle
         .create_node()
         .name("engine")
         .init(move || {
             let (config, ports, switchboard) = (config.clone(), ports.clone(), switchboard.clone());
-            let booter = booter.clone();
+            let (booter, interposer) = (booter.clone(), interposer.clone());
             async move {
                 // A new process: whatever killed the last one is behind it.
                 switchboard.revive();
                 let (observer, trace) = (ports.observer.clone(), switchboard.trace());
-                let boot = move |sink| match booter {
-                    Booter::BuiltIn => taken::Taken::wrap(turnsim_engine::session::boot(config, ports, sink), trace),
-                    Booter::Process(launcher) => taken::Taken::wrap(launcher.boot(ports, sink), trace),
-                    Booter::Rust(boot) => taken::Taken::wrap(boot(config, ports, sink), trace),
+                let boot = move |sink| {
+                    let engine = match booter {
+                        Booter::BuiltIn => turnsim_engine::session::boot(config, ports, sink),
+                        Booter::Process(launcher) => launcher.boot(ports, sink),
+                        Booter::Rust(boot) => boot(config, ports, sink),
+                    };
+                    let engine = match interposer {
+                        Some(interposer) => interposer.engine(engine),
+                        None => engine,
+                    };
+                    taken::Taken::wrap(engine, trace)
                 };
                 let handle = SessionHandle::drive(boot, move || observer.idle());
                 switchboard.install(handle);

@@ -321,6 +321,25 @@ fn callback_contract_fires_when_on_exhausted_runs_twice_for_one_incident() {
 }
 
 #[test]
+fn callback_contract_accepts_on_exhausted_again_after_a_kill_before_its_record() {
+    let (run, hook) = exhausted_run();
+    let mut edited = run.broken();
+    let again = edited.history.crossings[hook].what.clone();
+    insert_crossings(&mut edited, hook + 1, vec![Boundary::Killed, again]);
+    run.assert_passes(CALLBACK_CONTRACT, &edited, "the hook called again by a restart that found it owed");
+}
+
+#[test]
+fn callback_contract_fires_when_on_exhausted_runs_again_after_its_record() {
+    let (run, hook) = exhausted_run();
+    let mut broken = run.broken();
+    let again = broken.history.crossings[hook].what.clone();
+    let at = broken.history.crossings.len();
+    insert_crossings(&mut broken, at, vec![Boundary::Killed, again]);
+    run.assert_fires(CALLBACK_CONTRACT, &broken, "on_exhausted called again for incident");
+}
+
+#[test]
 fn callback_contract_fires_when_the_terminal_message_goes_out_without_on_exhausted() {
     let (run, hook) = exhausted_run();
     let mut broken = run.broken();
@@ -1131,6 +1150,15 @@ fn no_lost_work_fires_when_an_applied_result_is_stored_as_an_error() {
         &committed_over(&run, answer),
         "tc-client-1 was shown as output-available but then stored as output-error",
     );
+}
+
+#[test]
+fn no_lost_work_fires_when_the_model_is_asked_with_another_output_than_was_stored() {
+    let (run, _) = answered_tool_run();
+    let mut broken = run.broken();
+    let request = request_mut(&mut broken, 2);
+    tool_in(&mut request.messages, "tc-client-1").output = Some(serde_json::json!("WRONG"));
+    run.assert_fires(NO_LOST_WORK, &broken, "but then sent to the model with output \"WRONG\"");
 }
 
 #[test]

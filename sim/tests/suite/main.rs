@@ -1,5 +1,6 @@
 //! turnsim's integration tests, one binary, one module per intent.
 
+mod adversary;
 mod checkers;
 mod cli;
 mod common;

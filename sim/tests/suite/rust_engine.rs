@@ -151,3 +151,34 @@ fn the_oracle_judges_that_engine_by_its_boundary() {
     assert!(named.contains(&"expect.final_text"), "the reply it never stored is missed: {violations:?}");
     assert!(named.iter().any(|check| !check.starts_with("expect.")), "an invariant fires too: {violations:?}");
 }
+
+#[test]
+fn the_adversary_stands_between_a_rust_engine_and_the_world_too() {
+    use turnsim::adversary::interpose::{Adversary, Interpose, Mode};
+    use turnsim::adversary::Operator;
+    use turnsim::world::with_interposer;
+    let file = inline(STORY);
+    let run = |mode| {
+        let adversary = Adversary::new(mode);
+        let record = with_interposer(Arc::new(Interpose(adversary.clone())), || {
+            run_with_engine(&file, 0, &RegressionSet::default(), booted(false))
+        });
+        (record, adversary)
+    };
+    let (counted, adversary) = run(Mode::Count);
+    assert!(check_run(&file, &counted).is_empty(), "counting changes nothing");
+    let sites = adversary.sites();
+    // Any operator but reorder-frames, which needs the chunk it holds found first.
+    let (&operator, _) = sites
+        .iter()
+        .find(|(operator, count)| **count > 0 && **operator != Operator::ReorderFrames)
+        .expect("the engine's effects passed the adversary");
+    let (mutated, adversary) = run(Mode::Apply { operator, site: 0 });
+    assert!(adversary.applied().is_some(), "{} rewrote the Rust engine's effect", operator.name());
+    assert_ne!(
+        format!("{:?}", counted.history.crossings),
+        format!("{:?}", mutated.history.crossings),
+        "{}: what crossed the boundary changed",
+        operator.name()
+    );
+}

@@ -4,9 +4,9 @@
 //! per incident recovery gave up on, before anyone is told it gave up,
 //! and is told the partial the store holds.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use turnsim_engine::durable::DurableState;
+use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::{Role, ToolState};
 
 use super::Invariant;
@@ -127,9 +127,16 @@ fn raced_a_kill(input: &CheckInput, chat_at: usize) -> bool {
 
 /// The host's `on_exhausted` runs exactly once for each incident recovery
 /// gave up on, and before a client is sent the terminal recovery message.
+/// Once more is allowed after a kill that came before the store took a
+/// record that the hook ran (the incident no longer owing it, or gone).
 fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
     let terminal = input.scenario.scenario.engine_config().recovery.terminal_message;
     let mut hooks: BTreeMap<&str, u32> = BTreeMap::new();
+    // Incidents whose hook ran and whose record of it the store has not
+    // taken: a process killed then calls it again after its restart (the
+    // gap of a real call, at least once).
+    let mut unrecorded: BTreeSet<&str> = BTreeSet::new();
+    let mut may_repeat: BTreeSet<&str> = BTreeSet::new();
     let mut violations = Vec::new();
     let mut told_without_hook = false;
     // The store and the streamed text as of each crossing, kept up as the walk goes.
@@ -140,9 +147,28 @@ fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
             Boundary::ModelChunk { chunk: turnsim_engine::Chunk::TextDelta { delta, .. }, .. } => {
                 streamed.push_str(delta)
             }
+            Boundary::Commit { writes } => {
+                for write in writes {
+                    match write {
+                        Write::PutIncident(incident) if incident.hook_owed.is_none() => {
+                            unrecorded.remove(incident.id.as_str());
+                        }
+                        Write::RemoveIncident(id) => {
+                            unrecorded.remove(id.as_str());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Boundary::Killed => may_repeat.extend(std::mem::take(&mut unrecorded)),
             Boundary::Exhausted { context, .. } => {
-                let calls = hooks.entry(&context.incident_id).or_default();
+                let id = context.incident_id.as_str();
+                let calls = hooks.entry(id).or_default();
                 *calls += 1;
+                if may_repeat.remove(id) {
+                    *calls = 1;
+                }
+                unrecorded.insert(id);
                 if *calls == 2 {
                     let message = format!("on_exhausted called again for incident {}", context.incident_id);
                     violations.push(input.violation_at(NAME, index, message));

@@ -1,5 +1,6 @@
 //! Each tool call's result, once shown, is never shown otherwise later (an
-//! answered approval may become an output) and is in the final store. A
+//! answered approval may become an output), neither in another state nor
+//! with another output or error text, and is in the final store. A
 //! call the engine discarded with a failed attempt (a truncated finish or
 //! a retried HTTP failure) no longer exists and is exempt.
 //!
@@ -23,7 +24,7 @@ pub fn lost_results(input: &CheckInput) -> Vec<Violation> {
     for (index, crossing) in input.run.history.iter().enumerate() {
         let what = &crossing.what;
         if let Boundary::Frame { frame: Frame::Tool { call_id, state, .. }, .. } = what {
-            fold.show(input, index, what, call_id, *state);
+            fold.show(input, index, what, call_id, *state, None);
             continue;
         }
         for message in shown_messages(what) {
@@ -42,17 +43,28 @@ pub fn lost_results(input: &CheckInput) -> Vec<Violation> {
         .into_iter()
         .filter(|(call_id, _)| !fold.discarded.contains(call_id.as_str()) && !stored.contains(call_id.as_str()));
     let mut violations = fold.violations;
-    violations.extend(gone.map(|(call_id, (index, state))| {
+    violations.extend(gone.map(|(call_id, Shown { at: index, state, .. })| {
         let message = format!("{call_id} was shown as {} but is gone from the store", state.as_str());
         input.violation_at(NAME, index, message)
     }));
     violations
 }
 
+/// What a result shows: its output or error text.
+type Outcome = (Option<serde_json::Value>, Option<String>);
+
+/// A call's result as first shown: where, in which state, and with what
+/// outcome (a tool frame shows the state alone).
+struct Shown {
+    at: usize,
+    state: ToolState,
+    outcome: Option<Outcome>,
+}
+
 #[derive(Default)]
 struct ShownResults<'a> {
-    /// Each call's result as first shown (where, and in which state).
-    shown: BTreeMap<String, (usize, ToolState)>,
+    /// Each call's result as first shown.
+    shown: BTreeMap<String, Shown>,
     discarded: BTreeSet<&'a str>,
     /// The calls whose entry in `shown` changed, in order.
     changes: Vec<String>,
@@ -77,30 +89,60 @@ impl ShownResults<'_> {
         }
         while let Some(at) = to_read.pop_first() {
             let Part::Tool(tool) = &message.parts[at] else { continue };
-            if self.show(input, index, what, &tool.call_id, tool.state) {
+            let outcome = (tool.output.clone(), tool.error_text.clone());
+            if self.show(input, index, what, &tool.call_id, tool.state, Some(outcome)) {
                 to_read.extend(message.parts.tool_positions(&tool.call_id).into_iter().filter(|&later| later > at));
             }
         }
     }
 
-    /// Takes in one call shown in one state; returns whether its entry changed.
-    fn show(&mut self, input: &CheckInput, index: usize, what: &Boundary, call_id: &str, state: ToolState) -> bool {
-        let Some(&(_, known)) = self.shown.get(call_id) else {
+    /// Takes in one call shown in one state (with its outcome, where the
+    /// crossing shows one); returns whether its entry changed.
+    fn show(
+        &mut self,
+        input: &CheckInput,
+        index: usize,
+        what: &Boundary,
+        call_id: &str,
+        state: ToolState,
+        outcome: Option<Outcome>,
+    ) -> bool {
+        let Some(known) = self.shown.get_mut(call_id) else {
             if !is_result(state) {
                 return false;
             }
-            self.shown.insert(call_id.to_string(), (index, state));
+            self.shown.insert(call_id.to_string(), Shown { at: index, state, outcome });
             return self.changed(call_id);
         };
-        if state == known || self.discarded.contains(call_id) {
+        if self.discarded.contains(call_id) {
             return false;
         }
-        if known == ToolState::ApprovalResponded && state.is_output() {
-            self.shown.insert(call_id.to_string(), (index, state));
+        if state == known.state {
+            let Some(outcome) = outcome else { return false };
+            let Some(first) = known.outcome.as_ref() else {
+                known.outcome = Some(outcome);
+                return self.changed(call_id);
+            };
+            if *first == outcome {
+                return false;
+            }
+            let message = format!(
+                "{call_id} was shown as {} with {} but then {} with {}",
+                state.as_str(),
+                describe(first),
+                verb(what),
+                describe(&outcome)
+            );
+            self.violations.push(input.violation_at(NAME, index, message));
+            self.shown.remove(call_id);
+            return self.changed(call_id);
+        }
+        if known.state == ToolState::ApprovalResponded && state.is_output() {
+            *known = Shown { at: index, state, outcome };
             return self.changed(call_id);
         }
         let message =
-            format!("{call_id} was shown as {} but then {} as {}", known.as_str(), verb(what), state.as_str());
+            format!("{call_id} was shown as {} but then {} as {}", known.state.as_str(), verb(what), state.as_str());
         self.violations.push(input.violation_at(NAME, index, message));
         self.shown.remove(call_id);
         self.changed(call_id)
@@ -120,6 +162,15 @@ fn is_result(state: ToolState) -> bool {
 fn discarded_calls<'a>(input: &'a CheckInput) -> BTreeSet<&'a str> {
     let failed = input.facts.calls.iter().filter(|call| call.is_truncated_finish() || call.end.is_retryable_http());
     failed.flat_map(|call| call.tools.iter().map(String::as_str)).collect()
+}
+
+/// An outcome as a report names it.
+fn describe((output, error): &Outcome) -> String {
+    match (output, error) {
+        (_, Some(error)) => format!("error {error:?}"),
+        (Some(output), None) => format!("output {output}"),
+        (None, None) => "no outcome".to_string(),
+    }
 }
 
 /// How a crossing showed what it shows, for a message.

@@ -1,0 +1,12 @@
+// A turn engine for turnsim built from the AI SDK's own chat machinery
+// (`AbstractChat` from `ai`; see README.md for which decisions are the
+// SDK's code and which are ours). Run it under the harness:
+//
+//   turnsim run scenarios/ --engine-cmd "node adapters/ai-sdk-chat/engine.mjs"
+
+// The SDK first: it installs virtual time and seeded randomness before `ai` loads.
+import { runEngine } from "../node/index.mjs";
+import { Session } from "./session.mjs";
+
+// Every piece of state lives in the Session, so one process can serve many runs.
+runEngine((host) => new Session(host), { reinit: true });

@@ -1,0 +1,617 @@
+//! The adversary between an engine and the world: wrappers around every
+//! port the engine is booted with and around the engine itself (so the
+//! client connections and `chat()` callbacks it is handed are wrapped as
+//! well). Whatever the engine is — built-in, a process over the protocol,
+//! a Rust engine of one's own — everything it sends out passes through
+//! here before the world records it.
+//!
+//! In [`Mode::Count`] the wrappers change nothing and count, per operator,
+//! the effects it could rewrite (its sites). In [`Mode::Apply`] they
+//! rewrite at one site of one operator: the run is the counting run's
+//! up to that site (the same seed, the same effects), so the site exists.
+//! A rewrite that persists (a stored output once altered stays altered)
+//! goes on applying to what follows.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use turnsim_engine::durable::{DurableState, Write};
+use turnsim_engine::messenger::MessengerSurface;
+use turnsim_engine::ports::{
+    Connection, DurableStore, ExhaustedContext, Frame, HookError, ModelProvider, ModelRequest, Observer,
+    ServerToolCall, ServerTools, StoreError, StreamCallback,
+};
+use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, Message, ModelEvent, Ports};
+
+use super::operators::{self as ops, Operator};
+use crate::trace::{Event, Trace};
+use crate::world::Interposer;
+
+/// What the adversary does this run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Changes nothing; counts every operator's sites.
+    Count,
+    /// Rewrites at site `site` (from 0) of `operator`.
+    Apply { operator: Operator, site: u64 },
+    /// `reorder-frames` at site `site`: chunk frame `hold` (from 0,
+    /// in run order) is held back, and goes out right after the next
+    /// effect, which the counting run saw to be the pair's other chunk.
+    Reorder { site: u64, hold: u64 },
+}
+
+/// One run's adversary: shared by every wrapper of every generation.
+pub struct Adversary {
+    mode: Mode,
+    state: Mutex<State>,
+    trace: OnceLock<Trace>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Sites seen so far, per operator.
+    seen: BTreeMap<Operator, u64>,
+    /// What the operator changed, once it did.
+    applied: Option<String>,
+    /// Calls whose stored output was seen; a call's first sighting is a site.
+    stored_outputs: BTreeSet<String>,
+    /// Calls whose stored output is altered from the site on.
+    altered_calls: BTreeSet<String>,
+    /// Pairs of calls seen stored with different outcomes.
+    stored_pairs: BTreeSet<(String, String)>,
+    /// The pair whose outcomes are swapped from the site on.
+    swapped: Option<(String, String)>,
+    /// The effect just before (inputs aside), when it was a chunk frame:
+    /// its connection, the frame, and its number.
+    last_chunk: Option<(u64, Frame, u64)>,
+    /// Chunk frames sent so far.
+    chunk_frames: u64,
+    /// The number of the first chunk of each `reorder-frames` site.
+    pair_starts: Vec<u64>,
+    /// Message ids whose writes no longer reach the store (`skip-commit`).
+    unstored: BTreeSet<String>,
+    /// Model calls whose stream ended: cancelling one changes nothing.
+    ended_calls: BTreeSet<u32>,
+    /// A frame held back to be sent after the next one (`reorder-frames`).
+    held: Option<(SharedConnection, Frame)>,
+}
+
+type SharedConnection = Arc<Mutex<Box<dyn Connection>>>;
+
+impl Adversary {
+    pub fn new(mode: Mode) -> Arc<Self> {
+        let reorder = matches!(mode, Mode::Apply { operator: Operator::ReorderFrames, .. });
+        assert!(!reorder, "reorder-frames needs the chunk to hold: Mode::Reorder (see adversary::apply_mode)");
+        Arc::new(Self { mode, state: Mutex::default(), trace: OnceLock::new() })
+    }
+
+    /// Sites seen per operator (every operator that had one).
+    pub fn sites(&self) -> BTreeMap<Operator, u64> {
+        self.lock().seen.clone()
+    }
+
+    /// The number of the first chunk of each `reorder-frames` site.
+    pub fn pair_starts(&self) -> Vec<u64> {
+        self.lock().pair_starts.clone()
+    }
+
+    /// What the operator changed, if it applied.
+    pub fn applied(&self) -> Option<String> {
+        self.lock().applied.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("adversary lock")
+    }
+
+    fn engine_dead(&self) -> bool {
+        self.trace.get().is_some_and(Trace::engine_dead)
+    }
+
+    /// Counts a site of `operator`; true when this is the site to rewrite.
+    /// `what` says what the rewrite does, for the timeline and the report.
+    fn strike(&self, operator: Operator, what: impl FnOnce() -> String) -> bool {
+        if self.engine_dead() {
+            // A dead process's effects reach nobody: no site there.
+            return false;
+        }
+        let mut state = self.lock();
+        let seen = state.seen.entry(operator).or_default();
+        let index = *seen;
+        *seen += 1;
+        let chosen = match self.mode {
+            Mode::Count => false,
+            Mode::Apply { operator: chosen, site } => chosen == operator && site == index,
+            Mode::Reorder { site, .. } => operator == Operator::ReorderFrames && site == index,
+        };
+        if !chosen {
+            return false;
+        }
+        let what = what();
+        state.applied = Some(what.clone());
+        drop(state);
+        if let Some(trace) = self.trace.get() {
+            trace.record(Event::Action { what: format!("adversary {}: {what}", operator.name()) });
+        }
+        true
+    }
+
+    /// The effect about to go out is not a chunk frame: a held frame goes
+    /// first, and no chunk is adjacent to the next one.
+    fn other_effect(&self) {
+        let held = {
+            let mut state = self.lock();
+            state.last_chunk = None;
+            state.held.take()
+        };
+        send_held(held);
+    }
+}
+
+fn send_held(held: Option<(SharedConnection, Frame)>) {
+    if let Some((connection, frame)) = held {
+        connection.lock().expect("connection lock").send(frame);
+    }
+}
+
+/// The adversary as the world sees it: what wraps each generation.
+pub struct Interpose(pub Arc<Adversary>);
+
+impl Interposer for Interpose {
+    fn ports(&self, ports: Ports, trace: &Trace) -> Ports {
+        let _ = self.0.trace.set(trace.clone());
+        let adversary = &self.0;
+        Ports {
+            store: Arc::new(Store { inner: ports.store, adversary: adversary.clone() }),
+            model: Arc::new(Model { inner: ports.model, adversary: adversary.clone() }),
+            server_tools: Arc::new(Tools { inner: ports.server_tools, adversary: adversary.clone() }),
+            observer: Arc::new(Host { inner: ports.observer, adversary: adversary.clone() }),
+            surface: Arc::new(Surface { inner: ports.surface, adversary: adversary.clone() }),
+            faults: ports.faults,
+        }
+    }
+
+    fn engine(&self, engine: Box<dyn Engine>) -> Box<dyn Engine> {
+        Box::new(Wrapped { engine, adversary: self.0.clone() })
+    }
+}
+
+/// The engine, with the connections and callbacks it is handed wrapped.
+struct Wrapped {
+    engine: Box<dyn Engine>,
+    adversary: Arc<Adversary>,
+}
+
+impl Engine for Wrapped {
+    fn deliver(&mut self, input: Input) {
+        let adversary = self.adversary.clone();
+        let input = match input {
+            Input::Connect { connection_id, connection } => {
+                let inner = Arc::new(Mutex::new(connection));
+                let recovering_shown = Mutex::new(false);
+                let client = Client { connection_id, inner, adversary, recovering_shown };
+                Input::Connect { connection_id, connection: Box::new(client) }
+            }
+            Input::Chat { key, text, options, callback } => {
+                Input::Chat { key, text, options, callback: Box::new(Caller { inner: callback, adversary }) }
+            }
+            Input::Model { call, event } => {
+                if !matches!(event, ModelEvent::Chunk(_)) {
+                    adversary.lock().ended_calls.insert(call);
+                }
+                Input::Model { call, event }
+            }
+            other => other,
+        };
+        // Frames stay adjacent across inputs: a model chunk is an input of
+        // its own, and so is each chunk frame it sets off.
+        self.engine.deliver(input);
+    }
+
+    fn next_timer(&self) -> Option<tokio::time::Instant> {
+        self.engine.next_timer()
+    }
+}
+
+struct Store {
+    inner: Arc<dyn DurableStore>,
+    adversary: Arc<Adversary>,
+}
+
+impl DurableStore for Store {
+    fn load(&self) -> DurableState {
+        self.inner.load()
+    }
+
+    fn commit(&self, writes: &[Write]) -> Result<(), StoreError> {
+        let adversary = &self.adversary;
+        adversary.other_effect();
+        let mut writes = writes.to_vec();
+        let messages: Vec<String> = writes.iter().filter_map(message_id).map(str::to_string).collect();
+        if !messages.is_empty() && adversary.strike(Operator::SkipCommit, || commit_summary(&writes)) {
+            adversary.lock().unstored.extend(messages);
+            return Ok(());
+        }
+        let unstored = adversary.lock().unstored.clone();
+        writes.retain(|write| message_id(write).is_none_or(|id| !unstored.contains(id)));
+        for message in writes.iter_mut().filter_map(ops::written_message) {
+            adversary.mark_stored_outputs(message);
+            adversary.mark_stored_pairs(message);
+            adversary.rewrite_stored(message);
+        }
+        self.inner.commit(&writes)
+    }
+}
+
+/// The message a write puts or removes.
+fn message_id(write: &Write) -> Option<&str> {
+    match write {
+        Write::PutMessage(message) | Write::PutMessageAfter { message, .. } => Some(&message.id),
+        Write::RemoveMessage(id) => Some(id),
+        _ => None,
+    }
+}
+
+fn commit_summary(writes: &[Write]) -> String {
+    let shown: Vec<String> = writes.iter().filter(|write| !write.is_bookkeeping()).map(Write::summary).collect();
+    format!("commit of {} reported done, never applied, nor later writes of its messages", shown.join(", "))
+}
+
+impl Adversary {
+    /// Each call's first stored output is a site of `wrong-tool-output-stored`.
+    fn mark_stored_outputs(&self, message: &Message) {
+        let calls: Vec<String> = ops::tools_with_output(message).map(|tool| tool.call_id.clone()).collect();
+        for call in calls {
+            if !self.lock().stored_outputs.insert(call.clone()) {
+                continue;
+            }
+            if self.strike(Operator::WrongToolOutputStored, || format!("stored output of {call} altered")) {
+                self.lock().altered_calls.insert(call);
+            }
+        }
+    }
+
+    /// Each pair of calls first stored with different outcomes is a site of
+    /// `swap-tool-outcomes`.
+    fn mark_stored_pairs(&self, message: &Message) {
+        let Some(pair) = ops::swappable_pair(message) else { return };
+        if !self.lock().stored_pairs.insert(pair.clone()) {
+            return;
+        }
+        let what = || format!("stored outcomes of {} and {} swapped", pair.0, pair.1);
+        if self.strike(Operator::SwapToolOutcomes, what) {
+            self.lock().swapped = Some(pair);
+        }
+    }
+
+    /// The persisting rewrites of the store, once applied.
+    fn rewrite_stored(&self, message: &mut Message) {
+        let (altered, swapped) = {
+            let state = self.lock();
+            (state.altered_calls.clone(), state.swapped.clone())
+        };
+        for call in &altered {
+            ops::alter_output(message, call);
+        }
+        if let Some(pair) = &swapped {
+            ops::swap_outcomes(message, pair);
+        }
+    }
+}
+
+struct Model {
+    inner: Arc<dyn ModelProvider>,
+    adversary: Arc<Adversary>,
+}
+
+impl ModelProvider for Model {
+    fn start(&self, request: ModelRequest, sink: InputSink) -> u32 {
+        let adversary = &self.adversary;
+        adversary.other_effect();
+        let request = adversary.rewrite_request(request);
+        let call = self.inner.start(request.clone(), sink.clone());
+        let id = request.request_id.clone();
+        if adversary.strike(Operator::ModelCalledTwice, || format!("request {id} sent twice")) {
+            self.inner.start(request, sink);
+        }
+        call
+    }
+
+    fn cancel(&self, call: u32) {
+        let adversary = &self.adversary;
+        adversary.other_effect();
+        // Only a call still streaming is a site: cancelling an ended one changes nothing.
+        let streaming = !adversary.lock().ended_calls.contains(&call);
+        if streaming && adversary.strike(Operator::DropCancel, || format!("cancel of model call {call} not sent")) {
+            return;
+        }
+        self.inner.cancel(call);
+    }
+}
+
+impl Adversary {
+    fn rewrite_request(&self, mut request: ModelRequest) -> ModelRequest {
+        let id = request.request_id.clone();
+        if let Some((index, call)) = ops::last_output(&request.messages) {
+            if self
+                .strike(Operator::WrongToolOutputAsked, || format!("request {id} shows the output of {call} altered"))
+            {
+                ops::alter_output(&mut request.messages[index], &call);
+            }
+        }
+        if let Some(index) = ops::last_user_message(&request.messages) {
+            let message = request.messages[index].id.clone();
+            if self.strike(Operator::RequestMissingMessage, || format!("request {id} sent without message {message}")) {
+                request.messages.remove(index);
+            }
+        }
+        if let Some(index) = ops::last_assistant_message(&request.messages) {
+            let message = request.messages[index].id.clone();
+            let what = || format!("request {id} shows text never stored in {message}");
+            if self.strike(Operator::RequestWithDiscardedText, what) {
+                request.messages[index].parts.push(ops::discarded_text());
+            }
+        }
+        request
+    }
+}
+
+struct Tools {
+    inner: Arc<dyn ServerTools>,
+    adversary: Arc<Adversary>,
+}
+
+impl ServerTools for Tools {
+    fn start(&self, request_id: &str, call: ServerToolCall, sink: InputSink) {
+        self.adversary.other_effect();
+        let id = call.call_id.clone();
+        self.inner.start(request_id, call.clone(), sink.clone());
+        if self.adversary.strike(Operator::ServerToolTwice, || format!("server tool {id} started twice")) {
+            self.inner.start(request_id, call, sink);
+        }
+    }
+}
+
+struct Host {
+    inner: Arc<dyn Observer>,
+    adversary: Arc<Adversary>,
+}
+
+impl Observer for Host {
+    fn observe(&self, event: EngineEvent) {
+        self.inner.observe(event);
+    }
+
+    fn idle(&self) {
+        self.inner.idle();
+    }
+
+    fn on_exhausted(&self, context: &ExhaustedContext) -> Result<(), HookError> {
+        self.adversary.other_effect();
+        let incident = &context.incident_id;
+        let what = || format!("exhausted hook of incident {incident} not called");
+        if self.adversary.strike(Operator::SkipExhaustedHook, what) {
+            return Ok(());
+        }
+        self.inner.on_exhausted(context)
+    }
+}
+
+/// The post number a lost post is answered with: one the surface never gives.
+const LOST_POST: u32 = u32::MAX;
+
+struct Surface {
+    inner: Arc<dyn MessengerSurface>,
+    adversary: Arc<Adversary>,
+}
+
+impl MessengerSurface for Surface {
+    fn post(&self, delivery_id: &str, text: &str, sink: InputSink) -> u32 {
+        let adversary = &self.adversary;
+        adversary.other_effect();
+        let mut text = text.to_string();
+        let length = text.chars().count();
+        if length >= 2 && adversary.strike(Operator::PartialPost, || format!("post to {delivery_id} cut in half")) {
+            text = text.chars().take(length / 2).collect();
+        }
+        if adversary.strike(Operator::DropPost, || format!("post to {delivery_id} lost, told shown")) {
+            let done = Input::PostDone { post: LOST_POST, delivery_id: delivery_id.to_string(), outcome: Ok(()) };
+            sink.send(done);
+            return LOST_POST;
+        }
+        let post = self.inner.post(delivery_id, &text, sink.clone());
+        if adversary.strike(Operator::DuplicatePost, || format!("post to {delivery_id} made twice")) {
+            self.inner.post(delivery_id, &text, sink);
+        }
+        post
+    }
+}
+
+/// The engine's end of one client connection.
+struct Client {
+    connection_id: u64,
+    inner: SharedConnection,
+    adversary: Arc<Adversary>,
+    /// The recovery indicator this connection shows (the last `Recovering`
+    /// sent): dropping a `Recovering(false)` matters only while it is on.
+    recovering_shown: Mutex<bool>,
+}
+
+impl Connection for Client {
+    fn send(&self, frame: Frame) -> bool {
+        let Some(frames) = self.adversary.reorder(self.connection_id, &self.inner, frame) else {
+            return true;
+        };
+        let mut sent = true;
+        for frame in frames {
+            let shown = *self.recovering_shown.lock().expect("indicator lock");
+            for frame in self.adversary.rewrite_frame(self.connection_id, frame, shown) {
+                if let Frame::Recovering(on) = frame {
+                    *self.recovering_shown.lock().expect("indicator lock") = on;
+                }
+                sent = self.inner.lock().expect("connection lock").send(frame);
+            }
+        }
+        sent
+    }
+}
+
+impl Adversary {
+    /// `reorder-frames`: the frames to send now (`None`: held back). Two
+    /// chunk frames on one connection, one right after the other (inputs
+    /// aside) and different, are a site.
+    fn reorder(&self, connection: u64, inner: &SharedConnection, frame: Frame) -> Option<Vec<Frame>> {
+        if !matches!(frame, Frame::Chunk { .. }) || self.engine_dead() {
+            self.other_effect();
+            return Some(vec![frame]);
+        }
+        let mut state = self.lock();
+        let held = state.held.take();
+        let number = state.chunk_frames;
+        state.chunk_frames += 1;
+        let earlier = state.last_chunk.replace((connection, frame.clone(), number));
+        drop(state);
+        let follows = earlier.filter(|(previous, before, _)| *previous == connection && *before != frame);
+        if let Some((_, _, first)) = follows {
+            let what = || format!("two chunks to c{connection} swapped: {}", frame_summary(&frame));
+            if self.strike(Operator::ReorderFrames, what) {
+                let (_, earlier) = held.expect("the earlier chunk of the chosen pair is held");
+                return Some(vec![frame, earlier]);
+            }
+            self.lock().pair_starts.push(first);
+        }
+        send_held(held);
+        if matches!(self.mode, Mode::Reorder { hold, .. } if hold == number) {
+            self.lock().held = Some((inner.clone(), frame));
+            return None;
+        }
+        Some(vec![frame])
+    }
+
+    /// Every other frame operator: what goes out instead of `frame`.
+    fn rewrite_frame(&self, connection: u64, frame: Frame, recovering_shown: bool) -> Vec<Frame> {
+        let on = |what: &str| format!("{what} to c{connection}");
+        match frame {
+            Frame::Chunk { .. } if ops::is_output_chunk(&frame) => {
+                let shown = frame_summary(&frame);
+                if self.strike(Operator::DropFrame, || on(&format!("{shown} not sent"))) {
+                    return Vec::new();
+                }
+                if self.strike(Operator::DuplicateFrame, || on(&format!("{shown} sent twice"))) {
+                    return vec![frame.clone(), frame];
+                }
+                vec![frame]
+            }
+            Frame::Reset { .. } => self.drop_or_rewrite(frame, Operator::DropReset, on("reset not sent")),
+            Frame::Recovering(false) if recovering_shown => {
+                self.drop_or_rewrite(frame, Operator::RecoveringLeftOn, on("recovering(false) not sent"))
+            }
+            Frame::Error { .. } => self.drop_or_rewrite(frame, Operator::DropErrorFrame, on("error not sent")),
+            Frame::Tool { ref call_id, state, .. } => {
+                let what = on(&format!("tool {call_id} {} not sent", state.as_str()));
+                self.drop_or_rewrite(frame, Operator::DropToolFrame, what)
+            }
+            Frame::Done { request_id, continuation } => {
+                let what = || on(&format!("done of {request_id} says continuation={}", !continuation));
+                let flip = self.strike(Operator::WrongContinuationFlag, what);
+                vec![Frame::Done { request_id, continuation: continuation != flip }]
+            }
+            Frame::Messages(messages) => vec![Frame::Messages(self.rewrite_messages_shown(connection, messages))],
+            other => vec![other],
+        }
+    }
+
+    fn drop_or_rewrite(&self, frame: Frame, operator: Operator, what: String) -> Vec<Frame> {
+        if self.strike(operator, || what) {
+            return Vec::new();
+        }
+        let Frame::Reset { request_id, mut message } = frame else { return vec![frame] };
+        self.alter_shown(std::slice::from_mut(&mut message));
+        vec![Frame::Reset { request_id, message }]
+    }
+
+    fn rewrite_messages_shown(&self, connection: u64, mut messages: Vec<Message>) -> Vec<Message> {
+        if let Some(last) = messages.last() {
+            let what = || format!("transcript to c{connection} sent without message {}", last.id);
+            if self.strike(Operator::StaleTranscript, what) {
+                messages.pop();
+            }
+        }
+        self.alter_shown(&mut messages);
+        messages
+    }
+
+    /// `wrong-tool-output-shown`: the last output in a transcript or take-back.
+    fn alter_shown(&self, messages: &mut [Message]) {
+        let Some((index, call)) = ops::last_output(messages) else { return };
+        if self.strike(Operator::WrongToolOutputShown, || format!("client shown the output of {call} altered")) {
+            ops::alter_output(&mut messages[index], &call);
+        }
+    }
+}
+
+fn frame_summary(frame: &Frame) -> String {
+    match frame {
+        Frame::Chunk { chunk, .. } => chunk.summary(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The engine's end of one `chat()` call's callback.
+struct Caller {
+    inner: Box<dyn StreamCallback>,
+    adversary: Arc<Adversary>,
+}
+
+impl Caller {
+    /// A terminal callback: dropped, delivered twice, or as it is.
+    fn terminal(&mut self, name: &str, deliver: impl Fn(&mut dyn StreamCallback)) {
+        let adversary = self.adversary.clone();
+        adversary.other_effect();
+        if adversary.strike(Operator::DropTerminalCallback, || format!("{name} not delivered")) {
+            return;
+        }
+        deliver(self.inner.as_mut());
+        if adversary.strike(Operator::DuplicateTerminalCallback, || format!("{name} delivered twice")) {
+            deliver(self.inner.as_mut());
+        }
+    }
+}
+
+impl StreamCallback for Caller {
+    fn on_start(&mut self, request_id: &str) {
+        self.adversary.other_effect();
+        self.inner.on_start(request_id);
+    }
+
+    fn on_event(&mut self, chunk: &Chunk) {
+        self.adversary.other_effect();
+        let what = || format!("on_event {} not delivered", chunk.summary());
+        if chunk.is_output() && self.adversary.strike(Operator::DropCallbackEvent, what) {
+            return;
+        }
+        self.inner.on_event(chunk);
+    }
+
+    fn on_reset(&mut self, text: &str) {
+        self.adversary.other_effect();
+        self.inner.on_reset(text);
+    }
+
+    fn on_done(&mut self) {
+        self.terminal("on_done", |inner| inner.on_done());
+    }
+
+    fn on_error(&mut self, message: &str) {
+        let adversary = self.adversary.clone();
+        adversary.other_effect();
+        if adversary.strike(Operator::ErrorAsDone, || "on_error delivered as on_done".to_string()) {
+            return self.terminal("on_done", |inner| inner.on_done());
+        }
+        self.terminal("on_error", |inner| inner.on_error(message));
+    }
+
+    fn on_interrupted(&mut self) {
+        self.terminal("on_interrupted", |inner| inner.on_interrupted());
+    }
+}

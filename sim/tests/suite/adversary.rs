@@ -1,0 +1,225 @@
+//! The adversary: every operator rewrites something on a committed
+//! scenario, a mutated run replays the same twice, the matrix does not
+//! depend on `--jobs`, a caught rewrite names its check, and a run over
+//! nothing fails.
+
+use std::process::{Command, Output};
+
+use turnsim::adversary::equivalents::Equivalents;
+use turnsim::adversary::interpose::Mode;
+use turnsim::adversary::matrix::{self, Matrix, PairVerdict};
+use turnsim::adversary::{self, Operator, Seeds, SweepPlan, Verdict, ALL_OPERATORS};
+use turnsim_engine::RegressionSet;
+
+use crate::common::{scenario, workspace_root};
+
+/// A committed scenario where each operator has a site at seed 0.
+fn scenario_with_a_site(operator: Operator) -> &'static str {
+    match operator {
+        Operator::WrongToolOutputStored => "approval-tool-without-executor",
+        Operator::SwapToolOutcomes => "barrier-waits-for-a-dynamic-sibling",
+        Operator::SkipExhaustedHook => "crash-before-the-exhausted-hook",
+        Operator::DropCancel => "crash-keeps-the-per-turn-stall-timeout",
+        Operator::ServerToolTwice => "explored-approval-request-survives-eviction",
+        Operator::PartialPost
+        | Operator::DuplicatePost
+        | Operator::DropPost
+        | Operator::RecoveringLeftOn
+        | Operator::WrongToolOutputShown => "bench-standard-story",
+        Operator::DropReset => "client-joins-mid-stream",
+        Operator::DropErrorFrame => "crash-as-a-failed-turn-is-recorded",
+        Operator::ErrorAsDone => "max-steps-ends-a-tool-loop",
+        Operator::DropTerminalCallback | Operator::DuplicateTerminalCallback | Operator::DropCallbackEvent => {
+            "barrier-late-sibling-chat"
+        }
+        _ => "barrier-all-fast-mid-stream",
+    }
+}
+
+#[test]
+fn every_operator_changes_what_crosses_the_boundary_on_some_committed_scenario() {
+    let regressions = RegressionSet::default();
+    for operator in ALL_OPERATORS {
+        let file = scenario(scenario_with_a_site(operator));
+        let baseline = adversary::run(&file, 0, &regressions, Mode::Count);
+        assert!(baseline.violations.is_empty(), "{}: the unmutated run passes", operator.name());
+        let sites = baseline.sites.get(&operator).copied().unwrap_or(0);
+        assert!(sites > 0, "{} has a site in {}", operator.name(), file.path.display());
+        let site = adversary::chosen_site(0, operator, sites);
+        let mutated = adversary::run(&file, 0, &regressions, adversary::apply_mode(&baseline, operator, site));
+        assert!(mutated.applied.is_some(), "{} applied at its site", operator.name());
+        let before: Vec<String> =
+            baseline.record.history.crossings.iter().map(|crossing| format!("{:?}", crossing.what)).collect();
+        let after: Vec<String> =
+            mutated.record.history.crossings.iter().map(|crossing| format!("{:?}", crossing.what)).collect();
+        assert_ne!(before, after, "{} changed what crossed the boundary", operator.name());
+    }
+}
+
+#[test]
+fn the_counting_run_is_the_unmutated_run() {
+    // The adversary in counting mode stands in the way of every effect and
+    // must change none of them: its timeline is the plain run's.
+    let file = scenario("bench-standard-story");
+    for seed in [0, 1] {
+        let plain = turnsim::world::run(&file, seed, &RegressionSet::default());
+        let counted = adversary::run(&file, seed, &RegressionSet::default(), Mode::Count);
+        assert_eq!(
+            turnsim::trace::render_timeline(&plain.events),
+            turnsim::trace::render_timeline(&counted.record.events),
+            "seed {seed}: counting changes nothing"
+        );
+    }
+}
+
+#[test]
+fn a_mutated_run_replays_the_same_twice() {
+    let file = scenario("barrier-late-sibling-chat");
+    for operator in [Operator::ReorderFrames, Operator::SkipCommit, Operator::DropCallbackEvent] {
+        let first = adversary::mutated(&file, 1, &RegressionSet::default(), operator).expect("a site");
+        let again = adversary::mutated(&file, 1, &RegressionSet::default(), operator).expect("a site");
+        assert_eq!(
+            turnsim::trace::render_timeline(&first.record.events),
+            turnsim::trace::render_timeline(&again.record.events),
+            "{}: the same seed gives the same mutated run",
+            operator.name()
+        );
+        assert_eq!(first.applied, again.applied);
+    }
+}
+
+fn matrix_at(jobs: usize) -> String {
+    let files: Vec<_> = ["barrier-late-sibling-chat", "bench-standard-story", "client-joins-mid-stream"]
+        .into_iter()
+        .map(scenario)
+        .collect();
+    let operators = vec![Operator::DropFrame, Operator::ReorderFrames, Operator::PartialPost, Operator::SkipCommit];
+    let seeds = Seeds { count: 2, start: Some(0) };
+    let plan = SweepPlan { files: &files, seeds, operators, jobs, regressions: RegressionSet::default() };
+    let trials = adversary::sweep(&plan, &|| {});
+    let matrix = Matrix::of(&files, plan.seeds, &plan.operators, &trials, &Equivalents::default(), &plan.regressions);
+    format!("{}{}", matrix::text(&matrix), matrix::json(&matrix))
+}
+
+#[test]
+fn the_matrix_is_the_same_at_any_jobs() {
+    assert_eq!(matrix_at(1), matrix_at(2), "the report does not depend on --jobs");
+}
+
+#[test]
+fn a_caught_rewrite_is_reported_caught_with_the_check_that_noticed() {
+    let file = scenario("barrier-late-sibling-chat");
+    let regressions = RegressionSet::default();
+    let baseline = adversary::run(&file, 0, &regressions, Mode::Count);
+    let verdict = adversary::verdict_of(&file, 0, &regressions, &baseline, Operator::DuplicateTerminalCallback);
+    let Verdict::Caught { checks, .. } = verdict else {
+        panic!("a terminal callback delivered twice is caught: {verdict:?}")
+    };
+    assert!(checks.contains(&"callback-contract".to_string()), "callback-contract notices: {checks:?}");
+    let trials = vec![adversary::Trial {
+        scenario: 0,
+        seed: 0,
+        operator: Operator::DuplicateTerminalCallback,
+        verdict: adversary::verdict_of(&file, 0, &regressions, &baseline, Operator::DuplicateTerminalCallback),
+    }];
+    let files = [file];
+    let operators = [Operator::DuplicateTerminalCallback];
+    let seeds = Seeds { count: 1, start: Some(0) };
+    let matrix = Matrix::of(&files, seeds, &operators, &trials, &Equivalents::default(), &regressions);
+    assert!(
+        matches!(&matrix.pairs[0].verdict, PairVerdict::Caught { checks, .. } if checks.contains(&"callback-contract".to_string()))
+    );
+    assert_eq!((matrix.changed, matrix.caught, matrix.survived), (1, 1, 0));
+}
+
+fn turnsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_turnsim")).args(args).current_dir(workspace_root()).output().expect("run turnsim")
+}
+
+#[test]
+fn the_replay_line_shows_the_rewrite_and_the_check_that_caught_it() {
+    let output = turnsim(&[
+        "adversary",
+        "scenarios/barrier-late-sibling-chat.yaml",
+        "--operator",
+        "duplicate-terminal-callback",
+        "--seed",
+        "0",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "a caught rewrite exits 0: {stdout}");
+    assert!(
+        stdout.contains("world     action adversary duplicate-terminal-callback:"),
+        "the rewrite is in the timeline"
+    );
+    assert!(stdout.contains("FAILED callback-contract"), "the check that noticed is named: {stdout}");
+    assert!(stdout.contains("CAUGHT duplicate-terminal-callback"));
+}
+
+#[test]
+fn nothing_to_measure_is_an_error_not_a_pass() {
+    let canary_only = turnsim(&["adversary", "scenarios/canary-fails-on-purpose.yaml"]);
+    assert_eq!(canary_only.status.code(), Some(2), "no scenario to mutate");
+    let no_seeds = turnsim(&["adversary", "scenarios/bench-standard-story.yaml", "--seeds", "0"]);
+    assert_eq!(no_seeds.status.code(), Some(2), "zero seeds");
+    let no_site =
+        turnsim(&["adversary", "scenarios/continuation-single-client-tool.yaml", "--operator", "skip-exhausted-hook"]);
+    assert_eq!(no_site.status.code(), Some(2), "an operator that changed nothing measured nothing");
+    assert!(String::from_utf8_lossy(&no_site.stderr).contains("nothing measured"));
+    let unknown = turnsim(&["adversary", "scenarios/bench-standard-story.yaml", "--operator", "no-such-operator"]);
+    assert_eq!(unknown.status.code(), Some(2), "an unknown operator is bad input");
+}
+
+#[test]
+fn an_equivalents_file_names_known_operators_and_says_why() {
+    let directory = std::env::temp_dir().join(format!("turnsim-equivalents-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).expect("temp dir");
+    let write = |name: &str, yaml: &str| {
+        let path = directory.join(name);
+        std::fs::write(&path, yaml).expect("write");
+        path
+    };
+    let good = write(
+        "good.yaml",
+        "equivalents:\n  - operator: drop-frame\n    scenario: scenarios/a.yaml\n    why: nobody sees it\n",
+    );
+    let loaded = Equivalents::load(&good).expect("loads");
+    assert_eq!(loaded.why(Operator::DropFrame, std::path::Path::new("/repo/scenarios/a.yaml")), Some("nobody sees it"));
+    assert_eq!(loaded.why(Operator::DropReset, std::path::Path::new("/repo/scenarios/a.yaml")), None);
+    let unknown =
+        write("unknown.yaml", "equivalents:\n  - operator: drop-everything\n    scenario: a.yaml\n    why: x\n");
+    assert!(Equivalents::load(&unknown).is_err(), "an unknown operator is an error");
+    let silent = write("silent.yaml", "equivalents:\n  - operator: drop-frame\n    scenario: a.yaml\n    why: ' '\n");
+    assert!(Equivalents::load(&silent).is_err(), "an equivalence needs its argument");
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
+#[test]
+fn an_engine_over_the_protocol_gets_the_same_matrix_as_in_process() {
+    // The adversary wraps the ports and the seam, not the built-in engine:
+    // the built-in engine served over the protocol is rewritten and judged
+    // the same, pair for pair.
+    let matrix = |engine: Option<&str>| {
+        let mut args = vec![
+            "adversary",
+            "scenarios/barrier-late-sibling-chat.yaml",
+            "scenarios/bench-standard-story.yaml",
+            "scenarios/client-joins-mid-stream.yaml",
+            "--seeds",
+            "1",
+            "--format",
+            "json",
+        ];
+        if let Some(command) = engine {
+            args.extend(["--engine-cmd", command]);
+        }
+        let output = turnsim(&args);
+        let json = String::from_utf8_lossy(&output.stdout).to_string();
+        // Replay lines name the engine command; everything else must match.
+        json.lines().filter(|line| !line.contains("\"replay\"")).collect::<Vec<_>>().join("\n")
+    };
+    let served = format!("{} engine", env!("CARGO_BIN_EXE_turnsim"));
+    let in_process = matrix(None);
+    assert!(in_process.contains("\"caught\""), "the matrix was written: {in_process}");
+    assert_eq!(in_process, matrix(Some(&served)), "the same matrix over the protocol");
+}
