@@ -207,26 +207,34 @@ impl Session {
 
     /// A failure told to consumers, recorded for clients that connect
     /// later, with the user message it is about.
-    fn terminal(&self, request_id: &str, message: String) -> crate::durable::TerminalStatus {
-        let user_message = self.latest_user().map(|user| user.id.clone());
+    fn terminal(
+        &self,
+        request_id: &str,
+        message: String,
+        user_message: Option<String>,
+    ) -> crate::durable::TerminalStatus {
         crate::durable::TerminalStatus { request_id: request_id.to_string(), message, user_message }
     }
 
-    /// Whether consumers were told the latest user message's turn failed
-    /// (stored, or owed to the store): no recovery answers it after that.
-    fn failure_told_for_latest(&self) -> bool {
-        self.failure_told_since("")
-    }
-
-    /// Whether consumers were told the latest user message's turn failed,
-    /// by request `request_id` or one started after it (stored, or owed to
-    /// the store). A turn asked for after the failure is not covered by it.
-    fn failure_told_since(&self, request_id: &str) -> bool {
-        self.latest_user().is_some_and(|latest| self.failure_told_about(&latest.id, request_id))
+    /// The user message a reply answers: the last one before it in the
+    /// transcript, or (a reply not stored yet) the last one up to the
+    /// message it goes after, else the latest.
+    fn answered_by(&self, reply_id: &str, after: Option<&str>) -> Option<String> {
+        let messages = &self.durable.messages;
+        let position = |id: &str| messages.iter().position(|message| message.id == id);
+        // The messages up to the reply, or up to what it goes after.
+        let before = match (position(reply_id), after.and_then(position)) {
+            (Some(at), _) => &messages[..at],
+            (None, Some(at)) => &messages[..=at],
+            (None, None) => &messages[..],
+        };
+        before.iter().rev().find(|message| message.role == crate::Role::User).map(|user| user.id.clone())
     }
 
     /// Whether consumers were told the turn answering user message
-    /// `message_id` failed, by request `since` or a later one.
+    /// `message_id` failed, by request `since` or one started after it
+    /// (stored, or owed to the store): no recovery answers it after that.
+    /// A turn asked for after the failure is not covered by it.
     fn failure_told_about(&self, message_id: &str, since: &str) -> bool {
         let about = |status: &crate::durable::TerminalStatus| {
             status.user_message.as_deref() == Some(message_id)

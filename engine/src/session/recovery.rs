@@ -247,7 +247,8 @@ impl Session {
             Some(_) if !user_waits => turn.message_id.clone(),
             _ => last.map(|last| last.id.clone()).unwrap_or_default(),
         };
-        if self.failure_told_since(&turn.request_id) {
+        let answered = self.answered_by(&turn.message_id, None).unwrap_or_default();
+        if self.failure_told_about(&answered, &turn.request_id) {
             // Its failure was told (a refused write, a failed attempt):
             // no recovery answers after that.
             return;
@@ -297,7 +298,10 @@ impl Session {
         // About the latest message (older ones were closed as overtaken):
         // one whose failure was told since it began ends.
         let (told, orphaned): (Vec<Incident>, Vec<Incident>) =
-            self.orphaned_incidents().cloned().partition(|incident| self.failure_told_since(&incident.root_request_id));
+            self.orphaned_incidents().cloned().partition(|incident| {
+                let answered = about(&incident.id).unwrap_or("");
+                self.failure_told_about(answered, &incident.root_request_id)
+            });
         if !told.is_empty() {
             let ids: Vec<String> = told.into_iter().map(|incident| incident.id).collect();
             self.close_incidents(ids.clone());
@@ -322,7 +326,7 @@ impl Session {
         let Some(last) = self.durable.messages.last() else {
             return;
         };
-        if !self.user_message_waits() || !self.durable.alarms.is_empty() || self.failure_told_for_latest() {
+        if !self.user_message_waits() || !self.durable.alarms.is_empty() || self.failure_told_about(&last.id, "") {
             return;
         }
         let root = format!("retry-{}", last.id);
@@ -482,7 +486,7 @@ impl Session {
     /// terminal message already went out as `request_id`'s terminal frame.
     fn exhaust(&mut self, incident: Incident, reason: &str, request_id: &str, announce: bool) -> bool {
         let terminal = self.config.recovery.terminal_message.clone();
-        let status = self.terminal(request_id, terminal.clone());
+        let status = self.terminal(request_id, terminal.clone(), about(&incident.id).map(str::to_string));
         let mut writes = vec![Write::PutIncident(incident.clone()), Write::Terminal(Some(status))];
         writes.extend(self.ending_with(&incident.id));
         let recorded = self.commit(writes);
@@ -620,8 +624,8 @@ impl Session {
             self.skip(&alarm, "incident_closed");
             return self.arm_alarm_timer();
         }
-        let latest = self.latest_user().map(|user| user.id.clone()).unwrap_or_default();
-        if is_about(&alarm.incident_id, &latest) && self.failure_told_since(&alarm.root_request_id) {
+        let answered = about(&alarm.incident_id).unwrap_or("");
+        if self.failure_told_about(answered, &alarm.root_request_id) {
             // Its message's failure was told since it was scheduled (a
             // crash kept the failed attempt from ending it).
             self.skip(&alarm, "failure_told");

@@ -330,8 +330,8 @@ impl Session {
         // consumers are told leaves it for clients that connect later.
         if status == TurnStatus::Error {
             let message = error.clone().unwrap_or_else(|| TURN_FAILED_MESSAGE.to_string());
-            let request_id = turn.request_id.clone();
-            writes.push(Write::Terminal(Some(self.terminal(&request_id, message))));
+            let user = self.answered_by(&turn.assistant.id, turn.after.as_deref());
+            writes.push(Write::Terminal(Some(self.terminal(&turn.request_id, message, user))));
         }
         // A continuation this process dropped while the store refused to
         // forget it is not owed to the next process either.
@@ -369,7 +369,8 @@ impl Session {
                 let message = super::STORE_REFUSED_MESSAGE.to_string();
                 status = TurnStatus::Error;
                 error = Some(message.clone());
-                writes.push(Write::Terminal(Some(self.terminal(&turn.request_id, message))));
+                let user = self.answered_by(&turn.assistant.id, turn.after.as_deref());
+                writes.push(Write::Terminal(Some(self.terminal(&turn.request_id, message, user))));
             }
             let end = super::UnrecordedEnd { writes, message_then };
             self.unrecorded.ended_turns.insert(turn.request_id.clone(), end);
