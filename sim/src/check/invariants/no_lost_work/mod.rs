@@ -18,7 +18,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "no-lost-work",
-    rule: "stored user messages and applied tool results survive evictions; a completed server tool never runs twice",
+    rule: "stored user messages and applied tool results survive evictions, and a tool result is shown everywhere in one state with one output or error text; a completed server tool never runs twice",
     check,
 };
 
