@@ -19,6 +19,7 @@ use turnsim_engine::ports::Frame;
 use turnsim_engine::transcript::{Message, Role};
 
 use super::Invariant;
+use crate::check::store_cursor::StoreCursor;
 use crate::check::{CheckInput, Violation};
 use crate::history::{Boundary, CallbackCall};
 
@@ -39,7 +40,7 @@ struct Told {
 
 fn check(input: &CheckInput) -> Vec<Violation> {
     let history = &input.run.history;
-    let mut store = history.initial.clone();
+    let mut store = StoreCursor::new(history);
     let mut told: BTreeMap<u64, Told> = BTreeMap::new();
     let mut seen: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
     // The user message each request answered: the last one its first
@@ -53,8 +54,8 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut unstored_asks = 0usize;
     let mut violations = Vec::new();
     for (index, crossing) in history.iter().enumerate() {
-        if let Some(request_id) = request_of(&crossing.what) {
-            first_seen.entry(request_id.to_string()).or_insert(index);
+        if let Some(request_id) = request_of(&crossing.what).filter(|id| !first_seen.contains_key(*id)) {
+            first_seen.insert(request_id.to_string(), index);
         }
         match &crossing.what {
             Boundary::ModelRequest { request, .. } => {
@@ -64,10 +65,10 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                 }
             }
             Boundary::Commit { writes } => {
-                if writes.iter().any(|write| stores_a_user_message(write, &store)) {
+                let before = store.at(index);
+                if writes.iter().any(|write| stores_a_user_message(write, before)) {
                     unstored_asks = 0;
                 }
-                writes.iter().for_each(|write| store.apply(write));
             }
             Boundary::UserMessage { .. } | Boundary::Chat { .. } | Boundary::Deliver { .. } => {
                 told.clear();
@@ -96,14 +97,17 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                     continue;
                 }
                 let user = asked.or_else(|| {
-                    let reply = store.messages.iter().rev().find(|message| message.role == Role::Assistant)?;
-                    answered_user(&store.messages, &reply.id).map(str::to_string)
+                    let messages = &store.at(index).messages;
+                    let reply = messages.iter().rev().find(|message| message.role == Role::Assistant)?;
+                    answered_user(messages, &reply.id).map(str::to_string)
                 });
                 let at_event = crossing.at_event;
                 told.insert(*connection, Told { request_id: request_id.clone(), user, at_event });
             }
             Boundary::Frame { connection, frame: Frame::Chunk { request_id, message_id, .. } } => {
-                let first = seen.entry(*connection).or_default().insert(request_id.clone());
+                let requests = seen.entry(*connection).or_default();
+                // A request's id is copied once, at its first chunk.
+                let first = !requests.contains(request_id) && requests.insert(request_id.clone());
                 let Some(standing) = told.get(connection) else {
                     continue;
                 };
@@ -111,7 +115,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                     continue;
                 }
                 let answered = answers.get(request_id).map(String::as_str);
-                let answered = answered.or_else(|| answered_user(&store.messages, message_id));
+                let answered = answered.or_else(|| answered_user(&store.at(index).messages, message_id));
                 if answered.is_some() && answered == standing.user.as_deref() {
                     let text = format!(
                         "client connection c{connection} was told request {} failed (event {}), then request {request_id} streamed an answer to the same user message with nothing asked since",

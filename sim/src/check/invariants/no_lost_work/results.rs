@@ -53,6 +53,9 @@ pub fn lost_results(input: &CheckInput) -> Vec<Violation> {
 /// What a result shows: its output or error text.
 type Outcome = (Option<serde_json::Value>, Option<String>);
 
+/// An outcome as a crossing shows it, borrowed: copied only when kept.
+type Shows<'a> = (&'a Option<serde_json::Value>, &'a Option<String>);
+
 /// A call's result as first shown: where, in which state, and with what
 /// outcome (a tool frame shows the state alone).
 struct Shown {
@@ -89,7 +92,7 @@ impl ShownResults<'_> {
         }
         while let Some(at) = to_read.pop_first() {
             let Part::Tool(tool) = &message.parts[at] else { continue };
-            let outcome = (tool.output.clone(), tool.error_text.clone());
+            let outcome = (&tool.output, &tool.error_text);
             if self.show(input, index, what, &tool.call_id, tool.state, Some(outcome)) {
                 to_read.extend(message.parts.tool_positions(&tool.call_id).into_iter().filter(|&later| later > at));
             }
@@ -105,13 +108,14 @@ impl ShownResults<'_> {
         what: &Boundary,
         call_id: &str,
         state: ToolState,
-        outcome: Option<Outcome>,
+        outcome: Option<Shows>,
     ) -> bool {
+        let kept = |(output, error): Shows| (output.clone(), error.clone());
         let Some(known) = self.shown.get_mut(call_id) else {
             if !is_result(state) {
                 return false;
             }
-            self.shown.insert(call_id.to_string(), Shown { at: index, state, outcome });
+            self.shown.insert(call_id.to_string(), Shown { at: index, state, outcome: outcome.map(kept) });
             return self.changed(call_id);
         };
         if self.discarded.contains(call_id) {
@@ -120,25 +124,25 @@ impl ShownResults<'_> {
         if state == known.state {
             let Some(outcome) = outcome else { return false };
             let Some(first) = known.outcome.as_ref() else {
-                known.outcome = Some(outcome);
+                known.outcome = Some(kept(outcome));
                 return self.changed(call_id);
             };
-            if *first == outcome {
+            if (&first.0, &first.1) == outcome {
                 return false;
             }
             let message = format!(
                 "{call_id} was shown as {} with {} but then {} with {}",
                 state.as_str(),
-                describe(first),
+                describe((&first.0, &first.1)),
                 verb(what),
-                describe(&outcome)
+                describe(outcome)
             );
             self.violations.push(input.violation_at(NAME, index, message));
             self.shown.remove(call_id);
             return self.changed(call_id);
         }
         if known.state == ToolState::ApprovalResponded && state.is_output() {
-            *known = Shown { at: index, state, outcome };
+            *known = Shown { at: index, state, outcome: outcome.map(kept) };
             return self.changed(call_id);
         }
         let message =
@@ -165,7 +169,7 @@ fn discarded_calls<'a>(input: &'a CheckInput) -> BTreeSet<&'a str> {
 }
 
 /// An outcome as a report names it.
-fn describe((output, error): &Outcome) -> String {
+fn describe((output, error): Shows) -> String {
     match (output, error) {
         (_, Some(error)) => format!("error {error:?}"),
         (Some(output), None) => format!("output {output}"),
