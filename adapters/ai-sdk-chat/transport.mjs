@@ -14,8 +14,7 @@
 // (frames to clients, `chat()` callbacks) before the chat applies it.
 
 import { convertToModelMessages, stepCountIs, streamText } from "ai";
-import { chunks } from "../node/index.mjs";
-import { buildTools } from "./tools.mjs";
+import { aiSdkTools, chunks } from "../node/index.mjs";
 
 export class HarnessTransport {
   /**
@@ -38,7 +37,7 @@ export class HarnessTransport {
       stallMs: body?.stallMs ?? config.stall_timeout_ms,
     };
     this.session.requestStarted(request, messages);
-    const tools = buildTools(host, config, request.id);
+    const tools = aiSdkTools(host, config, () => request.id);
     const result = streamText({
       model: host.model,
       messages: await convertToModelMessages(messages, { tools }),

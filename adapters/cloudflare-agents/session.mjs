@@ -28,8 +28,7 @@ import {
   toolResultUpdate,
 } from "agents/chat";
 import { convertToModelMessages, stepCountIs, streamText } from "ai";
-import { chunks, messages as stored, Write } from "../node/index.mjs";
-import { buildTools, isClientTool } from "./tools.mjs";
+import { aiSdkTools, chunks, isClientTool, messages as stored, Write } from "../node/index.mjs";
 import { Recovery } from "./recovery.mjs";
 import { Messenger } from "./messenger.mjs";
 
@@ -60,7 +59,7 @@ export class Session {
     this.turns = new TurnQueue();
     this.applyTail = Promise.resolve();
     this.pendingApply = null;
-    this.tools = buildTools(this);
+    this.tools = aiSdkTools(this.host, this.config, () => this.currentRequestId());
     this.recovery = new Recovery(this);
     this.messenger = new Messenger(this);
   }

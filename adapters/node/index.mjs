@@ -13,5 +13,6 @@ export { runEngine, Host, Connection, Chat, PostRefused, HookFailed, PROTOCOL_VE
 export { clock, random } from "./sandbox.mjs";
 export { Store, Write, apply as applyWrite } from "./store.mjs";
 export { ModelProxy } from "./model.mjs";
+export { aiSdkTools, isClientTool } from "./tools.mjs";
 export * as chunks from "./chunks.mjs";
 export * as messages from "./messages.mjs";

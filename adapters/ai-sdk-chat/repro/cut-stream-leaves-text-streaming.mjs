@@ -20,8 +20,7 @@ import {
   tool,
 } from "ai";
 import { MockLanguageModelV4, convertArrayToReadableStream } from "ai/test";
-
-const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
+import { State, usage } from "./chat-state.mjs";
 
 /** A provider stream that sends `parts`, then drops the connection a moment later (no text-end, no finish). */
 function cutAfter(parts) {
@@ -41,15 +40,6 @@ const answer = [
   { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage },
 ];
 
-class State {
-  status = "ready";
-  error = undefined;
-  messages = [];
-  pushMessage = (message) => (this.messages = [...this.messages, structuredClone(message)]);
-  popMessage = () => (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (index, message) => (this.messages = this.messages.with(index, structuredClone(message)));
-  snapshot = (thing) => structuredClone(thing);
-}
 class Chat extends AbstractChat {}
 const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 const tools = { askUser: tool({ inputSchema: jsonSchema({ type: "object" }) }) };

@@ -19,8 +19,8 @@ import {
   tool,
 } from "ai";
 import { MockLanguageModelV4, convertArrayToReadableStream } from "ai/test";
+import { State, usage } from "./chat-state.mjs";
 
-const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
 const finish = (unified) => ({ type: "finish", finishReason: { unified, raw: unified }, usage });
 const calls = [
   [{ type: "tool-call", toolCallId: "call-1", toolName: "lookup", input: "{}" }, finish("tool-calls")],
@@ -36,15 +36,6 @@ const model = new MockLanguageModelV4({
 // A client tool: no `execute`, the browser answers it.
 const tools = { lookup: tool({ inputSchema: jsonSchema({ type: "object" }) }) };
 
-class State {
-  status = "ready";
-  error = undefined;
-  messages = [];
-  pushMessage = (message) => (this.messages = [...this.messages, structuredClone(message)]);
-  popMessage = () => (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (index, message) => (this.messages = this.messages.with(index, structuredClone(message)));
-  snapshot = (thing) => structuredClone(thing);
-}
 class Chat extends AbstractChat {}
 
 const chat = new Chat({

@@ -11,6 +11,7 @@
 
 import { AbstractChat, streamText } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
+import { State } from "./chat-state.mjs";
 
 // A provider that sends the start of an answer and then nothing, never closing the stream.
 const model = new MockLanguageModelV4({
@@ -32,15 +33,6 @@ const transport = {
   reconnectToStream: async () => null,
 };
 
-class State {
-  status = "ready";
-  error = undefined;
-  messages = [];
-  pushMessage = (message) => (this.messages = [...this.messages, structuredClone(message)]);
-  popMessage = () => (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (index, message) => (this.messages = this.messages.with(index, structuredClone(message)));
-  snapshot = (thing) => structuredClone(thing);
-}
 class Chat extends AbstractChat {}
 
 let finished;

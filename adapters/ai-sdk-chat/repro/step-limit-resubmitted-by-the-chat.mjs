@@ -21,8 +21,8 @@ import {
   tool,
 } from "ai";
 import { MockLanguageModelV4, convertArrayToReadableStream } from "ai/test";
+import { State, usage } from "./chat-state.mjs";
 
-const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
 const STEP_LIMIT = 2;
 const CALLS_MAX = 8;
 // A model that keeps calling the server tool (each call a new page), then answers after CALLS_MAX calls.
@@ -48,15 +48,6 @@ const tools = {
   readPage: tool({ inputSchema: jsonSchema({ type: "object" }), execute: async ({ page }) => `page ${page}` }),
 };
 
-class State {
-  status = "ready";
-  error = undefined;
-  messages = [];
-  pushMessage = (message) => (this.messages = [...this.messages, structuredClone(message)]);
-  popMessage = () => (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (index, message) => (this.messages = this.messages.with(index, structuredClone(message)));
-  snapshot = (thing) => structuredClone(thing);
-}
 class Chat extends AbstractChat {}
 
 let requests = 0;

@@ -18,8 +18,8 @@ import {
   tool,
 } from "ai";
 import { MockLanguageModelV4, convertArrayToReadableStream } from "ai/test";
+import { State, usage } from "./chat-state.mjs";
 
-const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
 const answer = [
   { type: "stream-start", warnings: [] },
   { type: "text-start", id: "t" },
@@ -29,17 +29,6 @@ const answer = [
 ];
 const tools = { lookup: tool({ inputSchema: jsonSchema({ type: "object" }) }) };
 
-class State {
-  status = "ready";
-  error = undefined;
-  constructor(messages) {
-    this.messages = messages;
-  }
-  pushMessage = (message) => (this.messages = [...this.messages, structuredClone(message)]);
-  popMessage = () => (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (index, message) => (this.messages = this.messages.with(index, structuredClone(message)));
-  snapshot = (thing) => structuredClone(thing);
-}
 class Chat extends AbstractChat {}
 
 /** A chat over `messages` with its own model; resolves to how many times the model was called. */
