@@ -54,6 +54,22 @@ impl ToolKind {
     }
 }
 
+/// When the engine runs a server tool the model called.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerToolStart {
+    /// As soon as its `tool-call` chunk arrives, while the rest of the step
+    /// streams on: a stall, a provider error or an eviction later in the
+    /// stream finds it already run. The default, because it is what the
+    /// reference does: the AI SDK's `streamText`, under Think and every AI
+    /// SDK engine, executes a tool as its call arrives.
+    #[default]
+    AtToolCall,
+    /// Once the step's stream has finished: no server tool has run while a
+    /// stream could still stall, fail or be evicted.
+    AfterStep,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryConfig {
     pub enabled: bool,
@@ -102,6 +118,9 @@ pub struct EngineConfig {
     /// their calls are stored and streamed as `dynamic-tool` parts.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub dynamic_tools: BTreeSet<String>,
+    /// When server tools run.
+    #[serde(default)]
+    pub server_tools: ServerToolStart,
     pub coalesce_ms: u64,
     /// Longest gap between chunks before the watchdog aborts the stream; 0 = off.
     pub stall_timeout_ms: u64,
@@ -131,6 +150,7 @@ impl Default for EngineConfig {
         Self {
             tools: BTreeMap::new(),
             dynamic_tools: BTreeSet::new(),
+            server_tools: ServerToolStart::AtToolCall,
             coalesce_ms: 50,
             stall_timeout_ms: 0,
             recovery: RecoveryConfig::default(),

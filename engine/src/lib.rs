@@ -20,7 +20,7 @@ pub mod session;
 pub mod transcript;
 
 pub use chunk::{Chunk, FinishReason, StreamError, Usage};
-pub use config::{EngineConfig, RecoveryConfig, ToolKind, TurnOptions};
+pub use config::{EngineConfig, RecoveryConfig, ServerToolStart, ToolKind, TurnOptions};
 pub use events::{EngineEvent, TurnStatus};
 pub use parts::Parts;
 pub use ports::{

@@ -10,7 +10,7 @@ use crate::ports::Frame;
 use crate::regression::Regression;
 use crate::transcript::Part;
 
-use super::turn::Phase;
+use super::turn::{Phase, Turn};
 use super::Session;
 
 /// The longest provider backoff without a retry-after header (opencode's
@@ -42,6 +42,29 @@ impl Session {
         if turn.phase == Phase::RetryWait {
             return;
         }
+        if turn.phase == Phase::Streaming && !turn.outstanding_server_tools.is_empty() {
+            return self.stall_behind_server_tools();
+        }
+        self.stall_now();
+    }
+
+    /// The stream stalled while server tools it called still run: the
+    /// stream is let go, and the stall is handled once they are done, so
+    /// their results are kept (a tool that hangs meets the watchdog again).
+    fn stall_behind_server_tools(&mut self) {
+        self.end_model_call();
+        if let Some(turn) = self.turn.as_mut() {
+            turn.phase = Phase::ServerTools;
+            turn.stall_pending = true;
+        }
+        self.arm_stall_watchdog();
+    }
+
+    /// The stall aborts the stream: recovery takes the turn on, or it fails.
+    pub(super) fn stall_now(&mut self) {
+        let Some(turn) = self.turn.as_ref() else {
+            return;
+        };
         let request_id = turn.request_id.clone();
         let timeout_ms = turn.stall_timeout_ms;
         self.end_model_call();
@@ -65,15 +88,11 @@ impl Session {
         if !error.is_retryable() || turn.attempt >= self.config.max_model_calls_http_retry {
             return self.end_turn(TurnStatus::Error, Some(error.message()));
         }
-        let floor = turn.part_floor;
         let discard = !keep_parts || !turn.attempt_output;
         let (discarded_parts, discarded_tools) = match discard {
-            true => (turn.assistant.parts.len() - floor, tool_ids(turn.assistant.parts.range(floor..))),
+            true => discard_attempt(turn),
             false => (0, Vec::new()),
         };
-        if discard {
-            turn.assistant.parts.truncate(floor);
-        }
         super::turn::drop_trailing_step_start(&mut turn.assistant);
         let (request_id, attempt) = (turn.request_id.clone(), turn.attempt);
         if discard {
@@ -164,10 +183,17 @@ impl Session {
         self.timers.retry = Some(clock::now() + Duration::from_millis(delay_ms));
     }
 
+    /// The backoff is over: the next call, once server tools the failed
+    /// attempt started are done (the call shows their results).
     pub(super) fn on_retry_deadline(&mut self) {
-        if self.turn.as_ref().is_some_and(|turn| turn.phase == Phase::RetryWait) {
-            self.start_attempt();
+        let Some(turn) = self.turn.as_mut().filter(|turn| turn.phase == Phase::RetryWait) else {
+            return;
+        };
+        if turn.outstanding_server_tools.is_empty() {
+            return self.start_attempt();
         }
+        turn.phase = Phase::ServerTools;
+        self.arm_stall_watchdog();
     }
 
     /// The provider ended the step without output: retry after the backoff,
@@ -182,20 +208,15 @@ impl Session {
         let benign = reason == FinishReason::Unknown
             && !turn.attempt_output
             && has_content(turn.assistant.parts.range(..turn.part_floor));
-        let floor = turn.part_floor;
         if benign {
-            turn.assistant.parts.truncate(floor);
+            turn.assistant.parts.truncate(turn.part_floor);
             self.flush_in_flight(false);
             return self.end_turn(TurnStatus::Completed, None);
         }
-        let discarded_parts = if keep_parts { 0 } else { turn.assistant.parts.len() - floor };
-        let discarded_tools: Vec<String> = match keep_parts {
-            true => Vec::new(),
-            false => tool_ids(turn.assistant.parts.range(floor..)),
+        let (discarded_parts, discarded_tools) = match keep_parts {
+            true => (0, Vec::new()),
+            false => discard_attempt(turn),
         };
-        if !keep_parts {
-            turn.assistant.parts.truncate(floor);
-        }
         let attempt = turn.attempt;
         let request_id = turn.request_id.clone();
         if !keep_parts {
@@ -216,6 +237,25 @@ impl Session {
         let reason = "EmptyOther: the provider ended the stream without output".to_string();
         self.wait_to_retry(request_id, attempt, reason, 0, Vec::new());
     }
+}
+
+/// Drops what the current attempt streamed, but for the server tools it
+/// started: they ran (or run), so their calls stay, with their results,
+/// in a step of their own, and the next call is shown them. Returns the
+/// parts and tool calls dropped.
+fn discard_attempt(turn: &mut Turn) -> (usize, Vec<String>) {
+    let floor = turn.part_floor;
+    let started = |part: &&Part| matches!(part, Part::Tool(tool) if turn.attempt_server_tools.contains(&tool.call_id));
+    let kept: Vec<Part> = turn.assistant.parts.range(floor..).filter(started).cloned().collect();
+    let dropped = turn.assistant.parts.range(floor..).filter(|part| !started(part));
+    let discarded_tools = tool_ids(dropped.clone());
+    let discarded_parts = dropped.count();
+    turn.assistant.parts.truncate(floor);
+    if !kept.is_empty() {
+        turn.assistant.parts.push(Part::StepStart);
+        kept.into_iter().for_each(|part| turn.assistant.parts.push(part));
+    }
+    (discarded_parts, discarded_tools)
 }
 
 /// The text parts' text, in order: what a text consumer shows.

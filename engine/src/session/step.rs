@@ -2,7 +2,7 @@
 //! leaves to run before the next step.
 
 use crate::chunk::{Chunk, FinishReason, StreamError, Usage};
-use crate::config::ToolKind;
+use crate::config::{ServerToolStart, ToolKind};
 use crate::durable::Write;
 use crate::events::{EngineEvent, TurnStatus};
 use crate::ports::{FaultSite, Frame, ModelRequest, ServerToolCall};
@@ -23,6 +23,7 @@ impl Session {
             return;
         };
         turn.attempt += 1;
+        turn.attempt_server_tools.clear();
         turn.part_floor = turn.assistant.parts.len();
         turn.assistant.parts.push(Part::StepStart);
         turn.attempt_output = false;
@@ -140,10 +141,11 @@ impl Session {
         let periodic = turn.unflushed_chunks >= FLUSH_EVERY_CHUNKS;
         let is_tool_call = matches!(chunk, Chunk::ToolCall { .. });
         let flush_due = first_flush || is_tool_call || (periodic && !self.buggify(FaultSite::SkipProgressFlush));
-        let ready = match &chunk {
-            Chunk::ToolCall { id, .. } => self.ready_tool(id),
+        let called = match &chunk {
+            Chunk::ToolCall { id, .. } => Some(id.clone()),
             _ => None,
         };
+        let ready = called.as_deref().and_then(|id| self.ready_tool(id));
         self.broadcast(Frame::Chunk { request_id, message_id, chunk });
         if flush_due {
             self.flush_in_flight(true);
@@ -153,7 +155,26 @@ impl Session {
         // (the turn fails on the refusal).
         if let Some(frame) = ready.filter(|_| !self.refused) {
             self.broadcast(frame);
+            if let Some(call_id) = called.filter(|_| self.config.server_tools == ServerToolStart::AtToolCall) {
+                self.start_server_tool_now(&call_id);
+            }
         }
+    }
+
+    /// Runs a server tool as its call arrives, while the stream goes on
+    /// (`server_tools: at_tool_call`); the step waits for it at its finish.
+    fn start_server_tool_now(&mut self, call_id: &str) {
+        let Some(turn) = self.turn.as_ref() else {
+            return;
+        };
+        let Some(tool) = turn.assistant.tool(call_id) else {
+            return;
+        };
+        if tool.state != ToolState::InputAvailable || self.config.tool_kind(&tool.tool_name) != ToolKind::Server {
+            return;
+        }
+        let call = server_tool_call(tool);
+        self.start_server_tools(vec![call]);
     }
 
     /// Persists the in-flight message as it would settle (no trailing empty
@@ -252,8 +273,19 @@ impl Session {
                 self.broadcast(frame);
             }
         }
-        if !self.run_step_server_tools() {
-            self.end_turn(TurnStatus::Completed, None);
+        self.run_step_server_tools();
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        if !turn.outstanding_server_tools.is_empty() {
+            turn.phase = Phase::ServerTools;
+            return self.arm_stall_watchdog();
+        }
+        // Server tools that ran while the attempt streamed are all done:
+        // their results go to the next step as any step's would.
+        match turn.attempt_server_tools.is_empty() {
+            true => self.end_turn(TurnStatus::Completed, None),
+            false => self.after_server_tools(),
         }
     }
 
@@ -271,11 +303,10 @@ impl Session {
         }
     }
 
-    /// Starts this step's server tools (and approved approval tools).
-    /// Returns false when there are none: the turn is over.
-    fn run_step_server_tools(&mut self) -> bool {
+    /// Starts this step's server tools not started while it streamed.
+    fn run_step_server_tools(&mut self) {
         let Some(turn) = self.turn.as_ref() else {
-            return false;
+            return;
         };
         let calls: Vec<ServerToolCall> = turn
             .assistant
@@ -286,9 +317,10 @@ impl Session {
                 _ => None,
             })
             .filter(|tool| self.config.tool_kind(&tool.tool_name) == ToolKind::Server)
+            .filter(|tool| !turn.attempt_server_tools.contains(&tool.call_id))
             .map(server_tool_call)
             .collect();
-        self.execute_server_tools(calls)
+        self.start_server_tools(calls);
     }
 
     /// Approval tools approved since the last turn run before the model is
@@ -309,18 +341,27 @@ impl Session {
         if calls.is_empty() {
             return false;
         }
+        self.start_server_tools(calls);
+        if let Some(turn) = self.turn.as_mut() {
+            turn.phase = Phase::ServerTools;
+        }
+        self.arm_stall_watchdog();
+        true
+    }
+
+    /// Hands calls to the server-tool port; the turn counts them outstanding.
+    fn start_server_tools(&mut self, calls: Vec<ServerToolCall>) {
         let Some(turn) = self.turn.as_mut() else {
-            return false;
+            return;
         };
-        turn.phase = Phase::ServerTools;
-        turn.outstanding_server_tools = calls.iter().map(|call| call.call_id.clone()).collect();
+        let ids = calls.iter().map(|call| call.call_id.clone());
+        turn.outstanding_server_tools.extend(ids.clone());
+        turn.attempt_server_tools.extend(ids);
         let request_id = turn.request_id.clone();
         for call in calls {
             self.observe(EngineEvent::ServerToolStarted { call_id: call.call_id.clone() });
             self.ports.server_tools.start(&request_id, call, self.sink.clone());
         }
-        self.arm_stall_watchdog();
-        true
     }
 
     pub(super) fn on_server_tool_done(&mut self, request_id: &str, call_id: &str, outcome: Option<ToolOutcome>) {
@@ -333,6 +374,8 @@ impl Session {
         let state = turn.assistant.tool(call_id).map(|tool| tool.state).unwrap_or(ToolState::OutputError);
         let tool_name = turn.assistant.tool(call_id).map(|tool| tool.tool_name.clone()).unwrap_or_default();
         let done = turn.outstanding_server_tools.is_empty();
+        let waiting = turn.phase == Phase::ServerTools;
+        let stalled = done && std::mem::take(&mut turn.stall_pending);
         self.observe(EngineEvent::ToolApplied {
             call_id: call_id.to_string(),
             state,
@@ -344,12 +387,25 @@ impl Session {
         if !self.refused {
             self.broadcast(Frame::Tool { call_id: call_id.to_string(), tool_name, state });
         }
-        self.arm_stall_watchdog();
-        if !done {
+        // A result that comes while the step still streams (or waits out a
+        // retry's backoff) is kept for the step's end; only a step that
+        // waits on its tools goes on.
+        if !waiting {
             return;
         }
-        // Client tools of the same step still wait: the turn ends here and
-        // their answers continue it, as a model request may not hold them.
+        if stalled {
+            return self.stall_now();
+        }
+        self.arm_stall_watchdog();
+        if done {
+            self.after_server_tools();
+        }
+    }
+
+    /// Every server tool of the step is done: the next step, or the turn's
+    /// end while client tools of the same step wait (their answers continue
+    /// it, as a model request may not hold them).
+    fn after_server_tools(&mut self) {
         if self.step_awaits_client() {
             return self.end_turn(TurnStatus::Completed, None);
         }

@@ -65,6 +65,12 @@ pub(crate) struct Turn {
     pub after: Option<String>,
     pub phase: Phase,
     pub outstanding_server_tools: Vec<String>,
+    /// Server tools the current attempt started, run or running: when the
+    /// attempt fails, its retry keeps them (they ran; their results stay).
+    pub attempt_server_tools: Vec<String>,
+    /// The stream stalled while server tools it called were still running:
+    /// the stall is handled once they are done, so no result is dropped.
+    pub stall_pending: bool,
     /// This turn's stall watchdog timeout (0 = off).
     pub stall_timeout_ms: u64,
     /// The turn failed because the store refused one of its writes.
@@ -263,6 +269,8 @@ impl Session {
             after,
             phase: super::turn::Phase::Streaming,
             outstanding_server_tools: Vec::new(),
+            attempt_server_tools: Vec::new(),
+            stall_pending: false,
             stall_timeout_ms: queued.options.stall_timeout_ms.unwrap_or(self.config.stall_timeout_ms),
             store_refused: false,
         });

@@ -487,11 +487,18 @@ pub fn basis(messages: &[Message]) -> Basis {
 /// hook (one that did not throw), a messenger apology shown, or a terminal
 /// status stored for clients that connect later.
 pub fn told_failure_since(history: &History, since: usize) -> bool {
+    told_failure_between(history, since, history.crossings.len())
+}
+
+/// Whether a consumer was told so at an index from `since` up to (not
+/// including) `until`.
+pub fn told_failure_between(history: &History, since: usize, until: usize) -> bool {
     use turnsim_engine::messenger::{
         EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE,
     };
     let apologies = [EMPTY_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE];
-    history.crossings[since.min(history.crossings.len())..].iter().any(|crossing| match &crossing.what {
+    let until = until.min(history.crossings.len());
+    history.crossings[since.min(until)..until].iter().any(|crossing| match &crossing.what {
         Boundary::Frame { frame: Frame::Error { .. }, .. } | Boundary::Exhausted { threw: None, .. } => true,
         Boundary::Callback { call: CallbackCall::Error { .. }, .. } => true,
         Boundary::Post { text, .. } => apologies.contains(&text.as_str()),

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use turnsim_engine::{FinishReason, ToolKind};
+use turnsim_engine::{FinishReason, ServerToolStart, ToolKind};
 
 use crate::scenario::{
     Action, ActionKind, AnswerSpec, CallerSpec, ChunkPoint, ClientSpec, Delivery, Disconnect, EngineSpec, EvictFault,
@@ -137,6 +137,9 @@ pub struct Case {
     pub watchdog: bool,
     /// The engine's BUGGIFY fault points are live.
     pub buggify: bool,
+    /// Server tools run only once the step's stream has finished
+    /// (`server_tools: after_step`), not as their calls arrive.
+    pub tools_after_step: bool,
     pub faults: Vec<FaultCase>,
 }
 
@@ -172,6 +175,7 @@ impl Case {
                 stall_timeout_ms: if self.watchdog || stalls { 2_000 } else { 0 },
                 recovery: RecoverySpec::default(),
                 tools: self.tool_specs(),
+                server_tools: self.tools_after_step.then_some(ServerToolStart::AfterStep),
                 ..EngineSpec::default()
             },
             stored: Vec::new(),

@@ -136,8 +136,9 @@ pub fn case(store_faults: bool) -> impl Strategy<Value = Case> {
         0u8..24,
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     );
-    shape.prop_flat_map(move |(sim_seed, entry, tools, tail_gaps, watchdog, buggify)| {
+    shape.prop_flat_map(move |(sim_seed, entry, tools, tail_gaps, watchdog, buggify, tools_after_step)| {
         let count = tools.len();
         faults(count, store_faults).prop_map(move |faults| Case {
             sim_seed,
@@ -146,6 +147,7 @@ pub fn case(store_faults: bool) -> impl Strategy<Value = Case> {
             tail_gaps,
             watchdog,
             buggify,
+            tools_after_step,
             faults,
         })
     })

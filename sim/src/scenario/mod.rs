@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use turnsim_engine::{EngineConfig, RecoveryConfig, ToolKind};
+use turnsim_engine::{EngineConfig, RecoveryConfig, ServerToolStart, ToolKind};
 
 pub use error::ScenarioError;
 pub use expectations::{Count, EventRef, HookCounts, Snapshot, Timing, ToolExpectation, ToolFields};
@@ -191,6 +191,12 @@ pub struct EngineSpec {
     pub recovery: RecoverySpec,
     #[serde(default)]
     pub tools: BTreeMap<String, ToolSpec>,
+    /// When server tools run: `at_tool_call` (the default: as each call
+    /// arrives, while the stream goes on, as the AI SDK's `streamText` runs
+    /// them) or `after_step` (once the step's stream has finished).
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_tools: Option<ServerToolStart>,
     /// How a messenger delivery's reply is posted.
     #[serde(default)]
     #[serde(skip_serializing_if = "MessengerSpec::is_default")]
@@ -1208,6 +1214,7 @@ impl Scenario {
         EngineConfig {
             tools: spec.tools.iter().map(|(name, tool)| (name.clone(), tool.kind)).collect(),
             dynamic_tools: spec.tools.iter().filter(|(_, tool)| tool.dynamic).map(|(name, _)| name.clone()).collect(),
+            server_tools: spec.server_tools.unwrap_or(base.server_tools),
             coalesce_ms: spec.coalesce_ms.unwrap_or(base.coalesce_ms),
             stall_timeout_ms: spec.stall_timeout_ms,
             max_steps: spec.max_steps.unwrap_or(base.max_steps),

@@ -8,7 +8,7 @@ mod results;
 use std::collections::BTreeMap;
 
 use turnsim_engine::durable::Write;
-use turnsim_engine::{Frame, Message, Role};
+use turnsim_engine::{Frame, Message, Role, ToolOutcome, ToolPart, ToolState};
 
 use super::Invariant;
 use crate::check::store_cursor::StoreCursor;
@@ -28,6 +28,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = lost_messages(input);
     violations.extend(results::lost_results(input));
     violations.extend(repeated_server_tools(input));
+    violations.extend(lost_server_results(input));
     violations.extend(unanswered_last_message(input));
     violations
 }
@@ -69,20 +70,85 @@ fn lost_messages(input: &CheckInput) -> Vec<Violation> {
     violations
 }
 
-/// The engine asks for a server tool to run after the store holds its result.
+/// A server tool's run is an effect (whatever it does happens when it
+/// runs): the engine asks for each call to run once. Only a run a crash cut
+/// short, before its result came, may be run again by a later process (at
+/// least once is all a tool without idempotent runs allows); a run whose
+/// result came, or one the same process started before, is never repeated,
+/// whether its result was stored or discarded with a failed attempt.
 fn repeated_server_tools(input: &CheckInput) -> Vec<Violation> {
     let history = &input.run.history;
     let mut store = StoreCursor::new(history);
+    // Per call: whether its last run may be repeated (a crash cut it short).
+    let mut runs: BTreeMap<&str, bool> = BTreeMap::new();
     let mut violations = Vec::new();
     for (index, crossing) in history.iter().enumerate() {
-        let Boundary::ServerToolCall { call } = &crossing.what else { continue };
-        let stored = store.at(index).messages.iter().find_map(|message| message.tool(&call.call_id));
-        if stored.is_some_and(|tool| tool.state.is_output()) {
-            let message = format!("server tool {} ran again after its result was stored", call.call_id);
-            violations.push(input.violation_at(NAME, index, message));
+        match &crossing.what {
+            Boundary::Killed => runs.values_mut().for_each(|cut_short| *cut_short = true),
+            Boundary::ServerToolDone { call_id, .. } => {
+                runs.insert(call_id.as_str(), false);
+            }
+            Boundary::ServerToolCall { call } => {
+                if runs.insert(call.call_id.as_str(), false) != Some(false) {
+                    continue;
+                }
+                let stored = store.at(index).messages.iter().find_map(|message| message.tool(&call.call_id));
+                let message = match stored.is_some_and(|tool| tool.state.is_output()) {
+                    true => format!("server tool {} ran again after its result was stored", call.call_id),
+                    false => format!("server tool {} ran twice", call.call_id),
+                };
+                violations.push(input.violation_at(NAME, index, message));
+            }
+            _ => {}
         }
     }
     violations
+}
+
+/// A server tool that ran to its end in a live process left its outcome
+/// with that process: the store ends up holding the call with exactly
+/// that outcome (the model and every consumer see what the tool did).
+/// One that came too late is not the engine's to keep: the engine had
+/// settled the call otherwise (a hung tool the stall watchdog gave up on,
+/// repaired as interrupted), or told of a failure since the tool started
+/// (the turn it ran for failed, and the user was told so).
+fn lost_server_results(input: &CheckInput) -> Vec<Violation> {
+    let history = &input.run.history;
+    let mut store = StoreCursor::new(history);
+    let mut started: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (index, crossing) in history.iter().enumerate() {
+        if let Boundary::ServerToolCall { call } = &crossing.what {
+            started.insert(call.call_id.as_str(), index);
+        }
+        let Boundary::ServerToolDone { call_id, outcome } = &crossing.what else { continue };
+        let then = store.at(index).messages.iter().find_map(|message| message.tool(call_id));
+        let since = started.get(call_id.as_str()).copied().unwrap_or(0);
+        let told = crate::check::facts::told_failure_between(&input.run.history, since, index);
+        if told || then.is_some_and(|tool| tool.state.is_output()) {
+            continue;
+        }
+        let stored = input.final_store.messages.iter().find_map(|message| message.tool(call_id));
+        let problem = match stored {
+            None => "is gone from the store".to_string(),
+            Some(tool) if !holds(tool, outcome) => format!("is stored as {}", tool.state.as_str()),
+            Some(_) => continue,
+        };
+        let message = format!("server tool {call_id} ran to its end but its result {problem}");
+        violations.push(input.violation_at(NAME, index, message));
+    }
+    violations
+}
+
+/// Whether a stored call shows exactly this outcome.
+fn holds(tool: &ToolPart, outcome: &ToolOutcome) -> bool {
+    match outcome {
+        ToolOutcome::Output(output) => tool.state == ToolState::OutputAvailable && tool.output.as_ref() == Some(output),
+        ToolOutcome::Error(Some(text)) => {
+            tool.state == ToolState::OutputError && tool.error_text.as_deref() == Some(text.as_str())
+        }
+        ToolOutcome::Error(None) => tool.state == ToolState::OutputError,
+    }
 }
 
 /// A settled run answers the last user message, or says why not: an error
