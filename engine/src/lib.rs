@@ -14,6 +14,7 @@ pub mod events;
 pub mod messenger;
 pub mod parts;
 pub mod ports;
+pub mod post;
 pub mod regression;
 pub mod seam;
 pub mod session;

@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 use crate::chunk::{Chunk, StreamError};
 use crate::clock::Instant;
 use crate::config::TurnOptions;
-use crate::messenger::PostError;
 use crate::ports::{Connection, StreamCallback};
+use crate::post::PostError;
 use crate::transcript::{ToolOutcome, ToolResult};
 
 /// One input to an engine.
