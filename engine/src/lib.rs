@@ -7,10 +7,12 @@
 //! tokio's clock, which is madsim's simulated clock under `cfg(madsim)`.
 
 pub mod chunk;
+pub mod client;
 mod clock;
 pub mod config;
 pub mod durable;
 pub mod events;
+pub mod input;
 pub mod messenger;
 pub mod parts;
 pub mod ports;

@@ -6,27 +6,22 @@
 //! port and checkpoints each delivery durably (`accepted` → `streaming` →
 //! `posting` → `completed`), so a restarted process knows whether to
 //! answer again, apologise, post what is still owed, or do nothing.
+//!
+//! The surface port lives with the other ports and a post's limit and
+//! splitting in [`crate::post`], below the session and the configuration
+//! that use them; both are re-exported here.
 
 use crate::chunk::Chunk;
-use crate::ports::StreamCallback;
-use crate::seam::InputSink;
+use crate::client::StreamCallback;
 use crate::session::Reports;
 
+pub use crate::ports::MessengerSurface;
 pub use crate::post::{split_text, PostError, POST_SOFT_LIMIT_CHARS};
 
 pub const EMPTY_MESSENGER_RESPONSE: &str = "I couldn't produce a text response. Please try again.";
 pub const ERROR_MESSENGER_RESPONSE: &str = "Sorry, I couldn't answer that right now. Please try again.";
 pub const INTERRUPTED_MESSENGER_RESPONSE: &str =
     "Sorry, my reply was interrupted. Please send your message again if you'd like me to retry.";
-
-/// A chat surface the reply is posted to.
-pub trait MessengerSurface: Send + Sync {
-    /// Starts posting `text`; returns the post's number. The surface's
-    /// answer comes back on `sink` as [`crate::Input::PostDone`] with that
-    /// number, when the surface answers (a post can take time, and the
-    /// engine handles other inputs meanwhile).
-    fn post(&self, delivery_id: &str, text: &str, sink: InputSink) -> u32;
-}
 
 /// What the delivery's callback saw.
 #[derive(Clone, Debug, PartialEq, Eq)]

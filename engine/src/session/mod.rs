@@ -22,9 +22,10 @@ use crate::clock::{self, Instant};
 use crate::config::EngineConfig;
 use crate::durable::{DurableState, TurnKind, Write};
 use crate::events::EngineEvent;
+use crate::input::{Input, InputSink};
 use crate::messenger::DeliveryEvent;
 use crate::ports::{Connection, Frame, Ports};
-use crate::seam::{Engine, Input, InputSink};
+use crate::seam::Engine;
 
 pub use handle::{Activity, SessionHandle};
 
