@@ -11,9 +11,11 @@
 //! splitting in [`crate::post`], below the session and the configuration
 //! that use them; both are re-exported here.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
 use crate::chunk::Chunk;
 use crate::client::StreamCallback;
-use crate::session::Reports;
 
 pub use crate::ports::MessengerSurface;
 pub use crate::post::{split_text, PostError, POST_SOFT_LIMIT_CHARS};
@@ -99,5 +101,20 @@ impl Drop for MessengerCallback {
             let text = std::mem::take(&mut self.text);
             self.report(DeliveryEvent::Returned { text });
         }
+    }
+}
+
+/// What messenger callbacks report while the session calls them; the
+/// session handles each once the call that caused it has returned.
+#[derive(Clone, Default)]
+pub(crate) struct Reports(Arc<Mutex<VecDeque<(String, DeliveryEvent)>>>);
+
+impl Reports {
+    pub fn push(&self, delivery_id: &str, event: DeliveryEvent) {
+        self.0.lock().expect("reports lock").push_back((delivery_id.to_string(), event));
+    }
+
+    pub fn take(&self) -> Option<(String, DeliveryEvent)> {
+        self.0.lock().expect("reports lock").pop_front()
     }
 }
