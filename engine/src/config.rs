@@ -142,7 +142,7 @@ pub struct EngineConfig {
 }
 
 fn default_post_limit() -> std::num::NonZeroUsize {
-    std::num::NonZeroUsize::new(crate::messenger::POST_SOFT_LIMIT_CHARS).expect("a positive default")
+    std::num::NonZeroUsize::new(crate::post::POST_SOFT_LIMIT_CHARS).expect("a positive default")
 }
 
 impl Default for EngineConfig {

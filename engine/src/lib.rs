@@ -7,13 +7,15 @@
 //! tokio's clock, which is madsim's simulated clock under `cfg(madsim)`.
 
 pub mod chunk;
+pub mod client;
 mod clock;
 pub mod config;
 pub mod durable;
 pub mod events;
+pub mod input;
 pub mod messenger;
-pub mod parts;
 pub mod ports;
+pub mod post;
 pub mod regression;
 pub mod seam;
 pub mod session;
@@ -22,7 +24,6 @@ pub mod transcript;
 pub use chunk::{Chunk, FinishReason, StreamError, Usage};
 pub use config::{EngineConfig, RecoveryConfig, ServerToolStart, ToolKind, TurnOptions};
 pub use events::{EngineEvent, TurnStatus};
-pub use parts::Parts;
 pub use ports::{
     Connection, DurableStore, FaultPoints, FaultSite, Frame, HookError, ModelProvider, ModelRequest, NoFaults,
     Observer, Ports, ServerTools, StreamCallback, ALL_FAULT_SITES,
@@ -30,4 +31,5 @@ pub use ports::{
 pub use regression::{Regression, RegressionSet, ALL_REGRESSIONS};
 pub use seam::{Engine, Input, InputSink, ModelEvent};
 pub use session::{Activity, SessionHandle};
+pub use transcript::parts::{self, Parts};
 pub use transcript::{Message, Part, Role, ToolOutcome, ToolPart, ToolResult, ToolState};

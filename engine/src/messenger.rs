@@ -6,33 +6,24 @@
 //! port and checkpoints each delivery durably (`accepted` → `streaming` →
 //! `posting` → `completed`), so a restarted process knows whether to
 //! answer again, apologise, post what is still owed, or do nothing.
+//!
+//! The surface port lives with the other ports and a post's limit and
+//! splitting in [`crate::post`], below the session and the configuration
+//! that use them; both are re-exported here.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use crate::chunk::Chunk;
-use crate::ports::StreamCallback;
-use crate::seam::InputSink;
-use crate::session::Reports;
+use crate::client::StreamCallback;
+
+pub use crate::ports::MessengerSurface;
+pub use crate::post::{split_text, PostError, POST_SOFT_LIMIT_CHARS};
 
 pub const EMPTY_MESSENGER_RESPONSE: &str = "I couldn't produce a text response. Please try again.";
 pub const ERROR_MESSENGER_RESPONSE: &str = "Sorry, I couldn't answer that right now. Please try again.";
 pub const INTERRUPTED_MESSENGER_RESPONSE: &str =
     "Sorry, my reply was interrupted. Please send your message again if you'd like me to retry.";
-
-/// Longest single post by default (`EngineConfig::messenger_post_limit_chars`);
-/// longer replies are split at whitespace where possible.
-pub const POST_SOFT_LIMIT_CHARS: usize = 2_000;
-
-/// A chat surface the reply is posted to.
-pub trait MessengerSurface: Send + Sync {
-    /// Starts posting `text`; returns the post's number. The surface's
-    /// answer comes back on `sink` as [`crate::Input::PostDone`] with that
-    /// number, when the surface answers (a post can take time, and the
-    /// engine handles other inputs meanwhile).
-    fn post(&self, delivery_id: &str, text: &str, sink: InputSink) -> u32;
-}
-
-/// The surface refused a post (a rate limit, an outage, a message too long).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PostError(pub String);
 
 /// What the delivery's callback saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,37 +104,17 @@ impl Drop for MessengerCallback {
     }
 }
 
-/// Splits a reply into posts of at most `limit` characters, preferring to
-/// break after whitespace.
-pub fn split_text(text: &str, limit: usize) -> Vec<String> {
-    let mut posts = Vec::new();
-    let mut rest: Vec<char> = text.chars().collect();
-    while rest.len() > limit {
-        let window = &rest[..limit];
-        let cut = window.iter().rposition(|character| character.is_whitespace()).map_or(limit, |at| at + 1);
-        posts.push(rest[..cut].iter().collect());
-        rest.drain(..cut);
-    }
-    if !rest.is_empty() {
-        posts.push(rest.into_iter().collect());
-    }
-    posts
-}
+/// What messenger callbacks report while the session calls them; the
+/// session handles each once the call that caused it has returned.
+#[derive(Clone, Default)]
+pub(crate) struct Reports(Arc<Mutex<VecDeque<(String, DeliveryEvent)>>>);
 
-#[cfg(test)]
-mod tests {
-    use super::split_text;
-
-    #[test]
-    fn split_breaks_after_whitespace_and_keeps_every_character() {
-        let posts = split_text("aaa bbb ccc", 5);
-        assert_eq!(posts, vec!["aaa ", "bbb ", "ccc"]);
-        assert_eq!(posts.concat(), "aaa bbb ccc");
+impl Reports {
+    pub fn push(&self, delivery_id: &str, event: DeliveryEvent) {
+        self.0.lock().expect("reports lock").push_back((delivery_id.to_string(), event));
     }
 
-    #[test]
-    fn split_cuts_a_word_longer_than_the_limit() {
-        assert_eq!(split_text("abcdefgh", 3), vec!["abc", "def", "gh"]);
-        assert!(split_text("", 3).is_empty());
+    pub fn take(&self) -> Option<(String, DeliveryEvent)> {
+        self.0.lock().expect("reports lock").pop_front()
     }
 }

@@ -4,15 +4,19 @@
 //! reaches past them. Everything is synchronous except the model stream,
 //! server-tool results and the chat surface's answers to posts, which come
 //! back to the engine as inputs.
+//!
+//! The ports every input may carry (a client connection, a `chat()`
+//! callback) live in [`crate::client`] and are re-exported here.
 
 use std::sync::Arc;
 
-use crate::chunk::Chunk;
 use crate::durable::{DurableState, Write};
 use crate::events::EngineEvent;
-use crate::seam::InputSink;
-use crate::transcript::{Message, ToolState};
+use crate::input::InputSink;
+use crate::transcript::Message;
 use serde::{Deserialize, Serialize};
+
+pub use crate::client::{Connection, Frame, StreamCallback};
 
 /// Transactional storage that survives eviction.
 pub trait DurableStore: Send + Sync {
@@ -55,55 +59,13 @@ pub trait ServerTools: Send + Sync {
     fn start(&self, request_id: &str, call: ServerToolCall, sink: InputSink);
 }
 
-/// What the engine sends a connected client.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Frame {
-    /// The whole transcript, sent on connect.
-    Messages(Vec<Message>),
-    /// A stream chunk of a turn, streamed into message `message_id` (a new
-    /// assistant message the first time the client sees that id).
-    Chunk { request_id: String, message_id: String, chunk: Chunk },
-    /// The engine took back what a failed attempt streamed (a retry will
-    /// replace it): `message` is the message as it now stands, to show in
-    /// place of the one with its id.
-    Reset { request_id: String, message: Message },
-    /// A tool call reached a state the client may act on.
-    Tool { call_id: String, tool_name: String, state: ToolState },
-    /// A turn's stream ended normally.
-    Done { request_id: String, continuation: bool },
-    /// A turn's stream ended with an error (or a terminal recovery message).
-    Error { request_id: String, message: String },
-    /// Recovery is in progress (replayed on connect).
-    Recovering(bool),
-    /// The answer to a resume request while turn `request_id` runs: nothing
-    /// more is sent on this connection until the client acks it; then the
-    /// live transcript, then the turn's chunks as they come.
-    StreamResuming { request_id: String },
-    /// The answer to a resume request while no turn runs.
-    ResumeNone,
-}
-
-/// One client connection (a WebSocket in production).
-pub trait Connection: Send {
-    /// Returns false once the connection is closed.
-    fn send(&self, frame: Frame) -> bool;
-}
-
-/// The `chat()` RPC callback: `on_start → (on_event | on_reset)* → exactly
-/// one of on_done | on_error | on_interrupted`.
-pub trait StreamCallback: Send {
-    fn on_start(&mut self, request_id: &str);
-    fn on_event(&mut self, chunk: &Chunk);
-    /// A failed attempt's output is taken back (the provider cut the stream
-    /// or truncated it, and the step is retried): everything `on_event`
-    /// delivered since `on_start` is void, and the turn's text so far is
-    /// `text`. A consumer shows `text` in place of what it collected.
-    fn on_reset(&mut self, text: &str);
-    fn on_done(&mut self);
-    fn on_error(&mut self, message: &str);
-    /// The attempt was cut (stall, recovery scheduled or exhausted): not done,
-    /// not a terminal error.
-    fn on_interrupted(&mut self);
+/// A chat surface the reply is posted to.
+pub trait MessengerSurface: Send + Sync {
+    /// Starts posting `text`; returns the post's number. The surface's
+    /// answer comes back on `sink` as [`crate::Input::PostDone`] with that
+    /// number, when the surface answers (a post can take time, and the
+    /// engine handles other inputs meanwhile).
+    fn post(&self, delivery_id: &str, text: &str, sink: InputSink) -> u32;
 }
 
 /// Receives the engine's observability events.
@@ -191,6 +153,6 @@ pub struct Ports {
     pub model: Arc<dyn ModelProvider>,
     pub server_tools: Arc<dyn ServerTools>,
     pub observer: Arc<dyn Observer>,
-    pub surface: Arc<dyn crate::messenger::MessengerSurface>,
+    pub surface: Arc<dyn MessengerSurface>,
     pub faults: Arc<dyn FaultPoints>,
 }

@@ -5,98 +5,13 @@
 //! every decision depends only on the order of its inputs and the times
 //! they carry. The same seam, as JSON lines, is the process protocol
 //! (`docs/protocol.md`).
+//!
+//! The inputs and the sink they arrive through live in [`crate::input`],
+//! below the ports that send them, and are re-exported here.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
-use tokio::sync::mpsc;
-
-use crate::chunk::{Chunk, StreamError};
 use crate::clock::Instant;
-use crate::config::TurnOptions;
-use crate::messenger::PostError;
-use crate::ports::{Connection, StreamCallback};
-use crate::transcript::{ToolOutcome, ToolResult};
 
-/// One input to an engine.
-pub enum Input {
-    Connect {
-        connection_id: u64,
-        connection: Box<dyn Connection>,
-    },
-    Disconnect {
-        connection_id: u64,
-    },
-    /// The client on `connection_id` asks to resume the stream in progress
-    /// (answered `StreamResuming` or `ResumeNone`).
-    ResumeRequest {
-        connection_id: u64,
-    },
-    /// The client is ready for the stream it was offered.
-    ResumeAck {
-        connection_id: u64,
-        request_id: String,
-    },
-    /// A user message over a client connection; the reply is broadcast.
-    UserMessage {
-        text: String,
-        options: TurnOptions,
-    },
-    /// The `chat()` RPC: the reply goes to `callback`. `key` names the call,
-    /// as its caller chose it: a call delivered again under a key already
-    /// taken is the same call, and changes nothing.
-    Chat {
-        key: String,
-        text: String,
-        options: TurnOptions,
-        callback: Box<dyn StreamCallback>,
-    },
-    /// A messenger delivery, answered once through the messenger surface.
-    Deliver {
-        delivery_id: String,
-        text: String,
-    },
-    ToolResult {
-        result: ToolResult,
-        auto_continue: bool,
-    },
-    Approval {
-        call_id: String,
-        approved: bool,
-        auto_continue: bool,
-    },
-    /// What model call `call` (the number [`crate::ModelProvider::start`]
-    /// returned) produced next.
-    Model {
-        call: u32,
-        event: ModelEvent,
-    },
-    /// A server tool finished; `None` when its execution was lost.
-    ServerToolDone {
-        request_id: String,
-        call_id: String,
-        outcome: Option<ToolOutcome>,
-    },
-    /// The chat surface answered post `post` (the number
-    /// [`crate::messenger::MessengerSurface::post`] returned): shown, or
-    /// refused and not shown.
-    PostDone {
-        post: u32,
-        delivery_id: String,
-        outcome: Result<(), PostError>,
-    },
-    /// The time the engine asked to be woken at has come.
-    Timer,
-}
-
-/// The next thing a model call produced.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ModelEvent {
-    Chunk(Chunk),
-    Failed(StreamError),
-    /// The stream ended (after its finish, or cut short without one).
-    Closed,
-}
+pub use crate::input::{Input, InputSink, ModelEvent};
 
 /// An engine, driven in lockstep. A Rust engine implements this to run in
 /// the simulated world in-process; the built-in engine does, and so does
@@ -108,50 +23,4 @@ pub trait Engine: Send {
 
     /// When the engine next wants [`Input::Timer`], if at all.
     fn next_timer(&self) -> Option<Instant>;
-}
-
-/// Where ports send what comes back to the engine (model chunks, server
-/// tool results). It belongs to one process: once that process is gone,
-/// sends fail, as a dropped connection's would.
-#[derive(Clone)]
-pub struct InputSink {
-    sender: mpsc::UnboundedSender<Input>,
-    /// Sent and not yet handled, so nobody calls the engine idle while
-    /// work waits in its inbox.
-    waiting: Arc<AtomicUsize>,
-}
-
-impl InputSink {
-    pub(crate) fn channel() -> (Self, mpsc::UnboundedReceiver<Input>) {
-        let (sender, inbox) = mpsc::unbounded_channel();
-        (Self { sender, waiting: Default::default() }, inbox)
-    }
-
-    /// Returns false once the process the sink belongs to is gone.
-    pub fn send(&self, input: Input) -> bool {
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        let sent = self.sender.send(input).is_ok();
-        if !sent {
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-        }
-        sent
-    }
-
-    pub(crate) fn handled(&self) {
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    pub(crate) fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::SeqCst)
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.sender.is_closed()
-    }
-
-    /// A sink whose inputs go nowhere, for an engine hosted where inputs
-    /// arrive another way (a process serving the protocol).
-    pub fn detached() -> Self {
-        Self::channel().0
-    }
 }

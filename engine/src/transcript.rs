@@ -4,12 +4,18 @@
 //! replayed chunk never regresses a part), client events (a tool result or an
 //! approval, applied only from the states the tables allow) and repair (an
 //! unsettled tool call rewritten to `output-error` before an inference).
+//!
+//! A message keeps its parts in [`parts::Parts`], a store made for them that
+//! knows their tool states: it lives here, as part of the message model it
+//! stores, since each needs the other.
+
+pub mod parts;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::chunk::Chunk;
-use crate::parts::{Parts, ToolStates};
+use parts::{Parts, ToolStates};
 
 /// Text of the error a repaired tool call carries.
 pub const REPAIR_ERROR_TEXT: &str = "The tool call was interrupted before a result was recorded.";

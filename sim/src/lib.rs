@@ -15,6 +15,7 @@ pub mod adversary;
 mod assert;
 pub mod bench;
 pub mod check;
+pub mod cli;
 pub mod coverage;
 pub mod crash_points;
 pub mod determinism;

@@ -16,15 +16,15 @@ mod step;
 mod turn;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex};
 
 use crate::clock::{self, Instant};
 use crate::config::EngineConfig;
 use crate::durable::{DurableState, TurnKind, Write};
 use crate::events::EngineEvent;
-use crate::messenger::DeliveryEvent;
+use crate::input::{Input, InputSink};
+use crate::messenger::Reports;
 use crate::ports::{Connection, Frame, Ports};
-use crate::seam::{Engine, Input, InputSink};
+use crate::seam::Engine;
 
 pub use handle::{Activity, SessionHandle};
 
@@ -577,20 +577,5 @@ impl Engine for Session {
 
     fn next_timer(&self) -> Option<Instant> {
         self.timers.earliest()
-    }
-}
-
-/// What messenger callbacks report while the session calls them; the
-/// session handles each once the call that caused it has returned.
-#[derive(Clone, Default)]
-pub(crate) struct Reports(Arc<Mutex<VecDeque<(String, DeliveryEvent)>>>);
-
-impl Reports {
-    pub fn push(&self, delivery_id: &str, event: DeliveryEvent) {
-        self.0.lock().expect("reports lock").push_back((delivery_id.to_string(), event));
-    }
-
-    fn take(&self) -> Option<(String, DeliveryEvent)> {
-        self.0.lock().expect("reports lock").pop_front()
     }
 }

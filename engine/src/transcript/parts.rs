@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::transcript::{Part, ToolPart, ToolState};
+use super::{Part, ToolPart, ToolState};
 
 /// Parts per chunk: small, so an edit copies few parts.
 const CHUNK_PARTS: usize = 8;

@@ -1,0 +1,36 @@
+//! `turnsim bench`: seeded runs per second, time compression and
+//! exploration speed, checked against committed bounds on request.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use super::replay::ReplayFormat;
+use crate::scenario::ScenarioError;
+use crate::{errln, outln, output};
+
+/// `turnsim bench`; with `floors`, exit 1 when a figure is past its bound.
+pub fn bench(
+    scenarios: &Path,
+    engine_cmd: Option<String>,
+    format: ReplayFormat,
+    floors: Option<&Path>,
+) -> Result<ExitCode, ScenarioError> {
+    let bounds = floors.map(crate::bench::floors::load).transpose()?;
+    let report = crate::bench::run(scenarios, engine_cmd)?;
+    match format {
+        ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
+        _ => output::emit(&crate::bench::text(&report)),
+    }
+    let (Some(path), Some(floors)) = (floors, bounds) else { return Ok(ExitCode::SUCCESS) };
+    match crate::bench::floors::breaches(&report, &floors) {
+        Err(error) => Err(ScenarioError::new(path, error)),
+        Ok(breaches) if breaches.is_empty() => {
+            errln!("bench: every figure within the bounds measured on {}", floors.machine);
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(breaches) => {
+            breaches.iter().for_each(|breach| errln!("bench: {breach} (bounds measured on {})", floors.machine));
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! `turnsim run`: every scenario over its seeds, every invariant checked,
+//! reported as text, JSON, JUnit or GitHub annotations.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+
+use turnsim_engine::{Regression, RegressionSet};
+
+use super::flags::{env_u64, jobs_flag, load_some, usage_error};
+use super::interrupted_exit;
+use super::progress::Progress;
+use crate::runner::{self, Plan, Shard};
+use crate::scenario::ScenarioError;
+use crate::{errln, outln, output, report};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum RunFormat {
+    Text,
+    Json,
+    Junit,
+    Github,
+}
+
+pub fn run(
+    paths: Vec<PathBuf>,
+    seeds: Option<u64>,
+    seed_start: Option<u64>,
+    jobs: Option<usize>,
+    shard: Option<Shard>,
+    format: RunFormat,
+    regressions: RegressionSet,
+) -> Result<ExitCode, ScenarioError> {
+    let files = load_some(&paths)?;
+    let plan = Plan {
+        seeds: seeds.or(env_u64("MADSIM_TEST_NUM")?),
+        seed_start: seed_start.or(env_u64("MADSIM_TEST_SEED")?),
+        jobs: jobs_flag(jobs)?,
+        shard,
+        regressions,
+        files,
+    };
+    check_seed_ranges(&plan)?;
+    let total = plan.runs();
+    if total == 0 {
+        return Err(usage_error("nothing to run: 0 seeds selected (check `--seeds`, `MADSIM_TEST_NUM` and `--shard`)"));
+    }
+    let seeds_from = plan.seed_start.map_or("each file's seed_start".to_string(), |start| start.to_string());
+    errln!(
+        "turnsim: {}, {}, seeds from {seeds_from}, {}{}",
+        report::plural(plan.files.len() as u64, "scenario"),
+        report::plural(total, "run"),
+        report::plural(plan.jobs as u64, "job"),
+        describe(&plan)
+    );
+    let progress = Progress::new(total, "runs");
+    let results = runner::sweep(&plan, &|_, _| progress.step());
+    progress.finish();
+    let summary = report::summarise(&plan.files, &results, &plan.regressions);
+    match format {
+        RunFormat::Text => output::emit(&report::text(&plan.files, &results, &plan.regressions)),
+        RunFormat::Json => output::emit(&format!("{}\n", report::json(&summary))),
+        RunFormat::Junit => output::emit(&report::junit(&plan.files, &results, &plan.regressions)),
+        RunFormat::Github => output::emit(&report::github(&plan.files, &results, &plan.regressions)),
+    }
+    if matches!(format, RunFormat::Text) {
+        if plan.files.len() > 1 {
+            outln!("\nfault coverage (turn phase x fault kind, over all runs):\n{}", results.coverage.render());
+        }
+        output::emit(&report::failing_list(&plan.files, &results, &plan.regressions));
+        if runner::interrupted() {
+            outln!("interrupted after {} of {}", summary.runs, report::plural(total, "run"));
+        }
+        outln!("suite: {} passed, {} failed", summary.passed, summary.failed);
+    }
+    if runner::interrupted() {
+        return Ok(interrupted_exit());
+    }
+    Ok(if summary.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn describe(plan: &Plan) -> String {
+    let mut extra = String::new();
+    if let Some(shard) = plan.shard {
+        extra.push_str(&format!(", shard {}/{}", shard.index, shard.count));
+    }
+    let regressions: Vec<&str> = plan.regressions.iter().map(Regression::name).collect();
+    if !regressions.is_empty() {
+        extra.push_str(&format!(", regressions: {}", regressions.join(" ")));
+    }
+    extra
+}
+
+/// Every seed of the sweep is a u64: the last one must not wrap around.
+fn check_seed_ranges(plan: &Plan) -> Result<(), ScenarioError> {
+    for file in &plan.files {
+        let seeds = plan.seeds.unwrap_or(file.scenario.seeds);
+        let start = plan.seed_start.unwrap_or(file.scenario.seed_start);
+        if seeds > 0 && start.checked_add(seeds - 1).is_none() {
+            let message = format!("{seeds} seeds from seed {start} run past the last seed, {}", u64::MAX);
+            return Err(match (plan.seed_start, plan.seeds) {
+                (Some(_), Some(_)) => usage_error(&format!("--seed-start and --seeds: {message}")),
+                (Some(_), None) => crate::scenario::error_at(&file.path, "seeds", format!("{message} (--seed-start)")),
+                (None, _) => crate::scenario::error_at(&file.path, "seed_start", message),
+            });
+        }
+    }
+    Ok(())
+}
