@@ -133,3 +133,10 @@ fn repaired_calls_are_read_from_the_store() {
     assert_holds("eviction-during-server-tool", "  repaired: [tc-build]\n");
     assert_fires("eviction-during-server-tool", "  repaired: []\n", "expected repaired calls none, got tc-build");
 }
+
+#[test]
+fn counts_name_boundary_events_exactly_or_within_bounds() {
+    assert_holds(RETRY, "  counts: { model.call: 2, client.connected: { at_least: 1 }, messenger.post: 0 }\n");
+    assert_fires(RETRY, "  counts: { model.call: 3 }\n", "expect.counts: expected 3 `model.call`, got 2");
+    assert_fires(RETRY, "  counts: { model.call: { at_most: 1 } }\n", "expected at most 1 `model.call`, got 2");
+}
