@@ -397,6 +397,34 @@ impl Event {
     }
 }
 
+/// A frame as the timeline prints it on the client's lane (`client frame
+/// done r1`), which `expect.connections` names frames by; `None` for the
+/// frames the timeline does not print as frames (the transcript, chunks,
+/// and tool states, which it prints as `saw-tool`).
+pub fn frame_label(frame: &turnsim_engine::ports::Frame) -> Option<String> {
+    use turnsim_engine::ports::Frame;
+    Some(match frame {
+        Frame::Done { request_id, .. } => format!("done {request_id}"),
+        Frame::Error { request_id, message } => format!("error {request_id} {message:?}"),
+        Frame::Recovering(on) => format!("recovering={on}"),
+        Frame::Reset { request_id, .. } => format!("reset {request_id}"),
+        Frame::StreamResuming { request_id } => format!("stream-resuming {request_id}"),
+        Frame::ResumeNone => "resume-none".to_string(),
+        Frame::Messages(_) | Frame::Chunk { .. } | Frame::Tool { .. } => return None,
+    })
+}
+
+/// Whether `label` names frames as [`frame_label`] prints them: a whole
+/// label, or its first words (`stream-resuming`, `error r4`).
+pub fn is_frame_label(label: &str) -> bool {
+    let (word, rest) = label.split_once(' ').unwrap_or((label, ""));
+    match word {
+        "done" | "error" | "reset" | "stream-resuming" => true,
+        "resume-none" | "recovering=true" | "recovering=false" => rest.is_empty(),
+        _ => false,
+    }
+}
+
 /// How a slow post's answer reads in the timeline ("" for one answered at once).
 fn answered(after_ms: u64) -> String {
     match after_ms {

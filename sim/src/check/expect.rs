@@ -18,7 +18,7 @@ use crate::scenario::{CallbackCounts, Count, RecoveryCounts};
 use crate::trace::Event;
 
 /// The name of every check this module can report (`expect_failure` may name one).
-pub const CHECKS: [&str; 24] = [
+pub const CHECKS: [&str; 26] = [
     "expect.continuations",
     "expect.model_calls",
     "expect.model_calls_at_ms",
@@ -32,6 +32,8 @@ pub const CHECKS: [&str; 24] = [
     "expect.hooks.on_exhausted_reasons",
     "expect.snapshots",
     "expect.timing",
+    "expect.counts",
+    "expect.connections",
     "expect.callbacks",
     "expect.recovery.scheduled",
     "expect.recovery.completed",
@@ -70,6 +72,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     violations.extend(check_call_times(input));
     violations.extend(super::expect_stored::check(input));
     violations.extend(super::expect_timeline::check(input));
+    violations.extend(super::expect_connections::check(input));
     violations.extend(check_terminal_frames(input));
     violations
 }

@@ -1,6 +1,6 @@
 //! Expectations on what crossed the engine's boundary and when: texts a
-//! client or caller received, host hooks called, counts by a moment, and
-//! bounds on when an event happened.
+//! client or caller received, host hooks called, counts by a moment,
+//! counts of boundary events by name, and bounds on when an event happened.
 
 use super::{CheckInput, Violation};
 use crate::scenario::{Count, EventRef, Snapshot, Timing};
@@ -45,6 +45,10 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     }
     for timing in &expect.timing {
         violations.extend(check_timing(events, timing));
+    }
+    for (name, expected) in &expect.counts {
+        let actual = count_until(events, u64::MAX, |event| event.is_named(name));
+        violations.extend(mismatch("expect.counts", &format!("`{name}`"), *expected, actual));
     }
     violations
 }

@@ -2,6 +2,7 @@
 //! own module) and the scenario's own expectations.
 
 pub mod expect;
+mod expect_connections;
 mod expect_stored;
 pub mod expect_timeline;
 mod facts;

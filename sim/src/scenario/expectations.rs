@@ -1,6 +1,7 @@
 //! Expectation shapes beyond plain numbers: counts with bounds, tool parts
 //! by their fields, state at a moment, and when an event may happen.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use schemars::JsonSchema;
@@ -227,4 +228,44 @@ pub struct HookCounts {
     /// (`max_attempts_exceeded`, `no_progress_timeout`, `stable_timeout`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub on_exhausted_reasons: Vec<String>,
+}
+
+/// What one client connection was shown, judged on the frames the engine
+/// sent it (by `at_ms`, or by the end of the run): tool states as its own
+/// view shows them, frames it received in order, frames it never received.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionExpectation {
+    /// Which client, from 1.
+    #[serde(default = "first")]
+    pub client: u32,
+    /// The client's Nth connection, from 1, as the timeline names it
+    /// (client 1's second is `c2`, client 2's is `c2002`); omitted: the last
+    /// one it had opened by then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<u64>,
+    /// Judged on what it had been sent by this moment (everything shown at
+    /// that ms or before); omitted: the end of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<u64>,
+    /// By call id: the tool's state in this connection's view (`absent`:
+    /// it shows no such part).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ExpectedToolState>,
+    /// Frames it received, in this order (others may come between), by the
+    /// label the timeline prints (`done r2`, `resume-none`), or its first
+    /// words (`stream-resuming`, `error r4`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub received: Vec<String>,
+    /// Frames it must never have received, labelled as in `received`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_received: Vec<String>,
+}
+
+impl ConnectionExpectation {
+    /// Whether a frame labelled `label` (as the timeline prints it) is the
+    /// one `expected` names: the whole label, or its first words.
+    pub fn names(expected: &str, label: &str) -> bool {
+        label.strip_prefix(expected).is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+    }
 }

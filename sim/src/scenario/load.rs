@@ -187,6 +187,11 @@ fn check_references(
             return error(&format!("expect.timing[{index}]"), message);
         }
     }
+    let clients = scenario.client.connections;
+    if let Some((at, message)) = super::expect_rules::check(&scenario.expect, clients, scenario.horizon_ms, &tool_known)
+    {
+        return error(&at, message);
+    }
     for (index, snapshot) in scenario.expect.snapshots.iter().enumerate() {
         let counts =
             [&snapshot.continuations, &snapshot.model_calls, &snapshot.messenger_posts, &snapshot.terminal_callbacks];

@@ -5,6 +5,7 @@
 //! column. See `scenarios/README.md` for the reference with examples.
 
 mod error;
+mod expect_rules;
 mod expectations;
 pub mod limits;
 mod load;
@@ -21,7 +22,9 @@ use serde_json::Value;
 use turnsim_engine::{EngineConfig, RecoveryConfig, ServerToolStart, ToolKind};
 
 pub use error::ScenarioError;
-pub use expectations::{Count, EventRef, HookCounts, Snapshot, Timing, ToolExpectation, ToolFields};
+pub use expectations::{
+    ConnectionExpectation, Count, EventRef, HookCounts, Snapshot, Timing, ToolExpectation, ToolFields,
+};
 pub(crate) use load::apply_script_fault;
 pub use load::{
     default_reply, error_at, load_paths, load_scenario, locator_of, parse_bytes, parse_scenario, ScenarioFile,
@@ -1106,6 +1109,14 @@ pub struct Expect {
     /// When events may happen: `{ event: model.call, nth: 2, after: { event: model.call }, no_earlier_than_ms: 2000 }`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timing: Vec<Timing>,
+    /// Boundary events by timeline name (`model.call`, `client.frame`,
+    /// `messenger.post`): a number (exactly), or `{ at_least, at_most }`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, Count>,
+    /// What one client connection was shown (by a moment): tool states in
+    /// its view, frames it received in order, frames it never received.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<ConnectionExpectation>,
     /// Exactly these call ids were repaired.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repaired: Option<Vec<String>>,

@@ -116,6 +116,16 @@ struct State {
     gone: bool,
 }
 
+/// Added to client `client`'s connection count (from 1) to make its
+/// connection ids: client 1's are c1, c2, ...; client 2's c2001, c2002, ....
+pub fn connection_base(client: u32) -> u64 {
+    if client == 1 {
+        0
+    } else {
+        u64::from(client) * 1_000
+    }
+}
+
 #[derive(Clone)]
 pub struct Client {
     spec: Arc<ClientSpec>,
@@ -339,24 +349,24 @@ impl Client {
                 }
                 self.consider(&call_id, &tool_name, state);
             }
-            Frame::Done { request_id, .. } => {
-                self.trace.record(Event::ClientFrame { what: format!("done {request_id}") })
-            }
-            Frame::Error { request_id, message } => {
-                self.trace.record(Event::ClientFrame { what: format!("error {request_id} {message:?}") })
-            }
-            Frame::Recovering(on) => self.trace.record(Event::ClientFrame { what: format!("recovering={on}") }),
-            Frame::Reset { request_id, .. } => {
-                self.trace.record(Event::ClientFrame { what: format!("reset {request_id}") })
-            }
-            Frame::StreamResuming { request_id } => {
-                self.trace.record(Event::ClientFrame { what: format!("stream-resuming {request_id}") });
+            Frame::StreamResuming { ref request_id } => {
+                self.record_frame(&frame);
                 if self.spec.resume {
-                    self.send_resume(connection, Some(request_id));
+                    self.send_resume(connection, Some(request_id.clone()));
                 }
             }
-            Frame::ResumeNone => self.trace.record(Event::ClientFrame { what: "resume-none".into() }),
+            Frame::Done { .. }
+            | Frame::Error { .. }
+            | Frame::Recovering(_)
+            | Frame::Reset { .. }
+            | Frame::ResumeNone => self.record_frame(&frame),
             Frame::Chunk { .. } => {}
+        }
+    }
+
+    fn record_frame(&self, frame: &Frame) {
+        if let Some(what) = crate::trace::frame_label(frame) {
+            self.trace.record(Event::ClientFrame { what });
         }
     }
 

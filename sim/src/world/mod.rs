@@ -35,7 +35,7 @@ use crate::scenario::ScenarioFile;
 use crate::trace::{sim_now, Trace, TraceEvent};
 
 pub use caller::SimCallback;
-pub use client::Client;
+pub use client::{connection_base, Client};
 pub use switchboard::Switchboard;
 
 /// How a run ended.
@@ -137,8 +137,7 @@ fn clients(scenario: &ScenarioFile, seed: u64, switchboard: &Switchboard, trace:
                 rng::SharedRng::derive(seed, &format!("client{suffix}")),
                 rng::SharedRng::derive(seed, &format!("client-link{suffix}")),
             ];
-            let connection_base = if number == 1 { 0 } else { u64::from(number) * 1_000 };
-            Client::new(spec, switchboard.clone(), rngs, trace.clone(), connection_base)
+            Client::new(spec, switchboard.clone(), rngs, trace.clone(), connection_base(number))
         })
         .collect()
 }

@@ -133,3 +133,43 @@ fn repaired_calls_are_read_from_the_store() {
     assert_holds("eviction-during-server-tool", "  repaired: [tc-build]\n");
     assert_fires("eviction-during-server-tool", "  repaired: []\n", "expected repaired calls none, got tc-build");
 }
+
+const RESUME: &str = "resume-while-a-continuation-waits-gets-resume-none";
+
+#[test]
+fn counts_name_boundary_events_exactly_or_within_bounds() {
+    assert_holds(RETRY, "  counts: { model.call: 2, client.connected: { at_least: 1 }, messenger.post: 0 }\n");
+    assert_fires(RETRY, "  counts: { model.call: 3 }\n", "expect.counts: expected 3 `model.call`, got 2");
+    assert_fires(RETRY, "  counts: { model.call: { at_most: 1 } }\n", "expected at most 1 `model.call`, got 2");
+}
+
+#[test]
+fn a_connection_is_judged_on_the_frames_it_was_sent_by_a_moment() {
+    let connection = |entry: &str| format!("  connections:\n    - {entry}\n");
+    assert_holds(
+        RESUME,
+        &connection("{ connection: 1, received: [resume-none, done r1], tools: { tc-1: output-available } }"),
+    );
+    assert_holds(RESUME, &connection("{ at_ms: 800, tools: { tc-1: output-available }, not_received: [done] }"));
+    assert_fires(
+        RESUME,
+        &connection("{ connection: 2, at_ms: 800, received: [resume-none, done r4] }"),
+        "by 800 ms: expected frames [\"resume-none\", \"done r4\"] in that order, but no `done r4` came after them",
+    );
+    assert_fires(
+        RESUME,
+        &connection("{ connection: 2, received: [done r4, resume-none] }"),
+        "but no `resume-none` came after them",
+    );
+    assert_fires(RESUME, &connection("{ not_received: [resume-none] }"), "received `resume-none`, which it must not");
+    assert_fires(
+        RESUME,
+        &connection("{ connection: 1, at_ms: 0, tools: { tc-1: output-available } }"),
+        "tc-1: expected output-available, its view shows input-available",
+    );
+    assert_fires(
+        RESUME,
+        &connection("{ connection: 3, received: [resume-none] }"),
+        "client 1's connection 3 (c3) had not opened by the end of the run",
+    );
+}
