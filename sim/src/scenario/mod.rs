@@ -21,7 +21,9 @@ use serde_json::Value;
 use turnsim_engine::{EngineConfig, RecoveryConfig, ToolKind};
 
 pub use error::ScenarioError;
-pub use expectations::{Count, EventRef, HookCounts, Snapshot, Timing, ToolExpectation, ToolFields};
+pub use expectations::{
+    Count, EventRef, HookCounts, Presence, Snapshot, StoreExpectation, Timing, ToolExpectation, ToolFields,
+};
 pub(crate) use load::apply_script_fault;
 pub use load::{
     default_reply, error_at, load_paths, load_scenario, locator_of, parse_bytes, parse_scenario, ScenarioFile,
@@ -1085,6 +1087,9 @@ pub struct Expect {
     /// Exactly the stored messages' ids, in transcript order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub order: Vec<String>,
+    /// The durable records left at the end: `{ in_flight: absent, incidents: 0 }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreExpectation>,
     /// Each text appears in some frame a client received.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_received: Vec<String>,
