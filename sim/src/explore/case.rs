@@ -174,7 +174,7 @@ impl Case {
                 tools: self.tool_specs(),
                 ..EngineSpec::default()
             },
-            stored: Vec::new(),
+            stored: Default::default(),
             model: vec![self.first_call()],
             provider: Default::default(),
             client: ClientSpec {

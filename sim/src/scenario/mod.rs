@@ -34,7 +34,10 @@ pub use model_script::{
 };
 pub use prescan::Locator;
 pub use range::RangeMs;
-pub use stored::{durable_state, StoredMessage, StoredPart, StoredTool};
+pub use stored::{
+    durable_state, Stored, StoredError, StoredInFlight, StoredIncident, StoredMessage, StoredPart, StoredRecords,
+    StoredTool, StoredTurnKind,
+};
 
 /// The JSON Schema of the scenario format (`turnsim schema`).
 pub fn json_schema() -> String {
@@ -90,10 +93,11 @@ pub struct Scenario {
     pub buggify: bool,
     #[serde(default)]
     pub engine: EngineSpec,
-    /// A transcript already stored when the engine first boots (ids m1, m2, ...).
-    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "serde_yaml::with::singleton_map_recursive")]
-    #[schemars(with = "Vec<StoredMessage>")]
-    pub stored: Vec<StoredMessage>,
+    /// What the store holds when the engine first boots: a transcript (ids
+    /// m1, m2, ...), or `{ messages, in_flight, incidents }`.
+    #[serde(default, skip_serializing_if = "Stored::is_empty", with = "serde_yaml::with::singleton_map_recursive")]
+    #[schemars(with = "Stored")]
+    pub stored: Stored,
     /// One entry per model call, in call order; calls past the end get a
     /// short default text reply.
     #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
