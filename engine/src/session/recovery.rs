@@ -560,8 +560,12 @@ impl Session {
             }
         }
         let told = Incident { hook_owed: None, ..incident.clone() };
+        // A staged record lands only with its batch (boot's), which the
+        // store may yet refuse and boot then redo: until a commit of its
+        // own is taken, the hook is remembered as run.
+        let staged = self.staged.is_some();
         // A record the store refused is written again later; the hook ran.
-        if self.commit(vec![Write::PutIncident(told)]) {
+        if self.commit(vec![Write::PutIncident(told)]) && !staged {
             self.unrecorded.hooks_called.remove(&incident.id);
         } else {
             self.unrecorded.hooks_called.insert(incident.id.clone());

@@ -18,7 +18,7 @@ use crate::scenario::{CallbackCounts, Count, RecoveryCounts};
 use crate::trace::Event;
 
 /// The name of every check this module can report (`expect_failure` may name one).
-pub const CHECKS: [&str; 26] = [
+pub const CHECKS: [&str; 30] = [
     "expect.continuations",
     "expect.model_calls",
     "expect.model_calls_at_ms",
@@ -45,6 +45,10 @@ pub const CHECKS: [&str; 26] = [
     "expect.repaired",
     "expect.messenger_posts",
     "expect.final_text_contains",
+    "expect.store.in_flight",
+    "expect.store.incidents",
+    "expect.store.incidents_attempting",
+    "expect.store.alarms",
 ];
 
 pub fn check(input: &CheckInput) -> Vec<Violation> {

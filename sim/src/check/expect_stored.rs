@@ -1,12 +1,14 @@
 //! Expectations on what the store holds at the end of a run (the history's
 //! commits folded in): tool parts by state or field, the last answer's
-//! exact text, a message's exact parts, the messages' order.
+//! exact text, a message's exact parts, the messages' order, and the
+//! durable records beside the transcript (an in-flight turn, incidents,
+//! alarms).
 
 use turnsim_engine::transcript::{Message, ToolPart};
 use turnsim_engine::Role;
 
 use super::{CheckInput, Violation};
-use crate::scenario::{ExpectedToolState, ToolExpectation, ToolFields};
+use crate::scenario::{Count, ExpectedToolState, Presence, StoreExpectation, ToolExpectation, ToolFields};
 use crate::transcript_view;
 
 pub fn check(input: &CheckInput) -> Vec<Violation> {
@@ -29,12 +31,37 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     for (message_id, expected) in &expect.parts {
         violations.extend(check_parts(messages, message_id, expected));
     }
+    if let Some(expected) = &expect.store {
+        violations.extend(check_records(store, expected));
+    }
     if !expect.order.is_empty() {
         let actual: Vec<&str> = messages.iter().map(|message| message.id.as_str()).collect();
         if actual != expect.order {
             violations.push(Violation::new("expect.order", format!("expected {:?}, got {actual:?}", expect.order)));
         }
     }
+    violations
+}
+
+/// The records the store holds beside the transcript, against `expect.store`.
+fn check_records(store: &turnsim_engine::durable::DurableState, expected: &StoreExpectation) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let in_flight = Presence::of(store.in_flight.as_ref());
+    if let Some(want) = expected.in_flight.filter(|want| *want != in_flight) {
+        let left = store.in_flight.as_ref().map(|turn| format!(" ({} {})", turn.request_id, turn.kind.as_str()));
+        let message = format!("expected {}, got {}{}", want.as_str(), in_flight.as_str(), left.unwrap_or_default());
+        violations.push(Violation::new("expect.store.in_flight", message));
+    }
+    let attempting = store.incidents.values().filter(|incident| incident.status == "attempting").count();
+    let mut compare = |field: &str, expected: Option<Count>, actual: usize| {
+        if let Some(expected) = expected.filter(|expected| !expected.admits(actual as u32)) {
+            violations
+                .push(Violation::new(&format!("expect.store.{field}"), format!("expected {expected}, got {actual}")));
+        }
+    };
+    compare("incidents", expected.incidents, store.incidents.len());
+    compare("incidents_attempting", expected.incidents_attempting, attempting);
+    compare("alarms", expected.alarms, store.alarms.len());
     violations
 }
 

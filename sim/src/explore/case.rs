@@ -178,7 +178,7 @@ impl Case {
                 server_tools: self.tools_after_step.then_some(ServerToolStart::AfterStep),
                 ..EngineSpec::default()
             },
-            stored: Vec::new(),
+            stored: Default::default(),
             model: vec![self.first_call()],
             provider: Default::default(),
             client: ClientSpec {

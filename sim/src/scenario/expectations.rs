@@ -97,6 +97,51 @@ impl Serialize for Count {
 
 super::schema_as!(Count, CountSchema);
 
+/// The durable records the store holds at the end of the run, beside the
+/// transcript: `{ in_flight: absent, incidents: 0 }`. Each field given is
+/// checked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoreExpectation {
+    /// Whether a turn's in-flight record is left: a turn still running, or
+    /// one whose end was never recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<Presence>,
+    /// Recovery incidents stored, whatever their status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incidents: Option<Count>,
+    /// Recovery incidents stored still attempting (open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incidents_attempting: Option<Count>,
+    /// Recovery alarms stored (scheduled wake-ups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarms: Option<Count>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Presence {
+    Absent,
+    Present,
+}
+
+impl Presence {
+    pub fn of<T>(value: Option<&T>) -> Self {
+        if value.is_some() {
+            Self::Present
+        } else {
+            Self::Absent
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Absent => "absent",
+            Self::Present => "present",
+        }
+    }
+}
+
 /// A tool part at the end of the run: its state (`tc-1: output-available`),
 /// or its fields (`tc-1: { state: output-error, error: "boom" }`).
 #[derive(Clone, Debug, PartialEq)]

@@ -93,8 +93,8 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
         let message = format!("{} faults; a scenario has at most {MAX_FAULTS}", scenario.faults.len());
         return error(&format!("faults[{MAX_FAULTS}]"), message);
     }
-    if let Err(message) = super::durable_state(&scenario.stored) {
-        return error("stored", message);
+    if let Err(stored) = super::durable_state(&scenario.stored, 0) {
+        return error(&stored.at, stored.message);
     }
     let clients = scenario.client.connections;
     if !(1..=MAX_CLIENTS).contains(&clients) {
@@ -241,8 +241,9 @@ fn triggers(scenario: &Scenario) -> Vec<(String, &super::Trigger)> {
     actions.chain(faults).collect()
 }
 
-fn stored_tool_ids(stored: &[super::StoredMessage]) -> impl Iterator<Item = &str> {
+fn stored_tool_ids(stored: &super::Stored) -> impl Iterator<Item = &str> {
     stored
+        .messages
         .iter()
         .flat_map(|message| match message {
             super::StoredMessage::Assistant(parts) => parts.as_slice(),

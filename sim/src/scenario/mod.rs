@@ -23,7 +23,8 @@ use turnsim_engine::{EngineConfig, RecoveryConfig, ServerToolStart, ToolKind};
 
 pub use error::ScenarioError;
 pub use expectations::{
-    ConnectionExpectation, Count, EventRef, HookCounts, Snapshot, Timing, ToolExpectation, ToolFields,
+    ConnectionExpectation, Count, EventRef, HookCounts, Presence, Snapshot, StoreExpectation, Timing,
+    ToolExpectation, ToolFields,
 };
 pub(crate) use load::apply_script_fault;
 pub use load::{
@@ -35,7 +36,10 @@ pub use model_script::{
 };
 pub use prescan::Locator;
 pub use range::RangeMs;
-pub use stored::{durable_state, StoredMessage, StoredPart, StoredTool};
+pub use stored::{
+    durable_state, Stored, StoredError, StoredInFlight, StoredIncident, StoredMessage, StoredPart, StoredRecords,
+    StoredTool, StoredTurnKind,
+};
 
 /// The JSON Schema of the scenario format (`turnsim schema`).
 pub fn json_schema() -> String {
@@ -91,10 +95,11 @@ pub struct Scenario {
     pub buggify: bool,
     #[serde(default)]
     pub engine: EngineSpec,
-    /// A transcript already stored when the engine first boots (ids m1, m2, ...).
-    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "serde_yaml::with::singleton_map_recursive")]
-    #[schemars(with = "Vec<StoredMessage>")]
-    pub stored: Vec<StoredMessage>,
+    /// What the store holds when the engine first boots: a transcript (ids
+    /// m1, m2, ...), or `{ messages, in_flight, incidents }`.
+    #[serde(default, skip_serializing_if = "Stored::is_empty", with = "serde_yaml::with::singleton_map_recursive")]
+    #[schemars(with = "Stored")]
+    pub stored: Stored,
     /// One entry per model call, in call order; calls past the end get a
     /// short default text reply.
     #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
@@ -1094,6 +1099,9 @@ pub struct Expect {
     /// Exactly the stored messages' ids, in transcript order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub order: Vec<String>,
+    /// The durable records left at the end: `{ in_flight: absent, incidents: 0 }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreExpectation>,
     /// Each text appears in some frame a client received.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_received: Vec<String>,

@@ -82,14 +82,16 @@ pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> R
     let mut config = scenario.scenario.engine_config();
     config.regressions = regressions.clone();
     let (scenario, drawn) = random_faults::materialise(scenario, seed);
-    // Validated when the file loaded: a stored transcript always converts.
-    let initial = crate::scenario::durable_state(&scenario.scenario.stored).unwrap_or_default();
+    // Validated when the file loaded: what `stored` seeds always converts.
+    let stored = scenario.scenario.stored.clone();
+    let initial = crate::scenario::durable_state(&stored, 0).unwrap_or_default();
     let trace = Trace::new(usize::try_from(scenario.scenario.max_events).unwrap_or(usize::MAX));
     let world_trace = trace.clone();
-    let initial_state = initial.clone();
     let ran = guarded(move || {
         let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
         runtime.block_on(async move {
+            // Seeded incidents' times are before boot, on the seed's wall clock.
+            let initial_state = crate::scenario::durable_state(&stored, boot_wall_ms()).unwrap_or_default();
             let world = World::build(scenario, seed, config, world_trace, initial_state);
             for line in drawn {
                 world.trace.record(crate::trace::Event::Action { what: line });
@@ -108,6 +110,13 @@ pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> R
         panic: Some(message),
         engine_fault: None,
     })
+}
+
+/// The simulated wall clock's milliseconds (the seed's; the engine reads the same).
+fn boot_wall_ms() -> u64 {
+    #[allow(clippy::disallowed_methods)] // the simulated wall clock
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    now.as_millis() as u64
 }
 
 /// Runs `run`, turning a panic (in the engine, or the world) into its

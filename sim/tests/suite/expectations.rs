@@ -173,3 +173,35 @@ fn a_connection_is_judged_on_the_frames_it_was_sent_by_a_moment() {
         "client 1's connection 3 (c3) had not opened by the end of the run",
     );
 }
+
+#[test]
+fn the_records_beside_the_transcript_are_read_from_the_store() {
+    // The spent incident stays (status exhausted); nothing else is left.
+    let holds = "  store: { in_flight: absent, incidents: 1, incidents_attempting: 0, alarms: 0 }\n";
+    assert_holds(EXHAUSTED, holds);
+    assert_fires(EXHAUSTED, "  store: { incidents: 0 }\n", "expect.store.incidents: expected 0, got 1");
+    assert_fires(
+        EXHAUSTED,
+        "  store: { incidents_attempting: 1 }\n",
+        "expect.store.incidents_attempting: expected 1, got 0",
+    );
+    assert_fires(
+        EXHAUSTED,
+        "  store: { in_flight: present }\n",
+        "expect.store.in_flight: expected present, got absent",
+    );
+}
+
+#[test]
+fn an_in_flight_record_left_at_the_end_is_named() {
+    // A provider that hangs with no watchdog: the turn is still in flight
+    // when the run stops.
+    let path = workspace_root().join("scenarios").join("inline.yaml");
+    let yaml =
+        "name: hung\nhorizon_ms: 60000\nmodel:\n  - [ park ]\nactions:\n  - at_ms: 0\n    user_message: { text: hi }\n\
+                expect:\n  store: { in_flight: absent }\n";
+    let file = parse_scenario(&path, yaml).unwrap_or_else(|error| panic!("{error}"));
+    let failed = failed_checks(&file);
+    let needle = "expect.store.in_flight: expected absent, got present (r1 user)";
+    assert!(failed.iter().any(|failure| failure.contains(needle)), "expected {needle:?} in {failed:?}");
+}

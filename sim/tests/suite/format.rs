@@ -135,3 +135,40 @@ fn an_error_in_a_fixture_shows_the_fixture_line() {
     assert!(shown.contains("cycle-b.yaml:2:12"), "{shown}");
     assert!(shown.contains("2 | - fixture: cycle-a"), "{shown}");
 }
+
+/// `stored:` takes a transcript as a list, or a mapping that adds the
+/// records a dead process left; each writes back as it was written.
+#[test]
+fn stored_records_load_and_write_back_in_their_own_form() {
+    let path = workspace_root().join("scenarios").join("stored.yaml");
+    let records = "name: t\nstored:\n  messages:\n    - user: hi\n    - assistant: [ { streaming_text: \"Hel\" } ]\n  \
+                   in_flight: { request_id: r3, kind: user, message: m2 }\n  \
+                   incidents:\n    - { root_request_id: r3, about: m1, attempt: 2 }\n";
+    let file = parse_scenario(&path, records).unwrap_or_else(|error| panic!("{error}"));
+    let stored = &file.scenario.stored;
+    assert_eq!((stored.messages.len(), stored.incidents.len()), (2, 1), "both records load: {stored:?}");
+    let state = turnsim::scenario::durable_state(stored, 100_000).expect("a state an engine could write");
+    let turn = state.in_flight.as_ref().expect("the in-flight record is seeded");
+    assert_eq!((turn.message_id.as_str(), turn.stream_started), ("m2", true), "it streamed into m2");
+    assert_eq!(state.incidents["r3:m1"].last_attempt_ms, 40_000, "the last attempt a minute before boot");
+    assert!(state.next_id >= 3, "the engine's next id is past r3: {}", state.next_id);
+    let written = serde_yaml::to_string(&file.scenario).expect("serialises");
+    let again = parse_scenario(&path, &written).unwrap_or_else(|error| panic!("{error}\n{written}"));
+    assert_eq!(again.scenario.stored, *stored, "the mapping form writes back:\n{written}");
+
+    let transcript = parse_scenario(&path, "name: t\nstored:\n  - user: hi\n").expect("a transcript");
+    let written = serde_yaml::to_string(&transcript.scenario).expect("serialises");
+    assert!(written.contains("stored:\n- user: hi"), "a transcript writes back as a list:\n{written}");
+}
+
+/// A dead turn whose answer was never written had drawn the next id for
+/// it; the engine's own ids come after.
+#[test]
+fn an_unwritten_answer_takes_the_id_after_the_stored_ones() {
+    let path = workspace_root().join("scenarios").join("stored.yaml");
+    let yaml = "name: t\nstored:\n  messages: [ { user: hi } ]\n  in_flight: { request_id: r2, kind: user }\n";
+    let file = parse_scenario(&path, yaml).unwrap_or_else(|error| panic!("{error}"));
+    let state = turnsim::scenario::durable_state(&file.scenario.stored, 0).expect("storable");
+    let turn = state.in_flight.expect("seeded");
+    assert_eq!((turn.message_id.as_str(), turn.stream_started, state.next_id), ("m3", false, 3));
+}
