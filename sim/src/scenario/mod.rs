@@ -23,8 +23,8 @@ use turnsim_engine::{EngineConfig, RecoveryConfig, ServerToolStart, ToolKind};
 
 pub use error::ScenarioError;
 pub use expectations::{
-    ConnectionExpectation, Count, EventRef, HookCounts, Presence, Snapshot, StoreExpectation, Timing,
-    ToolExpectation, ToolFields,
+    ConnectionExpectation, Count, EventRef, HookCounts, Presence, Snapshot, StoreExpectation, Timing, ToolExpectation,
+    ToolFields,
 };
 pub(crate) use load::apply_script_fault;
 pub use load::{

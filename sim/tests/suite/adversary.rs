@@ -223,3 +223,23 @@ fn an_engine_over_the_protocol_gets_the_same_matrix_as_in_process() {
     assert!(in_process.contains("\"caught\""), "the matrix was written: {in_process}");
     assert_eq!(in_process, matrix(Some(&served)), "the same matrix over the protocol");
 }
+
+#[test]
+fn a_server_tool_started_twice_is_caught_before_its_result_is_stored() {
+    // A wrong engine runs the side effect twice while the stream goes on,
+    // a stall, a 503 or an eviction later: no-lost-work names it each time.
+    for stem in [
+        "server-tool-ran-before-a-stall-runs-once",
+        "server-tool-ran-before-a-503-mid-stream-is-kept",
+        "server-tool-ran-before-an-eviction-runs-once",
+    ] {
+        let file = scenario(stem);
+        let run = adversary::mutated(&file, 0, &RegressionSet::default(), Operator::ServerToolTwice).expect("a site");
+        assert!(run.applied.is_some(), "{stem}: the operator applied");
+        assert!(
+            run.violations.iter().any(|violation| violation.check == "no-lost-work"),
+            "{stem}: no-lost-work catches the second run: {:#?}",
+            run.violations
+        );
+    }
+}

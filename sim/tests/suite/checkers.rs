@@ -15,7 +15,7 @@ use turnsim_engine::durable::{DeliveryCheckpoint, DeliveryStage, Write};
 use turnsim_engine::messenger::{ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
 use turnsim_engine::ports::{ExhaustedContext, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::transcript::TextState;
-use turnsim_engine::{Chunk, FinishReason, Message, Part, RegressionSet, ToolPart, ToolState, Usage};
+use turnsim_engine::{Chunk, FinishReason, Message, Part, RegressionSet, ToolOutcome, ToolPart, ToolState, Usage};
 
 use crate::common::{inline, scenario};
 
@@ -1170,6 +1170,45 @@ fn no_lost_work_fires_when_a_completed_server_tool_runs_again() {
     let at = broken.history.crossings.len();
     insert_crossings(&mut broken, at, vec![again]);
     run.assert_fires(NO_LOST_WORK, &broken, "server tool tc-lookup-1 ran again after its result was stored");
+}
+
+#[test]
+fn no_lost_work_fires_when_a_server_tool_runs_twice_in_one_process() {
+    // The charge ran mid-stream; a second run before its result came, in
+    // the same process, is a second charge whatever happens to the result.
+    let run = Run::committed("server-tool-ran-before-a-503-mid-stream-is-kept", NO_LOST_WORK);
+    let mut broken = run.broken();
+    let call = crossing_of(&broken, "the server-tool call", |what| matches!(what, Boundary::ServerToolCall { .. }));
+    let again = broken.history.crossings[call].what.clone();
+    insert_crossings(&mut broken, call + 1, vec![again]);
+    run.assert_fires(NO_LOST_WORK, &broken, "server tool tc-charge ran twice");
+}
+
+#[test]
+fn no_lost_work_lets_a_crash_cut_run_go_again_but_only_after_the_crash() {
+    // The clean run starts the approved tool twice with a kill between:
+    // the first run was cut short before its result, so it may run again.
+    let run = Run::committed("explored-approved-tool-cut-short-by-an-eviction-runs-again", NO_LOST_WORK);
+    let is_start = |what: &Boundary| matches!(what, Boundary::ServerToolCall { .. });
+    let starts = run.record.history.crossings.iter().filter(|crossing| is_start(&crossing.what)).count();
+    assert_eq!(starts, 2, "the clean run starts the tool once per process");
+    let mut broken = run.broken();
+    let killed = crossing_of(&broken, "the kill", |what| matches!(what, Boundary::Killed));
+    broken.history.crossings.remove(killed);
+    run.assert_fires(NO_LOST_WORK, &broken, "server tool tc-0 ran twice");
+}
+
+#[test]
+fn no_lost_work_fires_when_a_server_tool_result_is_stored_otherwise_than_it_came() {
+    // The tool answered 30 degrees; the engine stored (and showed) 21.
+    let run = Run::committed("server-tools-two-steps", NO_LOST_WORK);
+    let mut broken = run.broken();
+    let done = crossing_of(&broken, "the tool's result", |what| matches!(what, Boundary::ServerToolDone { .. }));
+    if let Boundary::ServerToolDone { outcome, .. } = &mut broken.history.crossings[done].what {
+        *outcome = ToolOutcome::Output(serde_json::json!({ "temperature": 30 }));
+    }
+    let needle = "server tool tc-lookup-1 ran to its end but its result is stored as output-available with output {\"temperature\":21}";
+    run.assert_fires(NO_LOST_WORK, &broken, needle);
 }
 
 #[test]

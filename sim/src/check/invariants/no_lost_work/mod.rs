@@ -1,5 +1,5 @@
 //! Invariant 10: nothing acknowledged is lost across evictions, and a server
-//! tool whose result was stored never runs again. Acknowledged is what the
+//! tool's run is an effect: it runs once, and its result is stored as it came. Acknowledged is what the
 //! engine showed someone: a message or a tool's result in a frame, a model
 //! request or a commit. The store is the history's commits folded in.
 
@@ -18,7 +18,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "no-lost-work",
-    rule: "stored user messages and applied tool results survive evictions, and a tool result is shown everywhere in one state with one output or error text; a completed server tool never runs twice",
+    rule: "stored user messages and applied tool results survive evictions, and a tool result is shown everywhere in one state with one output or error text; a server tool runs once (again only after a crash cut it short before its result), and a result that came back is stored as it came",
     check,
 };
 
@@ -131,13 +131,22 @@ fn lost_server_results(input: &CheckInput) -> Vec<Violation> {
         let stored = input.final_store.messages.iter().find_map(|message| message.tool(call_id));
         let problem = match stored {
             None => "is gone from the store".to_string(),
-            Some(tool) if !holds(tool, outcome) => format!("is stored as {}", tool.state.as_str()),
+            Some(tool) if !holds(tool, outcome) => format!("is stored as {}", stored_outcome(tool)),
             Some(_) => continue,
         };
         let message = format!("server tool {call_id} ran to its end but its result {problem}");
         violations.push(input.violation_at(NAME, index, message));
     }
     violations
+}
+
+/// A stored call's state and outcome, as a report names them.
+fn stored_outcome(tool: &ToolPart) -> String {
+    match (&tool.output, &tool.error_text) {
+        (_, Some(error)) => format!("{} with error {error:?}", tool.state.as_str()),
+        (Some(output), None) => format!("{} with output {output}", tool.state.as_str()),
+        (None, None) => tool.state.as_str().to_string(),
+    }
 }
 
 /// Whether a stored call shows exactly this outcome.
