@@ -14,7 +14,7 @@ use crate::clock;
 use crate::durable::{ContinuationIntent, TurnKind, Write};
 use crate::events::EngineEvent;
 use crate::regression::Regression;
-use crate::transcript::leaf_assistant;
+use crate::transcript::{leaf_assistant, Message};
 
 use super::turn::QueuedTurn;
 use super::Session;
@@ -171,9 +171,20 @@ impl Session {
     }
 
     fn unanswered_siblings(&self) -> Option<String> {
+        // The regression judges a running turn from what was persisted
+        // before its stream began (#1649): siblings the stream brought are
+        // not there yet.
+        let before_stream;
+        let messages = match self.turn.as_ref() {
+            Some(turn) if self.config.regressions.has(Regression::NoStreamActiveGate) => {
+                before_stream = persisted_before_stream(&self.durable.messages, &turn.assistant.id, turn.turn_floor);
+                &before_stream[..]
+            }
+            _ => &self.durable.messages[..],
+        };
         // As the continuation's request will show it: a turn's end the
         // store refused still counts.
-        let leaf = self.as_known(leaf_assistant(&self.durable.messages)?);
+        let leaf = self.as_known(leaf_assistant(messages)?);
         leaf.has_incomplete_tool_batch().then(|| format!("unanswered {}", leaf.pending_tool_ids().join(",")))
     }
 
@@ -247,4 +258,18 @@ impl Session {
             }
         }
     }
+}
+
+/// The transcript as it stood before the running turn's stream: the turn's
+/// message without what the turn added (gone if the turn began it).
+fn persisted_before_stream(messages: &[Message], message_id: &str, turn_floor: usize) -> Vec<Message> {
+    let mut before: Vec<Message> = messages.to_vec();
+    before.retain_mut(|message| {
+        if message.id != message_id {
+            return true;
+        }
+        message.parts.truncate(turn_floor);
+        turn_floor > 0
+    });
+    before
 }

@@ -136,9 +136,8 @@ pub fn case(store_faults: bool) -> impl Strategy<Value = Case> {
         0u8..24,
         any::<bool>(),
         any::<bool>(),
-        any::<bool>(),
     );
-    shape.prop_flat_map(move |(sim_seed, entry, tools, tail_gaps, watchdog, buggify, tools_after_step)| {
+    shape.prop_flat_map(move |(sim_seed, entry, tools, tail_gaps, watchdog, buggify)| {
         let count = tools.len();
         faults(count, store_faults).prop_map(move |faults| Case {
             sim_seed,
@@ -147,7 +146,9 @@ pub fn case(store_faults: bool) -> impl Strategy<Value = Case> {
             tail_gaps,
             watchdog,
             buggify,
-            tools_after_step,
+            // From the fixed seed, not a drawn value: a drawn one would
+            // change every case an earlier sweep found.
+            tools_after_step: sim_seed % 2 == 1,
             faults,
         })
     })

@@ -841,6 +841,21 @@ fn mid_tool_input_recovers_fires_when_a_recovery_from_a_cut_tool_input_exhausts(
 }
 
 #[test]
+fn mid_tool_input_recovers_fires_when_the_model_is_asked_to_continue_a_half_streamed_call() {
+    // #1781: the second call is shown the lookup as it stood mid input.
+    let run = Run::committed("server-tools-two-steps", MID_TOOL_INPUT_RECOVERS);
+    let mut broken = run.broken();
+    let tool = tool_in(&mut request_mut(&mut broken, 2).messages, "tc-lookup-1");
+    tool.state = ToolState::InputStreaming;
+    tool.output = None;
+    run.assert_fires(
+        MID_TOOL_INPUT_RECOVERS,
+        &broken,
+        "model call #2 was asked to continue from tc-lookup-1's half-streamed input",
+    );
+}
+
+#[test]
 fn mid_tool_input_recovers_ignores_the_exhaustion_of_a_recovery_from_text() {
     let (run, edited) = exhausted_recovery(false);
     run.assert_passes(

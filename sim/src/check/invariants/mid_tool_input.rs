@@ -7,19 +7,21 @@
 //! refused a write in between excuses it: a recovery gives up when the
 //! store refuses it, whatever its strategy.
 
+use turnsim_engine::ToolState;
+
 use super::Invariant;
-use crate::check::facts::CallFact;
+use crate::check::facts::{last_step_tools, CallFact};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "mid-tool-input-recovers",
-    rule: "a recovery from a partial that ends mid tool input never exhausts its budget",
+    rule: "a recovery from a partial that ends mid tool input never exhausts its budget, and no model request holds a half-streamed tool call",
     check,
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let mut violations = Vec::new();
+    let mut violations = half_streamed_calls_asked(input);
     for (index, crossing) in input.run.history.iter().enumerate() {
         let Boundary::Exhausted { context, .. } = &crossing.what else { continue };
         let Some(cut) = unrecovered_cut(input, index) else { continue };
@@ -29,6 +31,25 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             context.incident_id, cut.call, context.attempt, context.reason
         );
         violations.push(input.violation_at(INVARIANT.name, index, message));
+    }
+    violations
+}
+
+/// A model request whose transcript ends in a tool call whose input never
+/// finished streaming asks the model to continue from it (#1781): every
+/// provider answers it with nothing or refuses it. Read from the last
+/// step, so a long reply's earlier steps are not read again per request.
+fn half_streamed_calls_asked(input: &CheckInput) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (index, crossing) in input.run.history.iter().enumerate() {
+        let Boundary::ModelRequest { call, request } = &crossing.what else { continue };
+        let Some(last) = request.messages.last() else { continue };
+        let half = last_step_tools(last).find(|tool| tool.state == ToolState::InputStreaming);
+        if let Some(tool) = half {
+            let message =
+                format!("model call #{call} was asked to continue from {}'s half-streamed input", tool.call_id);
+            violations.push(input.violation_at(INVARIANT.name, index, message));
+        }
     }
     violations
 }
