@@ -368,7 +368,12 @@ impl Session {
         // What the turn did, whatever the store kept of it: a recovery that
         // answered ends its incident even if the answer is recorded later.
         let outcome = status;
-        if !self.commit_reply(writes.clone()) {
+        // A refused end is this turn's to handle, here: recorded later, and
+        // told below. It must not fail the turn that starts after it.
+        let refused_before = self.refused;
+        let recorded = self.commit_reply(writes.clone());
+        self.refused = refused_before;
+        if !recorded {
             // The reply was not saved: a turn that would have completed
             // fails and says so, and its end is recorded once the store
             // takes writes again.
