@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::durable::Write;
 use turnsim_engine::ports::{Frame, ModelRequest};
-use turnsim_engine::{Chunk, FinishReason, Message, Part, Role, ToolPart, ToolState};
+use turnsim_engine::{Chunk, FinishReason, Message, Part, Parts, Role, ToolPart, ToolState};
 
 use super::seen::SeenMessages;
 use crate::history::{Boundary, CallbackCall, History, StreamEnd};
@@ -131,6 +131,20 @@ impl CallFact {
             }
         }
         Some(reply)
+    }
+
+    /// The text and reasoning parts the call streamed, as its chunks build
+    /// them on an empty reply: (whether it is reasoning, its text), empty
+    /// ones left out. What the call added, without what the request showed.
+    pub fn streamed_texts(&self, history: &History) -> Vec<(bool, String)> {
+        let mut streamed = Message { id: String::new(), role: Role::Assistant, parts: Parts::new() };
+        for &at in &self.applied {
+            if let Boundary::ModelChunk { chunk, .. } = &history.crossings[at].what {
+                streamed.apply_chunk(chunk);
+            }
+        }
+        let texts = streamed.parts.iter().filter_map(text_of).filter(|(_, text)| !text.is_empty());
+        texts.map(|(reasoning, text)| (reasoning, text.to_string())).collect()
     }
 
     fn add_tool(&mut self, id: &str) {
@@ -528,4 +542,13 @@ pub fn has_content(message: &Message) -> bool {
         Part::Text { text, .. } | Part::Reasoning { text, .. } => !text.is_empty(),
         Part::Tool(_) => true,
     })
+}
+
+/// A text or reasoning part's text: (whether it is reasoning, the text).
+pub fn text_of(part: &Part) -> Option<(bool, &str)> {
+    match part {
+        Part::Text { text, .. } => Some((false, text)),
+        Part::Reasoning { text, .. } => Some((true, text)),
+        _ => None,
+    }
 }

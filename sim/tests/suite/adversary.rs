@@ -132,6 +132,37 @@ fn a_caught_rewrite_is_reported_caught_with_the_check_that_noticed() {
     assert_eq!((matrix.changed, matrix.caught, matrix.survived), (1, 1, 0));
 }
 
+#[test]
+fn a_request_that_drops_the_question_or_shows_a_discarded_attempt_is_caught_by_request_matches_store() {
+    // The two request operators rewrite a correct engine's model requests
+    // (the last user message left out; text no call streamed and the store
+    // never held added to the reply): on each scenario, seed 0, the one
+    // check that notices is the comparison of the request with the store.
+    let regressions = RegressionSet::default();
+    let stems = [
+        "bench-standard-story",
+        "provider-rate-limit-mid-stream-discards",
+        "three-messages-queued-each-answered-in-turn",
+    ];
+    for stem in stems {
+        let file = scenario(stem);
+        let baseline = adversary::run(&file, 0, &regressions, Mode::Count);
+        assert!(baseline.violations.is_empty(), "{stem}: the unmutated run passes");
+        for operator in [Operator::RequestMissingMessage, Operator::RequestWithDiscardedText] {
+            let verdict = adversary::verdict_of(&file, 0, &regressions, &baseline, operator);
+            let Verdict::Caught { checks, .. } = &verdict else {
+                panic!("{} on {stem} is caught: {verdict:?}", operator.name())
+            };
+            assert_eq!(
+                checks,
+                &["request-matches-store"],
+                "{} on {stem}: caught by the request check",
+                operator.name()
+            );
+        }
+    }
+}
+
 fn turnsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_turnsim")).args(args).current_dir(workspace_root()).output().expect("run turnsim")
 }

@@ -1751,3 +1751,115 @@ fn failure_stands_accepts_an_answer_asked_for_after_the_failure() {
     insert_crossings(&mut edited, error + 1, vec![asked, answer_chunk()]);
     run.assert_passes(FAILURE_STANDS, &edited, "an answer the user asked for again");
 }
+
+// ---------------------------------------------------------------- request-matches-store
+
+const REQUEST_MATCHES_STORE: &str = "request-matches-store";
+
+/// `three-messages-queued-each-answered-in-turn`: call #2 answers "second"
+/// (m5) into a reply m8 the store does not hold yet, while "third" (m7)
+/// waits stored behind it.
+fn queued_run() -> Run {
+    Run::committed("three-messages-queued-each-answered-in-turn", REQUEST_MATCHES_STORE)
+}
+
+#[test]
+fn request_matches_store_accepts_a_queued_message_left_out() {
+    // The clean run's call #2 leaves out m7, which the store holds: it is
+    // the next turn's to answer, not this one's.
+    let run = queued_run();
+    let request = run.record.history.crossings.iter().find_map(|crossing| match &crossing.what {
+        Boundary::ModelRequest { call: 2, request } => Some(request),
+        _ => None,
+    });
+    let shown: Vec<&str> = request.expect("call #2").messages.iter().map(|message| message.id.as_str()).collect();
+    assert_eq!(shown, ["m2", "m3", "m5", "m8"], "call #2 ends at its reply");
+    let at = crossing_of(&run.record, "call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
+    assert!(run.record.history.store_at(at).message("m7").is_some(), "m7 is stored before call #2");
+    run.assert_passes(REQUEST_MATCHES_STORE, &run.record, "a user message queued behind the reply");
+}
+
+#[test]
+fn request_matches_store_fires_on_a_request_without_the_message_it_answers() {
+    let run = queued_run();
+    let mut broken = run.broken();
+    request_mut(&mut broken, 2).messages.retain(|message| message.id != "m5");
+    run.assert_fires(
+        REQUEST_MATCHES_STORE,
+        &broken,
+        "model call #2 (r4): user message m5 (\"second\") is stored before the reply asked for, and not shown",
+    );
+}
+
+#[test]
+fn request_matches_store_fires_on_a_user_message_shown_with_other_text() {
+    let run = queued_run();
+    let mut broken = run.broken();
+    let second = request_mut(&mut broken, 2).messages.iter_mut().find(|message| message.id == "m5");
+    second.expect("m5 in call #2").parts =
+        vec![Part::Text { id: "t".into(), text: "third".into(), state: TextState::Done }].into();
+    run.assert_fires(
+        REQUEST_MATCHES_STORE,
+        &broken,
+        "user message m5 is shown as \"third\"; the store holds \"second\"",
+    );
+}
+
+#[test]
+fn request_matches_store_fires_on_a_retry_shown_the_failed_attempts_text() {
+    // Call #1 streamed "The answer is for" and failed with a 503; the
+    // engine took it back, and call #2 retries. Shown that text, the model
+    // would go on from an answer nobody kept.
+    let run = Run::committed("provider-rate-limit-mid-stream-discards", REQUEST_MATCHES_STORE);
+    let mut broken = run.broken();
+    let reply = request_mut(&mut broken, 2).messages.last_mut().expect("the reply");
+    reply.parts.push(Part::Text { id: "t1".into(), text: "The answer is for".into(), state: TextState::Streaming });
+    run.assert_fires(
+        REQUEST_MATCHES_STORE,
+        &broken,
+        "m3 shows text \"The answer is for\" that the store does not hold and no kept call streamed",
+    );
+}
+
+/// `server-tools-two-steps` with m3 stored without its text until call #2
+/// has been sent: the reply call #2 shows runs ahead of the store.
+fn reply_ahead_of_the_store() -> (Run, RunRecord, usize) {
+    let run = Run::committed("server-tools-two-steps", REQUEST_MATCHES_STORE);
+    let mut edited = run.broken();
+    let second = crossing_of(&edited, "call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
+    for crossing in &mut edited.history.crossings[..second] {
+        let Boundary::Commit { writes } = &mut crossing.what else { continue };
+        for write in writes.iter_mut() {
+            match write {
+                Write::PutMessage(message) | Write::PutMessageAfter { message, .. } if message.id == "m3" => {
+                    message.parts.retain(|part| !matches!(part, Part::Text { .. }))
+                }
+                _ => {}
+            }
+        }
+    }
+    (run, edited, second)
+}
+
+#[test]
+fn request_matches_store_accepts_a_reply_ahead_of_the_store() {
+    let (run, edited, _) = reply_ahead_of_the_store();
+    run.assert_passes(REQUEST_MATCHES_STORE, &edited, "text a kept call streamed that the store does not hold yet");
+}
+
+#[test]
+fn request_matches_store_fires_on_text_a_take_back_dropped() {
+    // The same, with call #1's attempt taken back (a reset frame shows m3
+    // without its text): the text it streamed is nobody's any more.
+    let (run, mut broken, second) = reply_ahead_of_the_store();
+    let reply = request_mut(&mut broken, 2).messages.last().expect("the reply").clone();
+    let mut message = reply.clone();
+    message.parts.retain(|part| !matches!(part, Part::Text { .. }));
+    let reset = Frame::Reset { request_id: "r1".into(), message };
+    insert_crossings(&mut broken, second, vec![Boundary::Frame { connection: 1, frame: reset }]);
+    run.assert_fires(
+        REQUEST_MATCHES_STORE,
+        &broken,
+        "m3 shows text \"Let me look that up.\" that the store does not hold and no kept call streamed",
+    );
+}

@@ -13,6 +13,7 @@ mod messenger_view;
 mod mid_tool_input;
 mod no_lost_work;
 mod parked_tool;
+mod request_matches_store;
 mod resume_handshake;
 mod tool_results;
 mod transcript_shape;
@@ -29,7 +30,7 @@ pub struct Invariant {
 
 /// Invariant 11 (determinism) is checked by running a seed twice:
 /// `turnsim check-determinism` and the determinism tests.
-pub const INVARIANTS: [Invariant; 15] = [
+pub const INVARIANTS: [Invariant; 16] = [
     callback_contract::INVARIANT,
     continuation::INVARIANT,
     tool_results::INVARIANT,
@@ -45,6 +46,7 @@ pub const INVARIANTS: [Invariant; 15] = [
     caller_view::INVARIANT,
     messenger_view::INVARIANT,
     resume_handshake::INVARIANT,
+    request_matches_store::INVARIANT,
 ];
 
 pub const DETERMINISM_RULE: (&str, &str) = ("determinism", "the same seed gives the same trace, byte for byte");
