@@ -53,13 +53,15 @@ fn every_scenario_replays_byte_identically_over_the_protocol() {
 #[test]
 fn the_suite_passes_against_the_served_engine_and_a_regression_is_caught_across_it() {
     let served = served();
-    let scenario = "scenarios/barrier-late-sibling.yaml";
+    let scenario = "scenarios/barrier-slow-sibling-answered-after-the-stream-ends.yaml";
     let green = turnsim(&["run", scenario, "--seeds", "8", "--engine-cmd", &served]);
     assert_eq!(green.status.code(), Some(0), "{}", text(&green));
     let red =
         turnsim(&["run", scenario, "--seeds", "8", "--regression", "no-stream-active-gate", "--engine-cmd", &served]);
     assert_eq!(red.status.code(), Some(1), "{}", text(&red));
-    assert!(text(&red).contains("FAIL scenarios/barrier-late-sibling.yaml (8 of 8 seeds failed)"), "{}", text(&red));
+    let failed = "FAIL scenarios/barrier-slow-sibling-answered-after-the-stream-ends.yaml (8 of 8 seeds failed)";
+    assert!(text(&red).contains(failed), "{}", text(&red));
+    assert!(text(&red).contains("single-continuation:"), "caught by the invariant: {}", text(&red));
 }
 
 /// Each broken engine fails the run (exit 1) with its kind and a replay
