@@ -231,6 +231,9 @@ pub struct Facts {
     /// Where each tool call first waited for an answer (stored or shown to a
     /// client as `input-available` or `approval-requested`).
     pub asked: BTreeMap<String, usize>,
+    /// Where the engine asked for each server tool call to run (indices in
+    /// the history, in order).
+    pub server_tool_runs: BTreeMap<String, Vec<usize>>,
     /// The messages commits stored, as last stored.
     committed: SeenMessages,
 }
@@ -283,6 +286,9 @@ impl Facts {
             Boundary::Commit { writes } => {
                 self.commits.push(index);
                 self.on_commit(index, writes)
+            }
+            Boundary::ServerToolCall { call } => {
+                self.server_tool_runs.entry(call.call_id.clone()).or_default().push(index)
             }
             Boundary::Frame { frame: Frame::Tool { call_id, state, .. }, .. } if state.is_pending() => {
                 self.asked.entry(call_id.clone()).or_insert(index);

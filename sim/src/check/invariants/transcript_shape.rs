@@ -230,13 +230,5 @@ fn kept_output(input: &CheckInput, calls: &[&CallFact], at: usize) -> bool {
     // A server tool a failed call asked for ran: its call and result
     // outlive the attempt, in a step of their own.
     (!call.is_truncated_finish() && !retried && !http_empty)
-        || call.tools.iter().any(|call_id| ran_server_tool(input, call_id))
-}
-
-fn ran_server_tool(input: &CheckInput, call_id: &str) -> bool {
-    input
-        .run
-        .history
-        .iter()
-        .any(|crossing| matches!(&crossing.what, Boundary::ServerToolCall { call } if call.call_id == call_id))
+        || call.tools.iter().any(|call_id| input.facts.server_tool_runs.contains_key(call_id))
 }

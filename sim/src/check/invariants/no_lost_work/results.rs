@@ -166,17 +166,12 @@ fn is_result(state: ToolState) -> bool {
 /// Calls of failed model calls, but for server tools the engine ran: a
 /// run is an effect, and its result is not the attempt's to take back.
 fn discarded_calls<'a>(input: &'a CheckInput) -> BTreeSet<&'a str> {
-    let ran: BTreeSet<&str> = input
-        .run
-        .history
-        .iter()
-        .filter_map(|crossing| match &crossing.what {
-            Boundary::ServerToolCall { call } => Some(call.call_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let ran = &input.facts.server_tool_runs;
     let failed = input.facts.calls.iter().filter(|call| call.is_truncated_finish() || call.end.is_retryable_http());
-    failed.flat_map(|call| call.tools.iter().map(String::as_str)).filter(|call_id| !ran.contains(call_id)).collect()
+    failed
+        .flat_map(|call| call.tools.iter().map(String::as_str))
+        .filter(|call_id| !ran.contains_key(*call_id))
+        .collect()
 }
 
 /// An outcome as a report names it.
