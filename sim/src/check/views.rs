@@ -6,19 +6,29 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::ports::Frame;
-use turnsim_engine::{Chunk, Message, Part, Role, ToolState};
+use turnsim_engine::transcript::{normalise_input, TextState};
+use turnsim_engine::{Chunk, Message, Part, Role, ToolPart, ToolState};
 
 use crate::history::{Boundary, CallbackCall, History};
 
 /// One part as a person sees it: step markers and empty text are invisible.
 /// A dynamic tool is a different part to a UI (`dynamic-tool`, rendered by
 /// its own branch), so it is shown as such, and so is the decision on an
-/// approval answered and not yet acted on (a UI shows "approved").
+/// approval answered and not yet acted on (a UI shows "approved"). A tool's
+/// input shows once it is complete: as its finished call gave it, or as
+/// its streamed input text reads when the call was finished from that.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shown {
     Text(String),
     Reasoning(String),
-    Tool { call_id: String, tool_name: String, state: &'static str, dynamic: bool, approved: Option<bool> },
+    Tool {
+        call_id: String,
+        tool_name: String,
+        state: &'static str,
+        dynamic: bool,
+        approved: Option<bool>,
+        input: Option<serde_json::Value>,
+    },
 }
 
 /// A message as shown: id, role and visible parts.
@@ -37,7 +47,8 @@ pub fn shown(messages: &[Message]) -> Vec<ShownMessage> {
     messages.iter().map(shown_message).filter(visible).collect()
 }
 
-fn shown_message(message: &Message) -> ShownMessage {
+/// One message as shown.
+pub fn shown_message(message: &Message) -> ShownMessage {
     let parts = message
         .parts
         .iter()
@@ -56,10 +67,20 @@ fn shown_message(message: &Message) -> ShownMessage {
                 approved: (tool.state == ToolState::ApprovalResponded)
                     .then(|| tool.approval.as_ref().and_then(|approval| approval.approved))
                     .flatten(),
+                input: shown_input(tool),
             }),
         })
         .collect();
     ShownMessage { id: message.id.clone(), role: message.role, parts }
+}
+
+/// A tool's input as shown: none while it streams.
+fn shown_input(tool: &ToolPart) -> Option<serde_json::Value> {
+    if tool.state == ToolState::InputStreaming {
+        return None;
+    }
+    let streamed = || serde_json::from_str(&tool.input_text).ok();
+    tool.input.clone().or_else(streamed).map(normalise_input)
 }
 
 /// A connected client's transcript, as its frames built it.
@@ -77,9 +98,7 @@ impl ClientView {
     fn apply(&mut self, frame: &Frame) {
         match frame {
             Frame::Messages(messages) => self.messages = messages.clone(),
-            Frame::Chunk { message_id, chunk, .. } => {
-                self.message(message_id).apply_chunk(chunk);
-            }
+            Frame::Chunk { message_id, chunk, .. } => apply_client_chunk(self.message(message_id), chunk),
             Frame::Reset { message, .. } => *self.message(&message.id) = message.clone(),
             Frame::Tool { call_id, state, .. } => {
                 let tool = self.messages.iter_mut().find_map(|message| message.parts.tool_mut(call_id));
@@ -102,6 +121,49 @@ impl ClientView {
             }
         };
         &mut self.messages[at]
+    }
+}
+
+/// A chunk as a client applies it (the AI SDK's UI stream reader): a
+/// delta goes into the text, reasoning or tool input it names only while
+/// that part is open (started and not ended); a delta for a part the client
+/// never saw start, or saw end, is shown nowhere. A finished tool call
+/// opens its part if the client never saw its input start.
+fn apply_client_chunk(message: &mut Message, chunk: &Chunk) {
+    match chunk {
+        Chunk::TextDelta { id, delta } | Chunk::ReasoningDelta { id, delta } => {
+            let reasoning = matches!(chunk, Chunk::ReasoningDelta { .. });
+            if let Some(text) = open_text(message, id, reasoning) {
+                text.push_str(delta);
+            }
+        }
+        Chunk::TextEnd { id } | Chunk::ReasoningEnd { id } => {
+            let reasoning = matches!(chunk, Chunk::ReasoningEnd { .. });
+            let open = message.parts.rposition(|part| is_open_text(part, id, reasoning));
+            let part = open.and_then(|at| message.parts.get_mut(at));
+            if let Some(Part::Text { state, .. } | Part::Reasoning { state, .. }) = part {
+                *state = TextState::Done;
+            }
+        }
+        _ => message.apply_chunk(chunk),
+    }
+}
+
+/// The text of the open text (or reasoning) part `id`, if there is one.
+fn open_text<'a>(message: &'a mut Message, id: &str, reasoning: bool) -> Option<&'a mut String> {
+    let at = message.parts.rposition(|part| is_open_text(part, id, reasoning))?;
+    match message.parts.get_mut(at)? {
+        Part::Text { text, .. } | Part::Reasoning { text, .. } => Some(text),
+        _ => None,
+    }
+}
+
+fn is_open_text(part: &Part, id: &str, reasoning: bool) -> bool {
+    match (part, reasoning) {
+        (Part::Text { id: part_id, state, .. }, false) | (Part::Reasoning { id: part_id, state, .. }, true) => {
+            part_id == id && *state == TextState::Streaming
+        }
+        _ => false,
     }
 }
 
