@@ -1,0 +1,311 @@
+//! A client's transcript judged where it comes to rest, not only when the
+//! run settles: at every `done` or `error` frame a connection is sent, and
+//! when it disconnects. A later transcript frame that repairs the view, or
+//! a client that leaves before the end, no longer hides what it was shown.
+//!
+//! - **At a terminal frame** for request R, each message R streamed into
+//!   (its chunks and take-backs on any connection, the reply its model
+//!   requests wrote into) shows on the connection exactly as the store
+//!   holds it then, as a person sees it (`views::shown`): a message the
+//!   store does not hold is not on screen. A message a later request has
+//!   taken over since (a recovery streaming into it) is that request's to
+//!   judge: a terminal status replayed to a connecting client is no rest
+//!   of the message.
+//! - **At a disconnect**, the client leaves showing the store as it stood,
+//!   or ahead of it by what the stream in progress has not checkpointed
+//!   yet: every stored message is on screen in its place, each of its
+//!   parts as stored, save that text may run on past the stored text and
+//!   a tool may be further along than its stored state. A discarded
+//!   attempt's text kept on screen, a chunk lost or doubled, a message
+//!   missing: each shows here. A connection that closes in the instant it
+//!   opened is not judged: across the process boundary, the disconnect may
+//!   be taken before the frames answering its connect are recorded.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use turnsim_engine::durable::{DurableState, Write};
+use turnsim_engine::ports::Frame;
+use turnsim_engine::{Message, Role};
+
+use super::{first_difference, INVARIANT};
+use crate::check::views::{shown, shown_message, ClientView, ClientViews, Shown, ShownMessage};
+use crate::check::{CheckInput, Violation};
+use crate::history::Boundary;
+
+/// The first connection found misshowing at a rest, if any.
+pub fn misshown_at_rest(input: &CheckInput) -> Option<Violation> {
+    let history = &input.run.history;
+    let mut rest = Rests::default();
+    let mut store = Stores { held: history.initial.clone(), tried: history.initial.clone() };
+    for (index, crossing) in history.iter().enumerate() {
+        let text = match &crossing.what {
+            Boundary::Disconnect { connection } => rest.left(input, *connection, crossing.at_us, &store),
+            _ => None,
+        };
+        if let Some(text) = text {
+            return Some(Violation::at(INVARIANT.name, input.event_of(index), text));
+        }
+        rest.views.step(index, &crossing.what);
+        match &crossing.what {
+            Boundary::Commit { writes } => store.commit(writes),
+            Boundary::CommitRefused { writes } => {
+                store.refused(writes);
+                rest.refused(writes);
+            }
+            Boundary::ModelRequest { request, .. } => {
+                let reply = request.messages.last().filter(|message| message.role == Role::Assistant);
+                if let Some(reply) = reply {
+                    rest.streams(&request.request_id, &reply.id);
+                }
+            }
+            Boundary::Frame { connection, frame } => {
+                if let Some(text) = rest.framed(*connection, frame, &store) {
+                    return Some(Violation::at(INVARIANT.name, input.event_of(index), text));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The client views, and which request streams into which message.
+#[derive(Default)]
+struct Rests {
+    views: ClientViews,
+    /// The request that last streamed into each message.
+    owner: BTreeMap<String, String>,
+    /// The messages each request streamed into.
+    replies: BTreeMap<String, Vec<String>>,
+    /// Messages the store refused a write of while their request ran.
+    lost: BTreeSet<String>,
+}
+
+impl Rests {
+    fn streams(&mut self, request_id: &str, message_id: &str) {
+        let previous = self.owner.insert(message_id.to_string(), request_id.to_string());
+        if previous.as_deref() != Some(request_id) {
+            self.lost.remove(message_id);
+        }
+        let replies = self.replies.entry(request_id.to_string()).or_default();
+        if !replies.iter().any(|reply| reply == message_id) {
+            replies.push(message_id.to_string());
+        }
+    }
+
+    fn refused(&mut self, writes: &[Write]) {
+        let messages = writes.iter().filter_map(|write| match write {
+            Write::RemoveMessage(id) => Some(id),
+            _ => write.message().map(|message| &message.id),
+        });
+        self.lost.extend(messages.cloned());
+    }
+
+    /// A frame sent: a stream noted, or a terminal frame judged.
+    fn framed(&mut self, connection: u64, frame: &Frame, store: &Stores) -> Option<String> {
+        match frame {
+            Frame::Chunk { request_id, message_id, .. } => self.streams(request_id, message_id),
+            Frame::Reset { request_id, message } => self.streams(request_id, &message.id),
+            Frame::Done { request_id, .. } => return self.ended(connection, request_id, store, false),
+            Frame::Error { request_id, .. } => return self.ended(connection, request_id, store, true),
+            _ => {}
+        }
+        None
+    }
+
+    /// A terminal frame for `request_id` on `connection`: each message the
+    /// request still owns shows as stored (or as the engine tried to store
+    /// it). A turn that failed as the store refused its writes may leave
+    /// on screen what it streamed past the store.
+    fn ended(&self, connection: u64, request_id: &str, store: &Stores, failed: bool) -> Option<String> {
+        let view = self.in_step(connection)?;
+        let replies = self.replies.get(request_id)?;
+        let mut owned = replies.iter().filter(|reply| self.owner.get(*reply).is_some_and(|owner| owner == request_id));
+        owned.find_map(|message_id| {
+            let showing = visible(&view.messages, message_id);
+            let stored = visible(&store.held.messages, message_id);
+            let tried = visible(&store.tried.messages, message_id);
+            if showing == stored || showing == tried {
+                return None;
+            }
+            // A message whose writes the store refused may be left with its
+            // tools where the refusal caught them (a state the store took on
+            // a second try and the client was never told, or the other way
+            // round: what the engine sends next repairs it), and a turn that
+            // failed so may leave on screen what it streamed past the store.
+            if self.lost.contains(message_id) {
+                let loose = |message: &Option<ShownMessage>| message.as_ref().map(stateless_message);
+                let (showing, stored, tried) = (loose(&showing), loose(&stored), loose(&tried));
+                let runs_on = |kept: &Option<ShownMessage>| {
+                    showing.is_some() && behind(showing.as_slice(), kept.as_slice()).is_none()
+                };
+                if showing == stored || showing == tried || (failed && (runs_on(&stored) || runs_on(&tried))) {
+                    return None;
+                }
+            }
+            Some(format!(
+                "client connection c{connection} is told request {request_id} {} showing message {message_id} as {}; the store holds {}",
+                if failed { "failed" } else { "is done" },
+                describe(showing.as_ref()),
+                describe(stored.as_ref()),
+            ))
+        })
+    }
+
+    /// A client leaving: it shows the store, or ahead of it by a stream.
+    fn left(&self, input: &CheckInput, connection: u64, at_us: u64, store: &Stores) -> Option<String> {
+        let view = self.in_step(connection)?;
+        let opened_us = input.run.history.crossings.get(view.opened_at).map_or(0, |crossing| crossing.at_us);
+        if opened_us == at_us {
+            return None;
+        }
+        let difference = self.transcript_behind(view, store)?;
+        Some(format!("client connection c{connection} leaves showing what the store never held: {difference}"))
+    }
+
+    /// Where a client's whole transcript is not the store's (as it stands
+    /// or as the engine tried to leave it), nor ahead of it by a stream.
+    /// A message whose writes the store refused while its request ran
+    /// is compared without its tools' states, as at its terminal frame.
+    fn transcript_behind(&self, view: &ClientView, store: &Stores) -> Option<String> {
+        let loosen = |messages: &[Message]| -> Vec<ShownMessage> {
+            let loose = |message: ShownMessage| match self.lost.contains(&message.id) {
+                true => stateless_message(&message),
+                false => message,
+            };
+            shown(messages).into_iter().map(loose).collect()
+        };
+        let showing = loosen(&view.messages);
+        behind(&showing, &loosen(&store.tried.messages))?;
+        behind(&showing, &loosen(&store.held.messages))
+    }
+
+    fn in_step(&self, connection: u64) -> Option<&ClientView> {
+        self.views.in_step().find(|(open, _)| **open == connection).map(|(_, view)| view)
+    }
+}
+
+/// The store as it stands, and as the engine tried to leave it: a client
+/// may be shown what the engine meant to store when the store refused it
+/// (a take-back of text the store then kept, or an answer it lost).
+struct Stores {
+    held: DurableState,
+    /// The messages with the refused commits' writes folded in too.
+    tried: DurableState,
+}
+
+impl Stores {
+    fn commit(&mut self, writes: &[Write]) {
+        for write in writes {
+            self.held.apply(write);
+            self.tried.apply(write);
+        }
+    }
+
+    fn refused(&mut self, writes: &[Write]) {
+        let of_messages = |write: &&Write| matches!(write, Write::RemoveMessage(_)) || write.message().is_some();
+        writes.iter().filter(of_messages).for_each(|write| self.tried.apply(write));
+    }
+}
+
+/// Message `id` as shown, if it is on screen at all.
+fn visible(messages: &[Message], id: &str) -> Option<ShownMessage> {
+    let message = messages.iter().find(|message| message.id == id)?;
+    let shown = shown_message(message);
+    (shown.role != Role::Assistant || !shown.parts.is_empty()).then_some(shown)
+}
+
+fn describe(message: Option<&ShownMessage>) -> String {
+    match message {
+        Some(message) => format!("{:?}", message.parts),
+        None => "nothing".to_string(),
+    }
+}
+
+/// Where a screen is not the store, nor ahead of it by a stream in
+/// progress: `None` when every stored message is on screen in its place
+/// with each stored part as stored, or run on.
+pub fn behind(showing: &[ShownMessage], stored: &[ShownMessage]) -> Option<String> {
+    for (at, kept) in stored.iter().enumerate() {
+        let Some(shown) = showing.get(at) else {
+            return first_difference(showing, stored);
+        };
+        if shown.id != kept.id || kept.parts.len() > shown.parts.len() {
+            return first_difference(showing, stored);
+        }
+        if !parts_run_on(&kept.parts, &shown.parts) {
+            return Some(format!("message {} shows {:?}; the store holds {:?}", shown.id, shown.parts, kept.parts));
+        }
+    }
+    None
+}
+
+/// Each stored part is on screen in order, as stored or run on. A text
+/// (or reasoning) part on screen that matches no stored one may be one
+/// the store still holds empty, which shows nothing: it is passed over.
+fn parts_run_on(kept: &[Shown], shown: &[Shown]) -> bool {
+    let mut on_screen = shown.iter();
+    kept.iter().all(|kept| {
+        let passed_over =
+            |shown: &&Shown| !part_runs_on(kept, shown) && matches!(shown, Shown::Text(_) | Shown::Reasoning(_));
+        on_screen.find(|shown| !passed_over(shown)).is_some_and(|shown| part_runs_on(kept, shown))
+    })
+}
+
+/// A part on screen is the stored one, or it ran on since the store took
+/// it: more text, or a tool further along.
+fn part_runs_on(kept: &Shown, shown: &Shown) -> bool {
+    match (kept, shown) {
+        (Shown::Text(kept), Shown::Text(shown)) | (Shown::Reasoning(kept), Shown::Reasoning(shown)) => {
+            shown.starts_with(kept.as_str())
+        }
+        (
+            Shown::Tool { call_id, tool_name, dynamic, state, input, .. },
+            Shown::Tool {
+                call_id: shown_id,
+                tool_name: shown_name,
+                dynamic: shown_dynamic,
+                state: shown_state,
+                input: shown_input,
+                ..
+            },
+        ) => {
+            let same = call_id == shown_id && tool_name == shown_name && dynamic == shown_dynamic;
+            let ahead = stage(state) < stage(shown_state);
+            same && (kept == shown || (ahead && (input.is_none() || input == shown_input)))
+        }
+        _ => false,
+    }
+}
+
+/// How far along a tool state is: a screen may be ahead of the store (the
+/// stream went on), never behind it.
+fn stage(state: &str) -> u8 {
+    match state {
+        "input-streaming" => 0,
+        "input-available" => 1,
+        "approval-requested" => 2,
+        "approval-responded" => 3,
+        _ => 4,
+    }
+}
+
+/// A message with its tools' states left out.
+fn stateless_message(message: &ShownMessage) -> ShownMessage {
+    ShownMessage { parts: message.parts.iter().map(stateless).collect(), ..message.clone() }
+}
+
+/// A part with its tool state left out.
+fn stateless(part: &Shown) -> Shown {
+    match part {
+        Shown::Tool { call_id, tool_name, dynamic, .. } => Shown::Tool {
+            call_id: call_id.clone(),
+            tool_name: tool_name.clone(),
+            state: "",
+            dynamic: *dynamic,
+            approved: None,
+            input: None,
+        },
+        other => other.clone(),
+    }
+}
