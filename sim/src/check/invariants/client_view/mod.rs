@@ -2,7 +2,8 @@
 //! from every frame a connection was sent (the transcript on connect, chunks,
 //! tool states, take-backs) equals the store's at the end of the run, and
 //! at every rest of the connection (`rest`: each `done` or `error` frame,
-//! and its disconnect). A
+//! and its disconnect). A turn that failed is told to every client
+//! connected then (`failure_told`). A
 //! retried attempt's text left on screen, a tool state never sent, a repair
 //! the client never heard of: each shows here. And a client is not left
 //! showing a recovery under way once the run has settled: with nothing
@@ -16,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::Frame;
 
+mod failure_told;
 mod rest;
 
 use super::Invariant;
@@ -26,7 +28,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "client-view",
-    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript when the run settles, at every `done` or `error` frame it gets (the finished request's messages) and when it disconnects (the store, or ahead of it by a stream in progress); a client shows a recovery under way exactly while the store holds one attempting, and not once the run has settled; a `done` frame says a stream continued the answer before it exactly when the model was asked to continue",
+    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript when the run settles, at every `done` or `error` frame it gets (the finished request's messages) and when it disconnects (the store, or ahead of it by a stream in progress); a turn that failed is told to every client connected then as an `error` frame; a client shows a recovery under way exactly while the store holds one attempting, and not once the run has settled; a `done` frame says a stream continued the answer before it exactly when the model was asked to continue",
     check,
 };
 
@@ -35,6 +37,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations: Vec<Violation> = misshown.into_iter().collect();
     violations.extend(continuation_misflagged(input));
     violations.extend(rest::misshown_at_rest(input));
+    violations.extend(failure_told::failure_untold(input));
     // Frames still in flight (a run cut at its horizon) prove nothing.
     if input.run.end != RunEnd::Quiescent {
         return violations;
