@@ -74,6 +74,61 @@ pub fn shown_message(message: &Message) -> ShownMessage {
     ShownMessage { id: message.id.clone(), role: message.role, parts }
 }
 
+/// Whether two messages look the same on screen (as [`shown_message`]
+/// shows them; an absent message and one with nothing visible alike),
+/// compared in place: the checks that judge at every rest stay cheap.
+pub fn look_the_same(one: Option<&Message>, other: Option<&Message>) -> bool {
+    let (mut ones, mut others) = (visible_parts(one), visible_parts(other));
+    loop {
+        match (ones.next(), others.next()) {
+            (None, None) => {
+                return one.map(|message| message.role) == other.map(|message| message.role)
+                    || no_role_shows(one, other)
+            }
+            (Some(part), Some(other_part)) if part_looks_the_same(part, other_part) => {}
+            _ => return false,
+        }
+    }
+}
+
+fn visible_parts(message: Option<&Message>) -> impl Iterator<Item = &Part> {
+    message.into_iter().flat_map(|message| message.parts.iter()).filter(|part| is_visible(part))
+}
+
+/// Neither message shows anything: an assistant message with no visible
+/// part is no message on screen.
+fn no_role_shows(one: Option<&Message>, other: Option<&Message>) -> bool {
+    let hidden = |message: Option<&Message>| message.is_none_or(|message| message.role == Role::Assistant);
+    hidden(one) && hidden(other)
+}
+
+fn is_visible(part: &Part) -> bool {
+    match part {
+        Part::StepStart => false,
+        Part::Text { text, .. } | Part::Reasoning { text, .. } => !text.is_empty(),
+        Part::Tool(_) => true,
+    }
+}
+
+fn part_looks_the_same(one: &Part, other: &Part) -> bool {
+    match (one, other) {
+        (Part::Text { text, .. }, Part::Text { text: other_text, .. })
+        | (Part::Reasoning { text, .. }, Part::Reasoning { text: other_text, .. }) => text == other_text,
+        (Part::Tool(tool), Part::Tool(other_tool)) => {
+            let same = tool.call_id == other_tool.call_id
+                && tool.tool_name == other_tool.tool_name
+                && tool.state == other_tool.state
+                && tool.dynamic == other_tool.dynamic;
+            let decided = |tool: &ToolPart| tool.approval.as_ref().and_then(|approval| approval.approved);
+            let approved = tool.state != ToolState::ApprovalResponded || decided(tool) == decided(other_tool);
+            let input = (tool.input.is_some() && tool.input == other_tool.input)
+                || shown_input(tool) == shown_input(other_tool);
+            same && approved && input
+        }
+        _ => false,
+    }
+}
+
 /// A tool's input as shown: none while it streams.
 fn shown_input(tool: &ToolPart) -> Option<serde_json::Value> {
     if tool.state == ToolState::InputStreaming {

@@ -274,3 +274,33 @@ fn a_server_tool_started_twice_is_caught_before_its_result_is_stored() {
         );
     }
 }
+
+#[test]
+fn client_view_catches_wrong_frames_a_later_repair_or_an_early_exit_used_to_hide() {
+    // Each pair survived while client-view judged a client only at the end
+    // of a settled run: the wrong was repaired by a later transcript, or
+    // the client was gone by then, or no check asked for an error frame.
+    let pairs = [
+        (Operator::DropFrame, "continuation-single-client-tool"),
+        (Operator::DuplicateFrame, "crash-with-a-deferred-continuation"),
+        (Operator::ReorderFrames, "barrier-three-siblings-mixed-order"),
+        (Operator::ReorderFrames, "messenger-done"),
+        (Operator::StaleTranscript, "client-disconnects-for-good"),
+        (Operator::DropErrorFrame, "truncation-retry-cap"),
+        (Operator::DropErrorFrame, "max-steps-ends-a-tool-loop"),
+    ];
+    let regressions = RegressionSet::default();
+    for (operator, stem) in pairs {
+        let file = scenario(stem);
+        let baseline = adversary::run(&file, 0, &regressions, Mode::Count);
+        let verdict = adversary::verdict_of(&file, 0, &regressions, &baseline, operator);
+        let Verdict::Caught { checks, .. } = &verdict else {
+            panic!("{} on {stem} is caught: {verdict:?}", operator.name())
+        };
+        assert!(
+            checks.contains(&"client-view".to_string()),
+            "{} on {stem}: client-view notices: {checks:?}",
+            operator.name()
+        );
+    }
+}

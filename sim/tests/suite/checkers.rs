@@ -1257,9 +1257,11 @@ fn client_view_fires_when_a_failed_attempt_is_never_taken_back() {
     remove_crossings(&mut broken, "reset frame", |what| {
         matches!(what, Boundary::Frame { frame: Frame::Reset { .. }, .. })
     });
-    // Only client 1 saw the failed attempt's text; client 2 had left.
+    // Only client 1 saw the failed attempt's text; client 2 had left. It
+    // shows it at the turn's done frame and still at the end.
     let violations = run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 shows a different transcript");
-    assert_eq!(violations.len(), 1, "client 2 reconnected after the take-back: {violations:#?}");
+    run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 is told request r1 is done showing message m3");
+    assert_eq!(violations.len(), 2, "client 2 reconnected after the take-back: {violations:#?}");
 }
 
 #[test]
@@ -1518,6 +1520,105 @@ fn client_view_keeps_a_connection_through_a_memory_only_eviction() {
         .expect("the new process sends the transcript on connect");
     broken.history.crossings.remove(resent);
     run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 shows a different transcript");
+}
+
+#[test]
+fn client_view_fires_when_a_lost_chunk_is_repaired_after_the_done_frame() {
+    // `three-messages-queued-each-answered-in-turn`: the third answer's
+    // text never reaches client 1, and a transcript sent after its `done`
+    // frame repairs the screen before the run ends. At the `done` frame
+    // the client showed no answer where the store held one.
+    let run = Run::committed("three-messages-queued-each-answered-in-turn", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let lost = crossing_of(
+        &broken,
+        "the third answer's text",
+        |what| matches!(what, Boundary::Frame { frame: Frame::Chunk { chunk: Chunk::TextDelta { delta, .. }, .. }, .. } if delta == "Three."),
+    );
+    broken.history.crossings.remove(lost);
+    let done = crossing_of(
+        &broken,
+        "the third answer's done frame",
+        |what| matches!(what, Boundary::Frame { frame: Frame::Done { request_id, .. }, .. } if request_id == "r6"),
+    );
+    let repaired = Boundary::Frame { connection: 1, frame: Frame::Messages(broken.history.final_store().messages) };
+    insert_crossings(&mut broken, done + 1, vec![repaired]);
+    let violations = run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        "client connection c1 is told request r6 is done showing message m9 as nothing",
+    );
+    assert_eq!(violations.len(), 1, "the end of the run shows the repaired screen: {violations:#?}");
+}
+
+#[test]
+fn client_view_fires_when_a_client_leaves_without_a_chunk_the_store_holds() {
+    // `client-disconnects-for-good`: the client leaves mid-reply for good,
+    // so the end of the run never judges it. The first word, stored at
+    // 50 ms, never reached it: it leaves showing less than the store.
+    let run = Run::committed("client-disconnects-for-good", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let lost = crossing_of(&broken, "the first word", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Chunk { chunk: Chunk::TextDelta { .. }, .. }, .. })
+    });
+    broken.history.crossings.remove(lost);
+    run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 leaves showing other than the store");
+}
+
+#[test]
+fn client_view_fires_when_a_chunk_comes_before_its_part_starts() {
+    // `three-messages-queued-each-answered-in-turn`: the third answer's
+    // text sent before its `text-start`: a client shows a delta only in a
+    // part it saw start, so the answer is not on screen at its `done`.
+    let run = Run::committed("three-messages-queued-each-answered-in-turn", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let start = crossing_of(
+        &broken,
+        "the third answer's start",
+        |what| matches!(what, Boundary::Frame { frame: Frame::Chunk { request_id, chunk: Chunk::TextStart { .. }, .. }, .. } if request_id == "r6"),
+    );
+    let delta = crossing_of(
+        &broken,
+        "the third answer's text",
+        |what| matches!(what, Boundary::Frame { frame: Frame::Chunk { request_id, chunk: Chunk::TextDelta { .. }, .. }, .. } if request_id == "r6"),
+    );
+    let moved = broken.history.crossings.remove(start);
+    broken.history.crossings.insert(delta, moved);
+    run.assert_fires(CLIENT_VIEW, &broken, "is told request r6 is done showing message m9 as nothing");
+}
+
+#[test]
+fn client_view_fires_when_a_failed_turn_is_not_told_to_a_client() {
+    // `recovery-exhausted-one-terminal-frame`: recovery gives up, stores
+    // the terminal status and tells the client with an error frame.
+    // Without that frame the client never learns the turn failed.
+    let run = Run::committed("recovery-exhausted-one-terminal-frame", CLIENT_VIEW);
+    let mut broken = run.broken();
+    remove_crossings(&mut broken, "error frame", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Error { .. }, .. })
+    });
+    run.assert_fires(CLIENT_VIEW, &broken, "is never sent an error frame for request");
+}
+
+#[test]
+fn client_view_fires_when_a_callers_failed_turn_is_not_told_to_a_client() {
+    // `max-steps-ends-a-tool-loop`: the turn fails at its step limit; the
+    // caller gets `on_error` and the connected client an error frame.
+    let run = Run::committed("max-steps-ends-a-tool-loop", CLIENT_VIEW);
+    let told_the_caller =
+        |crossing: &Crossing| matches!(crossing.what, Boundary::Callback { call: CallbackCall::Error { .. }, .. });
+    assert!(run.record.history.iter().any(told_the_caller), "the caller is told the turn failed");
+    let mut broken = run.broken();
+    // The caller's `on_error` alone shows the failure: no terminal status stored.
+    for crossing in &mut broken.history.crossings {
+        if let Boundary::Commit { writes } = &mut crossing.what {
+            writes.retain(|write| !matches!(write, Write::Terminal(Some(_))));
+        }
+    }
+    remove_crossings(&mut broken, "error frame", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Error { .. }, .. })
+    });
+    run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 is never sent an error frame for request");
 }
 
 // ---------------------------------------------------------------- resume-handshake

@@ -17,7 +17,6 @@ use turnsim_engine::durable::Write;
 use turnsim_engine::ports::Frame;
 
 use super::INVARIANT;
-use crate::check::views::ClientViews;
 use crate::check::{CheckInput, Violation};
 use crate::history::{Boundary, CallbackCall, History};
 
@@ -26,7 +25,7 @@ pub fn failure_untold(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
     let failures = failures(history);
     let ran = requests_that_ran(history);
-    let mut views = ClientViews::default();
+    let mut views = Connections::default();
     let mut told: BTreeMap<u64, BTreeSet<&str>> = BTreeMap::new();
     let mut owed: Vec<(u64, &str, usize)> = Vec::new();
     for (index, crossing) in history.iter().enumerate() {
@@ -39,7 +38,7 @@ pub fn failure_untold(input: &CheckInput) -> Option<Violation> {
             }
             owed.clear();
         }
-        views.step(index, &crossing.what);
+        views.step(&crossing.what);
         match &crossing.what {
             Boundary::Connect { connection } => {
                 told.remove(connection);
@@ -50,17 +49,55 @@ pub fn failure_untold(input: &CheckInput) -> Option<Violation> {
             _ => {}
         }
         for request_id in failures.get(&index).into_iter().flatten().filter(|request| ran.contains(*request)) {
-            owed.extend(views.in_step().map(|(connection, _)| (*connection, *request_id, index)));
+            owed.extend(views.in_step().map(|connection| (connection, *request_id, index)));
         }
     }
     let at = input.event_of(history.crossings.len().saturating_sub(1));
     untold(&owed, &views, &told).map(|text| Violation::at(INVARIANT.name, at, text))
 }
 
+/// The open connections, and those held for a resume ack (as
+/// [`crate::check::views::ClientViews`] follows them, without the screens).
+#[derive(Default)]
+struct Connections {
+    open: BTreeSet<u64>,
+    held: BTreeMap<u64, String>,
+}
+
+impl Connections {
+    fn step(&mut self, crossing: &Boundary) {
+        match crossing {
+            Boundary::Connect { connection } => {
+                self.open.insert(*connection);
+                self.held.remove(connection);
+            }
+            Boundary::Disconnect { connection } => {
+                self.open.remove(connection);
+                self.held.remove(connection);
+            }
+            Boundary::Killed => {
+                self.open.clear();
+                self.held.clear();
+            }
+            Boundary::ResumeAck { connection, request_id } if self.held.get(connection) == Some(request_id) => {
+                self.held.remove(connection);
+            }
+            Boundary::Frame { connection, frame: Frame::StreamResuming { request_id } } => {
+                self.held.insert(*connection, request_id.clone());
+            }
+            _ => {}
+        }
+    }
+
+    fn in_step(&self) -> impl Iterator<Item = u64> + '_ {
+        self.open.iter().copied().filter(|connection| !self.held.contains_key(connection))
+    }
+}
+
 /// A connection still open that was owed an `error` frame and got none.
-fn untold(owed: &[(u64, &str, usize)], views: &ClientViews, told: &BTreeMap<u64, BTreeSet<&str>>) -> Option<String> {
+fn untold(owed: &[(u64, &str, usize)], views: &Connections, told: &BTreeMap<u64, BTreeSet<&str>>) -> Option<String> {
     let (connection, request_id, _) = owed.iter().find(|(connection, request_id, _)| {
-        views.open.contains_key(connection) && !told.get(connection).is_some_and(|told| told.contains(request_id))
+        views.open.contains(connection) && !told.get(connection).is_some_and(|told| told.contains(request_id))
     })?;
     Some(format!("client connection c{connection} is never sent an error frame for request {request_id}, which failed"))
 }
