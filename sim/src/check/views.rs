@@ -182,21 +182,22 @@ impl ClientView {
 /// A chunk as a client applies it (the AI SDK's UI stream reader): a
 /// delta goes into the text, reasoning or tool input it names only while
 /// that part is open (started and not ended); a delta for a part the client
-/// never saw start, or saw end, is shown nowhere. A finished tool call
-/// opens its part if the client never saw its input start.
+/// never saw start, or saw end, is shown nowhere. A transcript may name a
+/// streaming part otherwise than the stream does (the store's part ids are
+/// the engine's): a delta whose id names no open part goes into the last
+/// open part of its kind. A finished tool call opens its part if the
+/// client never saw its input start.
 fn apply_client_chunk(message: &mut Message, chunk: &Chunk) {
     match chunk {
         Chunk::TextDelta { id, delta } | Chunk::ReasoningDelta { id, delta } => {
             let reasoning = matches!(chunk, Chunk::ReasoningDelta { .. });
-            if let Some(text) = open_text(message, id, reasoning) {
+            if let Some(Part::Text { text, .. } | Part::Reasoning { text, .. }) = open_part(message, id, reasoning) {
                 text.push_str(delta);
             }
         }
         Chunk::TextEnd { id } | Chunk::ReasoningEnd { id } => {
             let reasoning = matches!(chunk, Chunk::ReasoningEnd { .. });
-            let open = message.parts.rposition(|part| is_open_text(part, id, reasoning));
-            let part = open.and_then(|at| message.parts.get_mut(at));
-            if let Some(Part::Text { state, .. } | Part::Reasoning { state, .. }) = part {
+            if let Some(Part::Text { state, .. } | Part::Reasoning { state, .. }) = open_part(message, id, reasoning) {
                 *state = TextState::Done;
             }
         }
@@ -204,21 +205,25 @@ fn apply_client_chunk(message: &mut Message, chunk: &Chunk) {
     }
 }
 
-/// The text of the open text (or reasoning) part `id`, if there is one.
-fn open_text<'a>(message: &'a mut Message, id: &str, reasoning: bool) -> Option<&'a mut String> {
-    let at = message.parts.rposition(|part| is_open_text(part, id, reasoning))?;
-    match message.parts.get_mut(at)? {
-        Part::Text { text, .. } | Part::Reasoning { text, .. } => Some(text),
-        _ => None,
+/// The open text (or reasoning) part `id`, or else the last open one of
+/// its kind.
+fn open_part<'a>(message: &'a mut Message, id: &str, reasoning: bool) -> Option<&'a mut Part> {
+    let named = message.parts.rposition(|part| is_open_text(part, reasoning) && part_id(part) == Some(id));
+    let at = named.or_else(|| message.parts.rposition(|part| is_open_text(part, reasoning)))?;
+    message.parts.get_mut(at)
+}
+
+fn is_open_text(part: &Part, reasoning: bool) -> bool {
+    match (part, reasoning) {
+        (Part::Text { state, .. }, false) | (Part::Reasoning { state, .. }, true) => *state == TextState::Streaming,
+        _ => false,
     }
 }
 
-fn is_open_text(part: &Part, id: &str, reasoning: bool) -> bool {
-    match (part, reasoning) {
-        (Part::Text { id: part_id, state, .. }, false) | (Part::Reasoning { id: part_id, state, .. }, true) => {
-            part_id == id && *state == TextState::Streaming
-        }
-        _ => false,
+fn part_id(part: &Part) -> Option<&str> {
+    match part {
+        Part::Text { id, .. } | Part::Reasoning { id, .. } => Some(id),
+        _ => None,
     }
 }
 
