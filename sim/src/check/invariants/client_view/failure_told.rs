@@ -144,13 +144,14 @@ fn requests_that_ran(history: &History) -> BTreeSet<&str> {
         .iter()
         .filter_map(|crossing| match &crossing.what {
             Boundary::ModelRequest { request, .. } => Some(request.request_id.as_str()),
-            Boundary::Frame { frame, .. } => match frame {
-                Frame::Chunk { request_id, .. }
-                | Frame::Reset { request_id, .. }
-                | Frame::Done { request_id, .. }
-                | Frame::Error { request_id, .. } => Some(request_id.as_str()),
-                _ => None,
-            },
+            Boundary::Frame {
+                frame:
+                    Frame::Chunk { request_id, .. }
+                    | Frame::Reset { request_id, .. }
+                    | Frame::Done { request_id, .. }
+                    | Frame::Error { request_id, .. },
+                ..
+            } => Some(request_id.as_str()),
             _ => None,
         })
         .collect()
