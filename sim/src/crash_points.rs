@@ -48,13 +48,7 @@ pub fn with_memory_loss_at_commit(file: &ScenarioFile, write: usize) -> Scenario
 
 fn with_crash_at(file: &ScenarioFile, write: usize, at_once: bool, memory_only: bool) -> ScenarioFile {
     let mut crashed = file.clone();
-    let trigger = Trigger {
-        tool: None,
-        state: None,
-        event: Some("store.commit".into()),
-        nth: write as u32,
-        delay_ms: RangeMs::ZERO,
-    };
+    let trigger = Trigger { event: Some("store.commit".into()), nth: write as u32, ..Trigger::default() };
     let restart_after_ms = RangeMs::exact(RESTART_AFTER_MS);
     let evict = EvictFault { when: When::Trigger(trigger), restart_after_ms, at_once, memory_only };
     crashed.scenario.faults.push(Fault::Evict(evict));

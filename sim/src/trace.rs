@@ -462,8 +462,19 @@ impl TraceEvent {
 }
 
 /// Resolves a waiting sender on the n-th event that matches.
+/// What a watcher is shown: a timeline event, and for a store commit the
+/// writes it made (what the store newly holds).
+pub struct Moment<'a> {
+    pub event: &'a Event,
+    pub writes: &'a [turnsim_engine::durable::Write],
+}
+
+/// Whether a moment is the one a watcher waits for; it may keep state
+/// (what the store held before), so it sees every moment in order.
+pub type Matcher = Box<dyn FnMut(&Moment) -> bool + Send>;
+
 struct Watcher {
-    matches: Box<dyn Fn(&Event) -> bool + Send>,
+    matches: Matcher,
     remaining: u32,
     fire: Option<tokio::sync::oneshot::Sender<()>>,
     /// Set when it fires: the engine process dies at that very event.
@@ -486,10 +497,10 @@ struct Inner {
 impl Inner {
     /// Returns whether a watcher that fences fired: the engine process
     /// died at `event`.
-    fn notify_watchers(&mut self, event: &Event) -> bool {
+    fn notify_watchers(&mut self, moment: &Moment) -> bool {
         let mut fenced = false;
         for watcher in &mut self.watchers {
-            if watcher.fire.is_some() && (watcher.matches)(event) {
+            if watcher.fire.is_some() && (watcher.matches)(moment) {
                 watcher.remaining -= 1;
                 if watcher.remaining == 0 {
                     if let Some(fence) = &watcher.fence {
@@ -535,11 +546,17 @@ impl Trace {
     }
 
     pub fn record(&self, event: Event) {
+        self.record_with_writes(event, &[]);
+    }
+
+    /// Records a store commit's event; watchers also see the writes.
+    pub fn record_with_writes(&self, event: Event, writes: &[turnsim_engine::durable::Write]) {
         let at_us = madsim::time::TimeHandle::current().elapsed().as_micros() as u64;
         let lane = event.lane();
+        let wakes = !matches!(event, Event::Engine(_));
         {
             let mut inner = self.inner.lock().expect("trace lock");
-            let fenced = !inner.watchers.is_empty() && inner.notify_watchers(&event);
+            let fenced = !inner.watchers.is_empty() && inner.notify_watchers(&Moment { event: &event, writes });
             if inner.events.len() >= self.budget {
                 inner.overflowed = true;
             } else {
@@ -553,7 +570,13 @@ impl Trace {
                 inner.events.push(TraceEvent { at_us, lane: Event::Evicted.lane(), event: Event::Evicted });
             }
         }
-        self.activity.notify_one();
+        // The engine's account of itself wakes nobody: the world's schedule
+        // (and so madsim's clock, which advances with every poll) must not
+        // depend on whether an engine says what it does. An engine that
+        // goes idle says so through `idle`, which pokes.
+        if wakes {
+            self.activity.notify_one();
+        }
     }
 
     /// Records something that crossed the engine's boundary (see
@@ -584,13 +607,8 @@ impl Trace {
     /// Resolves on the `nth` future event for which `matches` holds.
     /// Fires at the `nth` event that `matches`, counting `busy` up right
     /// there (whoever waits counts it down when its work is done).
-    pub fn watch(
-        &self,
-        nth: u32,
-        matches: impl Fn(&Event) -> bool + Send + 'static,
-        busy: Arc<AtomicUsize>,
-    ) -> tokio::sync::oneshot::Receiver<()> {
-        self.add_watcher(nth, Box::new(matches), None, busy)
+    pub fn watch(&self, nth: u32, matches: Matcher, busy: Arc<AtomicUsize>) -> tokio::sync::oneshot::Receiver<()> {
+        self.add_watcher(nth, matches, None, busy)
     }
 
     /// As [`Self::watch`], and the engine process dies at that event: from
@@ -599,16 +617,16 @@ impl Trace {
     pub fn watch_and_fence(
         &self,
         nth: u32,
-        matches: impl Fn(&Event) -> bool + Send + 'static,
+        matches: Matcher,
         busy: Arc<AtomicUsize>,
     ) -> tokio::sync::oneshot::Receiver<()> {
-        self.add_watcher(nth, Box::new(matches), Some(self.engine_dead.clone()), busy)
+        self.add_watcher(nth, matches, Some(self.engine_dead.clone()), busy)
     }
 
     fn add_watcher(
         &self,
         nth: u32,
-        matches: Box<dyn Fn(&Event) -> bool + Send>,
+        matches: Matcher,
         fence: Option<Arc<AtomicBool>>,
         busy: Arc<AtomicUsize>,
     ) -> tokio::sync::oneshot::Receiver<()> {

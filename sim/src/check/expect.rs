@@ -1,9 +1,8 @@
 //! A scenario's own expectations, each read like the sentence in the bug
 //! report: "exactly one continuation", "tc-slow ends output-available".
 //! What they count comes from the boundary history (model requests,
-//! callbacks, posts, frames, the store), except the recovery machinery's
-//! own decisions (`recovery.scheduled`, `completed`, `parked`) and the
-//! barrier's in-memory state (`barrier`), which only the engine can report.
+//! callbacks, posts, frames, the store, the host's hooks), never from the
+//! engine's account of itself.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
@@ -15,10 +14,9 @@ use super::store_tools::{first_tool, tools_last_first, walk_commits};
 use super::{CheckInput, Violation};
 use crate::history::{Boundary, CallbackCall};
 use crate::scenario::{CallbackCounts, Count, RecoveryCounts};
-use crate::trace::Event;
 
 /// The name of every check this module can report (`expect_failure` may name one).
-pub const CHECKS: [&str; 30] = [
+pub const CHECKS: [&str; 28] = [
     "expect.continuations",
     "expect.model_calls",
     "expect.model_calls_at_ms",
@@ -39,8 +37,6 @@ pub const CHECKS: [&str; 30] = [
     "expect.recovery.completed",
     "expect.recovery.exhausted",
     "expect.recovery.parked",
-    "expect.barrier",
-    "expect.barrier.timer_armed",
     "expect.tools",
     "expect.repaired",
     "expect.messenger_posts",
@@ -69,7 +65,6 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     if let Some(expected) = &expect.recovery {
         violations.extend(check_recovery(input, expected));
     }
-    violations.extend(check_barrier(input));
     violations.extend(check_repaired(input));
     violations.extend(check_posts(input));
     violations.extend(check_final_text(input));
@@ -143,19 +138,15 @@ fn post_list(posts: &[String]) -> String {
     }
 }
 
-/// Scheduled, completed and parked are the recovery machinery's own
-/// decisions, read from the engine's account; exhausted is the host hook
-/// that crossed.
+/// Read from the store's recovery records and the hook, as the boundary
+/// shows them ([`super::recovery_story`]).
 fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violation> {
-    let engine = |name: &'static str| {
-        let events = input.run.events.iter();
-        events.filter(|traced| matches!(&traced.event, Event::Engine(engine) if engine.name() == name)).count() as u32
-    };
+    let story = super::recovery_story::read(&input.run.history);
     let actual = [
-        ("scheduled", expected.scheduled, engine("recovery.scheduled")),
-        ("completed", expected.completed, engine("recovery.completed")),
+        ("scheduled", expected.scheduled, story.scheduled),
+        ("completed", expected.completed, story.completed),
         ("exhausted", expected.exhausted, crossings(input, |what| matches!(what, Boundary::Exhausted { .. }))),
-        ("parked", expected.parked, engine("recovery.parked")),
+        ("parked", expected.parked, story.parked),
     ];
     compare_optional("recovery", actual)
 }
@@ -271,14 +262,6 @@ fn check_final_text(input: &CheckInput) -> Option<Violation> {
             format!("the last assistant text {text:?} does not contain {needle:?}"),
         )
     })
-}
-
-fn check_barrier(input: &CheckInput) -> Vec<Violation> {
-    let Some(expected) = &input.scenario.scenario.expect.barrier else { return Vec::new() };
-    let Some(actual) = input.run.final_activity else {
-        return vec![Violation::new("expect.barrier", "the engine process was down at the end of the run")];
-    };
-    compare_optional("barrier", [("timer_armed", expected.timer_armed, actual.next_timer.is_some())])
 }
 
 /// Fields of an expectation that are checked only where the scenario gives them.

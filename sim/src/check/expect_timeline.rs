@@ -2,9 +2,10 @@
 //! client or caller received, host hooks called, counts by a moment,
 //! counts of boundary events by name, and bounds on when an event happened.
 
+use super::judged::BoundaryEvents;
 use super::{CheckInput, Violation};
 use crate::scenario::{Count, EventRef, Snapshot, Timing};
-use crate::trace::{Event, TraceEvent};
+use crate::trace::Event;
 
 pub fn check(input: &CheckInput) -> Vec<Violation> {
     let expect = &input.scenario.scenario.expect;
@@ -53,7 +54,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     violations
 }
 
-fn texts<'a>(events: &'a [TraceEvent], pick: impl Fn(&'a Event) -> Option<&'a String>) -> Vec<&'a str> {
+fn texts<'a>(events: &BoundaryEvents<'a>, pick: impl Fn(&'a Event) -> Option<&'a String>) -> Vec<&'a str> {
     events.iter().filter_map(|traced| pick(&traced.event)).map(String::as_str).collect()
 }
 
@@ -65,7 +66,7 @@ fn missing_texts(check: &str, place: &str, expected: &[String], received: &[&str
         .collect()
 }
 
-fn count_until(events: &[TraceEvent], until_us: u64, matches: impl Fn(&Event) -> bool) -> u32 {
+fn count_until(events: &BoundaryEvents, until_us: u64, matches: impl Fn(&Event) -> bool) -> u32 {
     events.iter().filter(|traced| traced.at_us <= until_us && matches(&traced.event)).count() as u32
 }
 
@@ -110,12 +111,12 @@ fn check_snapshot(input: &CheckInput, snapshot: &Snapshot) -> Vec<Violation> {
 }
 
 /// Sim time (µs) of the n-th event with this name.
-fn occurrence(events: &[TraceEvent], reference: &EventRef) -> Option<u64> {
+fn occurrence(events: &BoundaryEvents, reference: &EventRef) -> Option<u64> {
     let nth = reference.nth.max(1) as usize;
     events.iter().filter(|traced| traced.event.is_named(&reference.event)).nth(nth - 1).map(|traced| traced.at_us)
 }
 
-fn check_timing(events: &[TraceEvent], timing: &Timing) -> Option<Violation> {
+fn check_timing(events: &BoundaryEvents, timing: &Timing) -> Option<Violation> {
     let target = EventRef { event: timing.event.clone(), nth: timing.nth };
     let describe = |reference: &EventRef| format!("{} #{}", reference.event, reference.nth.max(1));
     let Some(at_us) = occurrence(events, &target) else {

@@ -13,8 +13,6 @@ use turnsim_engine::{Chunk, FinishReason, Message, Part, Parts, Role, ToolPart, 
 
 use super::seen::SeenMessages;
 use crate::history::{Boundary, CallbackCall, History, StreamEnd};
-use crate::scenario::ScenarioFile;
-use crate::world::RunRecord;
 
 /// How a model call's stream ended, as the provider and the world saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -239,9 +237,9 @@ pub struct Facts {
 }
 
 impl Facts {
-    pub fn derive(_scenario: &ScenarioFile, run: &RunRecord) -> Self {
+    pub fn derive(history: &History) -> Self {
         let mut facts = Self::default();
-        for (index, crossing) in run.history.iter().enumerate() {
+        for (index, crossing) in history.iter().enumerate() {
             facts.absorb(index, crossing.at_us, &crossing.what);
         }
         facts

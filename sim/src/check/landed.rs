@@ -7,9 +7,10 @@
 
 use std::collections::BTreeSet;
 
+use super::judged::BoundaryEvents;
 use super::{CheckInput, Violation};
 use crate::scenario::{Fault, PostFault, SlowPostFault};
-use crate::trace::{Event, TraceEvent};
+use crate::trace::Event;
 
 pub const CHECK: &str = "fault-landed";
 
@@ -69,9 +70,9 @@ struct Seen {
 }
 
 impl Seen {
-    fn of(events: &[TraceEvent]) -> Self {
+    fn of(events: &BoundaryEvents) -> Self {
         let mut seen = Self::default();
-        for traced in events {
+        for traced in events.iter() {
             match &traced.event {
                 Event::ModelEnd { call, how } => {
                     seen.ends.insert((*call, how.clone()));

@@ -7,7 +7,9 @@ mod expect_stored;
 pub mod expect_timeline;
 mod facts;
 pub mod invariants;
+pub mod judged;
 pub mod landed;
+mod recovery_story;
 mod replies;
 mod seen;
 mod store_cursor;
@@ -59,7 +61,8 @@ pub fn is_check_name(name: &str) -> bool {
 /// its history once (every checker reads them; none derives them again).
 pub struct CheckInput<'a> {
     pub scenario: &'a ScenarioFile,
-    pub run: &'a RunRecord,
+    /// The run as checks see it: what crossed the boundary, how it ended.
+    pub run: judged::Judged<'a>,
     pub facts: Facts,
     /// The store at the end of the run: the history's commits folded in.
     pub final_store: DurableState,
@@ -71,8 +74,8 @@ impl<'a> CheckInput<'a> {
     pub fn new(scenario: &'a ScenarioFile, run: &'a RunRecord) -> Self {
         Self {
             scenario,
-            run,
-            facts: Facts::derive(scenario, run),
+            run: judged::Judged::of(run),
+            facts: Facts::derive(&run.history),
             final_store: run.history.final_store(),
             new_messages: views::new_messages(&run.history),
         }

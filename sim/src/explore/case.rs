@@ -10,7 +10,8 @@ use turnsim_engine::{FinishReason, ServerToolStart, ToolKind};
 use crate::scenario::{
     Action, ActionKind, AnswerSpec, CallerSpec, ChunkPoint, ClientSpec, Delivery, Disconnect, EngineSpec, EvictFault,
     Expect, Fault, FinishStep, Hook, HookFault, HttpFault, LinkSpec, PostFault, RangeMs, RecoverySpec, Reply, Scenario,
-    SlowPostFault, Step, StoreFault, ToolSpec, ToolStep, Trigger, UserMessage, Via, When, DEFAULT_HORIZON_MS,
+    SlowPostFault, Step, StoreFault, StoredRecord, ToolSpec, ToolStep, Trigger, UserMessage, Via, When,
+    DEFAULT_HORIZON_MS,
 };
 
 /// How the user's message reaches the engine.
@@ -52,7 +53,28 @@ pub enum EvictWhen {
         index: usize,
         delay_ms: u64,
     },
-    AfterEvent(&'static str),
+    At(BoundaryPoint),
+}
+
+/// A moment on the engine's boundary an eviction can be placed at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BoundaryPoint {
+    /// The commit that stores the first recovery alarm.
+    AlarmStored,
+    /// The commit that stores the first user message.
+    UserMessageStored,
+    /// The second model request (the first continuation or retry).
+    SecondModelCall,
+}
+
+impl BoundaryPoint {
+    fn trigger(self) -> Trigger {
+        match self {
+            Self::AlarmStored => Trigger { stored: Some(StoredRecord::Alarm), ..Trigger::default() },
+            Self::UserMessageStored => Trigger { stored: Some(StoredRecord::UserMessage), ..Trigger::default() },
+            Self::SecondModelCall => Trigger { event: Some("model.call".into()), nth: 2, ..Trigger::default() },
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -345,13 +367,7 @@ impl Case {
                 Fault::StoreError(StoreFault { commit: *commit, times: *times, optional: true })
             }
             FaultCase::CrashAtCommit { commit, restart_after_ms } => Fault::Evict(EvictFault {
-                when: When::Trigger(Trigger {
-                    tool: None,
-                    state: None,
-                    event: Some("store.commit".into()),
-                    nth: *commit,
-                    delay_ms: RangeMs::ZERO,
-                }),
+                when: When::Trigger(Trigger { event: Some("store.commit".into()), nth: *commit, ..Trigger::default() }),
                 restart_after_ms: RangeMs::exact(*restart_after_ms),
                 at_once: true,
                 memory_only: false,
@@ -386,17 +402,10 @@ fn evict_when(when: &EvictWhen) -> When {
         EvictWhen::AfterResult { index, delay_ms } => When::Trigger(Trigger {
             tool: Some(Case::call_id(*index)),
             state: Some("output-available".into()),
-            event: None,
-            nth: 1,
             delay_ms: RangeMs::exact(*delay_ms),
+            ..Trigger::default()
         }),
-        EvictWhen::AfterEvent(event) => When::Trigger(Trigger {
-            tool: None,
-            state: None,
-            event: Some(event.to_string()),
-            nth: 1,
-            delay_ms: RangeMs::ZERO,
-        }),
+        EvictWhen::At(point) => When::Trigger(point.trigger()),
     }
 }
 

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use turnsim_engine::ToolKind;
 
-use super::case::{Case, Entry, EvictWhen, FaultCase, Latency, ToolCase};
+use super::case::{BoundaryPoint, Case, Entry, EvictWhen, FaultCase, Latency, ToolCase};
 
 fn tool_kind() -> impl Strategy<Value = ToolKind> {
     prop_oneof![
@@ -54,9 +54,9 @@ fn evict_when(tools: usize) -> impl Strategy<Value = EvictWhen> {
     prop_oneof![
         (0u64..3_000).prop_map(EvictWhen::AtMs),
         (0..tools.max(1), 0u64..60).prop_map(|(index, delay_ms)| EvictWhen::AfterResult { index, delay_ms }),
-        Just(EvictWhen::AfterEvent("recovery.scheduled")),
-        Just(EvictWhen::AfterEvent("user-message.stored")),
-        Just(EvictWhen::AfterEvent("continuation.fire")),
+        Just(EvictWhen::At(BoundaryPoint::AlarmStored)),
+        Just(EvictWhen::At(BoundaryPoint::UserMessageStored)),
+        Just(EvictWhen::At(BoundaryPoint::SecondModelCall)),
     ]
 }
 

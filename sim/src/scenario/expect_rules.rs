@@ -34,17 +34,9 @@ pub fn check(
 /// Why `name` cannot be counted, with a hint; `None`: it names a boundary
 /// event (`lane.event`).
 fn count_name_problem(name: &str) -> Option<String> {
-    let boundary = |lane: &str| BOUNDARY_LANES.contains(&lane);
-    let listed = |lane: &str, event: &str| EVENT_NAMES.contains(&(lane, event));
-    if name.split_once('.').is_some_and(|(lane, event)| boundary(lane) && listed(lane, event)) {
-        return None;
-    }
     let lanes = BOUNDARY_LANES.join(", ");
     if name == "on_exhausted" || name == "engine.on_exhausted" {
         return Some("the host hook is counted by `hooks: { on_exhausted: N }`".to_string());
-    }
-    if let Some((lane, event)) = EVENT_NAMES.iter().find(|(lane, event)| boundary(lane) && *event == name) {
-        return Some(format!("`{name}` needs its lane: write `{lane}.{event}`"));
     }
     if name.starts_with("world.") || EVENT_NAMES.contains(&("world", name)) {
         return Some(format!(
@@ -52,16 +44,44 @@ fn count_name_problem(name: &str) -> Option<String> {
              ({lanes})"
         ));
     }
-    if is_event_name(name) {
+    moment_name_problem(name, "counts")
+}
+
+/// Why `name` cannot place a trigger or a timing bound, with a hint;
+/// `None`: a boundary event (`lane.event`), the world's own
+/// (`world.restart`), or the host hook's call (`engine.on_exhausted`).
+pub fn moment_name_problem(name: &str, what: &str) -> Option<String> {
+    let boundary = |lane: &str| BOUNDARY_LANES.contains(&lane) || lane == "world";
+    let listed = |lane: &str, event: &str| EVENT_NAMES.contains(&(lane, event));
+    if name == "engine.on_exhausted"
+        || name.split_once('.').is_some_and(|(lane, event)| boundary(lane) && listed(lane, event))
+    {
+        return None;
+    }
+    let lanes = BOUNDARY_LANES.join(", ");
+    if let Some((lane, event)) = EVENT_NAMES.iter().find(|(lane, event)| boundary(lane) && *event == name) {
+        return Some(format!("`{name}` needs its lane: write `{lane}.{event}`"));
+    }
+    let engine_name = name.strip_prefix("engine.").unwrap_or(name);
+    if is_event_name(engine_name) {
+        let hint = match engine_name {
+            "user-message.stored" => "`stored: user-message` (the commit that stores it)".to_string(),
+            "recovery.scheduled" => "`stored: alarm` (the commit that stores the recovery's alarm)".to_string(),
+            "continuation.fire" | "model.call" => {
+                "`model.call` with its `nth` (the continuation's request)".to_string()
+            }
+            "tool.applied" | "tool.ready" => "`tool` + `state` (the commit that stores the call so)".to_string(),
+            "turn.end" => "`caller.on_done`, or `store.commit` with `after: { event: model.end }`".to_string(),
+            _ => format!("a boundary event on the lanes {lanes}"),
+        };
         return Some(format!(
-            "`{name}` is the engine's own event (what it says of itself): counts judge an engine only by what \
-             crossed its boundary ({lanes}); count `model.call`, `client.frame`, `caller.on_done`, \
-             `messenger.post`, `store.commit` or `tools.run`, or use `continuations`"
+            "`{name}` is the engine's own event (what it says of itself): {what} name only what crossed its \
+             boundary, so an engine that says nothing of itself is judged the same; use {hint}"
         ));
     }
     Some(format!(
-        "no boundary event is named `{name}`: counts name `lane.event` on the lanes {lanes} (`turnsim replay` shows \
-         them)"
+        "no boundary event is named `{name}`: {what} name `lane.event` on the lanes {lanes} (`turnsim replay` \
+         shows them)"
     ))
 }
 

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use turnsim_engine::{Chunk, FinishReason};
 
 use super::error::ScenarioError;
+use super::expect_rules::moment_name_problem;
 use super::limits::{MAX_ACTIONS, MAX_CLIENTS, MAX_EVENTS, MAX_FAULTS, MAX_FILE_BYTES};
 use super::model_script::{compile, Expansion, FixtureError, FixtureSteps, Op, ScriptError};
 use super::prescan::{prescan, Locator};
@@ -168,8 +169,16 @@ fn check_references(
                 format!("no model script or stored message has a tool call `{id}`"),
             );
         }
-        if let Some(name) = trigger.event.as_deref().filter(|name| !crate::trace::is_event_name(name)) {
-            return error(&format!("{index}.when.event"), unknown_event(name));
+        if let Some(message) = trigger.event.as_deref().and_then(|name| moment_name_problem(name, "triggers")) {
+            return error(&format!("{index}.when.event"), message);
+        }
+        if let Some(after) = &trigger.after {
+            if let Some(message) = moment_name_problem(&after.event, "triggers") {
+                return error(&format!("{index}.when.after.event"), message);
+            }
+            if after.nth == 0 {
+                return error(&format!("{index}.when.after.nth"), "`nth` counts occurrences from 1".to_string());
+            }
         }
     }
     if let Some(id) = scenario.expect.tools.keys().find(|id| !tool_known(id)) {
@@ -180,8 +189,8 @@ fn check_references(
     }
     for (index, timing) in scenario.expect.timing.iter().enumerate() {
         let names = [Some(&timing.event), timing.after.as_ref().map(|after| &after.event)];
-        if let Some(name) = names.into_iter().flatten().find(|name| !crate::trace::is_event_name(name)) {
-            return error(&format!("expect.timing[{index}]"), unknown_event(name));
+        if let Some(message) = names.into_iter().flatten().find_map(|name| moment_name_problem(name, "timings")) {
+            return error(&format!("expect.timing[{index}]"), message);
         }
         if let Some(message) = timing_problem(timing, scenario.horizon_ms) {
             return error(&format!("expect.timing[{index}]"), message);
@@ -220,10 +229,6 @@ fn timing_problem(timing: &super::Timing, horizon_ms: u64) -> Option<String> {
         )),
         _ => None,
     }
-}
-
-fn unknown_event(name: &str) -> String {
-    format!("no timeline event is named `{name}` (`turnsim replay` shows the names: `lane.name`, or the engine's own)")
 }
 
 /// Every trigger with the YAML path of what holds it.

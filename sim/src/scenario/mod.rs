@@ -609,28 +609,49 @@ fn is_true(value: &bool) -> bool {
     *value
 }
 
-/// What the world watches the trace for.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// What the world watches for: always something that crossed the engine's
+/// boundary, so an engine that says nothing of itself is faulted at the
+/// same moments as one that does.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Trigger {
-    /// A tool call id; with `state`, fires when the engine applies or readies
-    /// it in that state.
+    /// A tool call id; with `state`, fires at the commit that stores the
+    /// call in that state (when it was not stored so before).
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
-    /// An engine event name (`continuation.fire`, `stream.stalled`, ...).
+    /// Fires at the commit that first stores a record of this kind: a user
+    /// message, or a recovery alarm.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored: Option<StoredRecord>,
+    /// A boundary event, `lane.event` (`model.call`, `store.commit`,
+    /// `caller.on_done`, `client.frame`, ...), or the world's own
+    /// (`world.restart`).
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
+    /// Count matches only after the n-th occurrence of this event.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<EventRef>,
     /// Fire on the n-th match (default 1).
     #[serde(default = "first")]
     pub nth: u32,
     /// Wait this long after the match.
     #[serde(default)]
     pub delay_ms: RangeMs,
+}
+
+/// A kind of record a commit can newly hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoredRecord {
+    UserMessage,
+    Alarm,
 }
 
 fn first() -> u32 {
@@ -728,11 +749,13 @@ impl TryFrom<RawAction> for Action {
 }
 
 fn validate_trigger(trigger: Trigger) -> Result<Trigger, String> {
-    match (&trigger.tool, &trigger.state, &trigger.event) {
-        (Some(_), Some(state), None) if turnsim_engine::ToolState::parse(state).is_some() => Ok(trigger),
-        (Some(_), Some(state), None) => Err(format!("`{state}` is not a tool state (input-streaming, input-available, approval-requested, approval-responded, output-available, output-error, output-denied)")),
-        (None, None, Some(_)) => Ok(trigger),
-        _ => Err("a trigger is either `tool` + `state` or `event`".into()),
+    let states = "input-streaming, input-available, approval-requested, approval-responded, output-available, \
+                  output-error, output-denied";
+    match (&trigger.tool, &trigger.state, &trigger.stored, &trigger.event) {
+        (Some(_), Some(state), None, None) if turnsim_engine::ToolState::parse(state).is_some() => Ok(trigger),
+        (Some(_), Some(state), None, None) => Err(format!("`{state}` is not a tool state ({states})")),
+        (None, None, Some(_), None) | (None, None, None, Some(_)) => Ok(trigger),
+        _ => Err("a trigger is one of `tool` + `state`, `stored` or `event`".into()),
     }
 }
 
@@ -1136,9 +1159,6 @@ pub struct Expect {
     pub final_text_contains: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryCounts>,
-    /// Whether the engine ended the run asleep or with a timer armed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub barrier: Option<BarrierState>,
     /// Canaries only: this check must fail on every seed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect_failure: Option<String>,
@@ -1190,15 +1210,6 @@ pub struct CallbackCounts {
     pub on_interrupted: u32,
     #[serde(default)]
     pub transport_break: u32,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BarrierState {
-    /// The engine asked to be woken at some later time (something keeps
-    /// the process busy).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timer_armed: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

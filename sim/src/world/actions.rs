@@ -73,7 +73,7 @@ impl World {
                 // Busy from the event itself (the watcher counts it), not
                 // from when this task wakes: the world may look for
                 // quiescence in between.
-                let fired = watch_trigger(&self.trace, trigger, at_once, busy.clone());
+                let fired = watch_trigger(&self.trace, trigger, self.initial.as_ref(), at_once, busy.clone());
                 let delay_ms = rng.sample(trigger.delay_ms);
                 tokio::spawn(async move {
                     if fired.await.is_err() {
@@ -237,32 +237,13 @@ impl World {
 fn watch_trigger(
     trace: &Trace,
     trigger: &Trigger,
+    initial: &turnsim_engine::durable::DurableState,
     fence: bool,
     busy: Arc<AtomicUsize>,
 ) -> tokio::sync::oneshot::Receiver<()> {
-    let trigger = trigger.clone();
-    let nth = trigger.nth;
-    let matches = move |event: &Event| trigger_matches(&trigger, event);
+    let matches = super::trigger::matcher(trigger, initial);
     if fence {
-        return trace.watch_and_fence(nth, matches, busy);
+        return trace.watch_and_fence(trigger.nth, matches, busy);
     }
-    trace.watch(nth, matches, busy)
-}
-
-/// Whether a traced event is what the trigger waits for.
-pub fn trigger_matches(trigger: &Trigger, event: &Event) -> bool {
-    use turnsim_engine::EngineEvent;
-    if let (Some(tool), Some(state)) = (&trigger.tool, &trigger.state) {
-        return match event {
-            Event::Engine(EngineEvent::ToolApplied { call_id, state: applied, .. })
-            | Event::Engine(EngineEvent::ToolReady { call_id, state: applied, .. }) => {
-                call_id == tool && applied.as_str() == state
-            }
-            _ => false,
-        };
-    }
-    let Some(name) = &trigger.event else {
-        return false;
-    };
-    event.is_named(name)
+    trace.watch(trigger.nth, matches, busy)
 }

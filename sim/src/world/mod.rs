@@ -19,6 +19,7 @@ mod store;
 mod switchboard;
 mod taken;
 mod tools;
+mod trigger;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

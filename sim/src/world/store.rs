@@ -62,7 +62,7 @@ impl DurableStore for SimStore {
         self.trace.cross(Boundary::Commit { writes: writes.to_vec() });
         let shown: Vec<String> = writes.iter().filter(|write| !write.is_bookkeeping()).map(Write::summary).collect();
         if !shown.is_empty() {
-            self.trace.record(Event::StoreCommit { writes: shown });
+            self.trace.record_with_writes(Event::StoreCommit { writes: shown }, writes);
         }
         Ok(())
     }

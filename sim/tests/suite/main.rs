@@ -19,5 +19,6 @@ mod regressions;
 mod replay_views;
 mod rust_engine;
 mod scenarios;
+mod silent_engine;
 mod snapshots;
 mod vacuity;

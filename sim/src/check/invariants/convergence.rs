@@ -17,7 +17,7 @@ pub const INVARIANT: Invariant = Invariant {
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let run = input.run;
+    let run = &input.run;
     let state = outstanding(input);
     let message = match run.end {
         RunEnd::Quiescent => return Vec::new(),
@@ -33,7 +33,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             run.sim_ms,
             crate::scenario::limits::MAX_EVENTS
         ),
-        RunEnd::Panicked => format!("the run panicked: {}", run.panic.as_deref().unwrap_or("?")),
+        RunEnd::Panicked => format!("the run panicked: {}", run.panic.unwrap_or("?")),
         // Reported whole as `engine-fault`: the history stops where the process broke.
         RunEnd::EngineFault => return Vec::new(),
         RunEnd::NotConverged => format!(
