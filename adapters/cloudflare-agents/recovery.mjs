@@ -315,7 +315,8 @@ export class Recovery {
             partial_text: context.partialText ?? "",
           }),
         onError: (error) => this.host.log("onExhausted failed:", error),
-        terminalize: (context) => this.session.terminalize(root, context.terminalMessage),
+        // Think's terminalize addresses the banner to `ctx.requestId`: the incident's current request (the stalled one).
+        terminalize: (context) => this.session.terminalize(context.requestId ?? root, context.terminalMessage),
       },
     );
   }

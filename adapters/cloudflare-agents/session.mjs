@@ -176,9 +176,11 @@ export class Session {
 
   /** Into the streaming accumulator if the part is there, else the first stored message that has it. */
   async applyInteraction(update, autoContinue) {
-    const applied = (part, into) => {
+    const applied = async (part, into) => {
       this.host.observe({ event: "tool-applied", call_id: update.toolCallId, state: part.state, into, auto_continue: autoContinue });
-      return this.host.broadcast(toolFrame(part));
+      await this.host.broadcast(toolFrame(part));
+      // Think's `_applyToolUpdateToMessages` broadcasts the updated message (`MSG_MESSAGE_UPDATED`).
+      await this.host.broadcast({ Messages: this.liveMessages() });
     };
     const accumulator = this.streaming?.accumulator;
     const live = accumulator && applyToolUpdate(accumulator.parts, update);
@@ -393,6 +395,11 @@ export class Session {
     }
     await this.host.broadcast({ Error: { request_id: turn.requestId, message } });
     turn.chat?.onError(message);
+    // The turn's fiber ends whatever its outcome, and agents deletes its run row as it finalizes
+    // (`runFiber`; a row it cannot delete is left for recovery): a failed turn is not recovered by a restart.
+    if (this.host.store.get(TURN_KEY)?.requestId === turn.requestId) {
+      await this.commit([Write.remove(TURN_KEY)]).catch((error) => this.host.log("clearing the failed turn's record:", error.message));
+    }
     if (turn.messageId) this.host.observe({ event: "turn-finished", request_id: turn.requestId, kind: turn.kind, status: "error" });
     return "error";
   }
@@ -532,9 +539,14 @@ export class Session {
       backoff: !end.stalled,
       retryAfterSeconds: end.retryAfter,
     });
+    // `_completeResumableStream(streamId, "recovering")`: the routing is done and the caller is owed its
+    // interruption, so a refused record here is logged, not turned into a failure of a turn recovery now owns.
     const writes = [Write.remove(TURN_KEY)];
     if (this.streaming.segment.buffered > 0) writes.unshift(this.recovery.progressWrite());
-    await this.commit(writes);
+    await this.commit(writes).catch((error) => {
+      if (!(error instanceof StoreRefused)) throw error;
+      this.host.log("ending the interrupted turn:", error.message);
+    });
     this.streaming = null;
     if (routed === "scheduled") await this.host.broadcast({ Done: { request_id: turn.requestId, continuation: !!turn.continuation } });
     turn.chat?.onInterrupted();
