@@ -75,8 +75,36 @@ export class Session {
 
   async boot() {
     this.recovery.restoreAlarms();
-    await this.lookAtDeadTurn(this.host.store.get(TURN_KEY));
+    await this.lookAtDeadTurn(this.host.store.get(TURN_KEY) ?? this.seededTurn());
     await this.messenger.restore();
+  }
+
+  /**
+   * A turn the store says was in flight in its own vocabulary (`in_flight`,
+   * as a scenario seeds a dead predecessor's store): read as this engine's
+   * turn record, and cleared the same way.
+   */
+  seededTurn() {
+    const seeded = this.host.store.state.in_flight;
+    if (!seeded) return undefined;
+    const message = this.messages.find((m) => m.id === seeded.message_id);
+    return {
+      requestId: seeded.request_id,
+      kind: seeded.kind,
+      rootRequestId: seeded.root_request_id || undefined,
+      delivery: seeded.delivery_id ?? undefined,
+      streamed: Boolean(seeded.stream_started) || (message ? hasContent(message) : false),
+      seeded: true,
+    };
+  }
+
+  /** The dead turn's record as the store holds it now, and the write that clears it. */
+  deadRecordFor(dead) {
+    if (dead.seeded) {
+      const stored = this.host.store.state.in_flight;
+      return { present: stored?.request_id === dead.requestId, clear: { InFlight: null } };
+    }
+    return { present: this.host.store.get(TURN_KEY)?.requestId === dead.requestId, clear: Write.remove(TURN_KEY) };
   }
 
   /**
@@ -87,7 +115,7 @@ export class Session {
    * heartbeat) looks again; nothing is thrown out of boot.
    */
   async lookAtDeadTurn(dead) {
-    if (!dead || this.host.store.get(TURN_KEY)?.requestId !== dead.requestId) return;
+    if (!dead || !this.deadRecordFor(dead).present) return;
     try {
       if (!dead.recovered) {
         // A delivery that had not streamed yet is answered again by the messenger instead.
@@ -95,7 +123,8 @@ export class Session {
         if (delivery?.stage !== "accepted") await this.recovery.recoverInterrupted(dead);
         dead.recovered = true;
       }
-      if (this.host.store.get(TURN_KEY)?.requestId === dead.requestId) await this.commit([Write.remove(TURN_KEY)]);
+      const record = this.deadRecordFor(dead);
+      if (record.present) await this.commit([record.clear]);
     } catch (error) {
       if (!(error instanceof StoreRefused)) throw error;
       this.host.log("recovering the interrupted turn failed:", error.message);
