@@ -306,7 +306,7 @@ export class Session {
 
   /** Store the user message, repair, stream every step, finalise. Resolves to the turn's status. */
   async runTurnSteps(turn) {
-    if (turn.userText !== undefined && !turn.userStored) await this.storeUserMessage(turn.userText);
+    if (turn.userText !== undefined && !turn.userStored) await this.storeUserMessage(turn.userText, turn);
     await this.repair();
     if (turn.kind === "continuation" && this.continuation.pending) this.continuation.pending.pastCoalesce = true;
     const leaf = this.messages.at(-1);
@@ -315,7 +315,7 @@ export class Session {
     if (turn.replaces) this.messages = this.messages.filter((message) => message.id !== turn.replaces);
     turn.messageId = messageId;
     this.host.observe({ event: "turn-started", request_id: turn.requestId, kind: turn.kind, message_id: messageId });
-    await this.commit([Write.put(TURN_KEY, this.turnRecord(turn, false))]);
+    if (!turn.recorded) await this.commit([Write.put(TURN_KEY, this.turnRecord(turn, false))]);
     const accumulator = new StreamAccumulator({ messageId, continuation: continues, existingParts: continues ? structuredClone(leaf.parts) : undefined });
     this.streaming = { requestId: turn.requestId, messageId, accumulator, segment: { buffered: 0, sinceFlush: 0, hasFlushedContent: false } };
     // Think's `_streamResult`: the stream of the pending continuation starts, so it moves to the active slot.
@@ -325,10 +325,16 @@ export class Session {
     return this.finishTurn(turn, end);
   }
 
-  async storeUserMessage(text) {
+  /**
+   * Think's turn appends the message and starts the turn's fiber (its run
+   * row) with no I/O between them, so the Durable Object commits both
+   * together: the message and the turn's record are one commit here.
+   */
+  async storeUserMessage(text, turn) {
     const message = { id: this.newId("m"), role: "user", parts: [{ type: "text", text }] };
     this.messages.push(message);
-    await this.persist(message);
+    await this.commit([Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)), Write.put(TURN_KEY, this.turnRecord(turn, false))]);
+    turn.recorded = true;
     this.host.observe({ event: "user-message-stored", message_id: message.id });
     await this.host.broadcast({ Messages: this.liveMessages() });
   }
