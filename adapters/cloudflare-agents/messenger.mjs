@@ -69,9 +69,16 @@ export class Messenger {
     const requestId = this.session.newId("r");
     this.host.observe({ event: "delivery-accepted", delivery_id: checkpoint.id, request_id: requestId });
     // A re-answer after a restart answers the stored message rather than storing it twice.
-    const last = this.session.messages.at(-1);
+    // The dead turn's reply, if it holds no text yet (reasoning only: nothing was shown), is replaced by the new answer.
+    let last = this.session.messages.at(-1);
+    let replaces;
+    if (reanswer && last?.role === "assistant" && !last.parts.some((part) => part.type === "text" && part.text)) {
+      replaces = last.id;
+      last = this.session.messages.at(-2);
+    }
     const userStored = reanswer && last?.role === "user" && last.parts[0]?.text === checkpoint.user_text;
-    await this.session.enqueueTurn({ requestId, kind: "chat", userText: checkpoint.user_text, userStored, chat: collector, delivery: checkpoint.id });
+    if (!userStored) replaces = undefined;
+    await this.session.enqueueTurn({ requestId, kind: "chat", userText: checkpoint.user_text, userStored, chat: collector, delivery: checkpoint.id, replaces });
     await streaming;
     await this.postOnce(checkpoint, replyFor(collector, this.session.config.messenger_post_limit_chars ?? SOFT_LIMIT_CHARS));
   }

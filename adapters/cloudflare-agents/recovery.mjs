@@ -11,6 +11,7 @@ import {
   ChatRecoveryEngine,
   TIMED_OUT,
   awaitWithDeadline,
+  chatRecoveryBackoffSeconds,
   resolveChatRecoveryConfig,
   runChatRecoveryExhaustion,
 } from "agents/chat";
@@ -61,8 +62,8 @@ export class Recovery {
       isAwaitingClientInteraction: () => this.session.awaitsClientInteraction(),
       emitRecoveryEvent: (event) => this.emit(event),
       scheduleRecovery: (callback, data, reason, delaySeconds) => {
-        // The engine reports an initial schedule itself; a reschedule from inside an attempt it does not.
-        if (reason !== "initial") this.emitRescheduled(data);
+        // The engine reports a schedule itself; a reschedule after a stable timeout it does not.
+        if (reason === "stable_timeout_retry") this.emitRescheduled(data);
         return this.schedule(callback, data, delaySeconds);
       },
       setRecovering: async (active) => this.host.broadcast({ Recovering: active }),
@@ -97,48 +98,100 @@ export class Recovery {
   }
 
   /**
-   * A stall of `turn` routed into bounded recovery (the `stalled` trigger).
+   * Think 0.23.0's `_routeStallToBoundedRecovery`: a stall of `turn`, or a
+   * stream error the app classified transient, routed into bounded
+   * recovery. A turn that streamed nothing leaves its user message as the
+   * leaf, so the strategy is `retry` of that message (#1941); otherwise the
+   * partial is persisted and continued (`targetAssistantId`, so a recovery
+   * that finds the conversation moved on stands down). A transient error
+   * backs off (`recordTransientRetry`, `chatRecoveryBackoffSeconds`).
    * Returns "scheduled" or "exhausted".
    */
-  async routeStall(turn) {
-    const root = turn.rootRequestId ?? turn.requestId;
+  async routeInterruption(turn, { partialParts, persistPartial, backoff, retryAfterSeconds }) {
+    const root = this.activeRootRequestId ?? turn.rootRequestId ?? turn.requestId;
+    const latestUserMessageId = this.latestUserMessageId();
+    const retryTargetUserId = partialParts.length === 0 ? this.latestUserLeafId() : null;
+    const recoveryKind = retryTargetUserId ? "retry" : "continue";
     const { incident, config, exhausted } = await this.engine.beginIncident({
       requestId: turn.requestId,
       recoveryRootRequestId: root,
-      recoveryKind: "continue",
+      latestUserMessageId,
+      recoveryKind,
       trigger: "stalled",
     });
     if (exhausted) {
+      await persistPartial();
       await this.exhaust(incident, config, this.session.partial(), root, incident.firstSeenAt);
       return "exhausted";
     }
-    // Think's payload names the assistant message to continue, so a recovery
-    // that finds the conversation moved on stands down.
-    const targetAssistantId = this.session.leafAssistant()?.id;
+    const targetAssistantId = await persistPartial();
+    const unansweredUserId = targetAssistantId ? null : partialParts.length === 0 ? retryTargetUserId : this.latestUserLeafId();
+    const retries = await this.engine.recordTransientRetry(incident.incidentId);
+    const delaySeconds = backoff ? chatRecoveryBackoffSeconds(retries, retryAfterSeconds) : undefined;
+    const reason = this.activeRootRequestId !== undefined ? "chained_retry" : undefined;
+    const data = { originalRequestId: root, incidentId: incident.incidentId };
+    if (unansweredUserId) {
+      await this.engine.scheduleRecovery({
+        incident,
+        delaySeconds,
+        reason,
+        recoveryKind: "retry",
+        callback: "_chatRecoveryRetry",
+        data: { targetUserId: unansweredUserId, ...data },
+      });
+      return "scheduled";
+    }
     await this.engine.scheduleRecovery({
       incident,
+      delaySeconds,
+      reason,
       recoveryKind: "continue",
       callback: "_chatRecoveryContinue",
-      data: { incidentId: incident.incidentId, originalRequestId: root, targetAssistantId },
-      delaySeconds: 0,
+      data: { ...(targetAssistantId ? { targetAssistantId } : {}), ...data },
     });
     return "scheduled";
   }
 
-  /** A turn that died with the previous process (the `interrupted` trigger). */
+  /**
+   * A turn that died with the previous process (the `interrupted` trigger).
+   * As Think's `_classifyRecoveredThinkTurn`: a turn that left no persisted
+   * content and whose user message is still the leaf is retried; otherwise
+   * the leaf is continued (`targetAssistantId` when it is an assistant
+   * message, `_dispatchRecoveredThinkTurn`).
+   */
   async recoverInterrupted(turn) {
     const root = turn.rootRequestId ?? turn.requestId;
-    const recoveryKind = turn.streamed ? "continue" : "retry";
+    const leaf = this.session.messages.at(-1);
+    const retryTargetUserId = !turn.streamed && turn.kind !== "continuation" && leaf?.role === "user" ? leaf.id : null;
+    const recoveryKind = retryTargetUserId ? "retry" : "continue";
     const { incident, config, exhausted } = await this.engine.beginIncident({
       requestId: turn.requestId,
       recoveryRootRequestId: root,
+      latestUserMessageId: this.latestUserMessageId(),
       recoveryKind,
       trigger: "interrupted",
     });
     if (exhausted) return this.exhaust(incident, config, this.session.partial(), root, incident.firstSeenAt);
-    const callback = recoveryKind === "continue" ? "_chatRecoveryContinue" : "_chatRecoveryRetry";
-    const data = { incidentId: incident.incidentId, originalRequestId: root };
-    return this.engine.scheduleRecovery({ incident, recoveryKind, callback, data, delaySeconds: 0 });
+    const data = { originalRequestId: root, incidentId: incident.incidentId };
+    if (retryTargetUserId) {
+      return this.engine.scheduleRecovery({ incident, recoveryKind, callback: "_chatRecoveryRetry", data: { targetUserId: retryTargetUserId, ...data } });
+    }
+    const targetAssistantId = leaf?.role === "assistant" ? leaf.id : undefined;
+    return this.engine.scheduleRecovery({
+      incident,
+      recoveryKind,
+      callback: "_chatRecoveryContinue",
+      data: { ...(targetAssistantId ? { targetAssistantId } : {}), ...data },
+    });
+  }
+
+  latestUserMessageId() {
+    return this.session.messages.findLast((message) => message.role === "user")?.id ?? null;
+  }
+
+  latestUserLeafId() {
+    const leaf = this.session.messages.at(-1);
+    return leaf?.role === "user" ? leaf.id : null;
   }
 
   /**
@@ -163,10 +216,22 @@ export class Recovery {
     setTimeout(() => this.ring(alarm), Math.max(0, alarm.dueMs - Date.now()));
   }
 
+  /**
+   * The alarm rings: the recovery callback runs, then its one-shot schedule
+   * row goes (agents' alarm handler deletes a one-shot row after its
+   * callback). Nothing thrown here escapes the alarm: a callback error is
+   * handled as Think's `_handleRecoveryCallbackError` does (below), and a
+   * refused removal is logged (the row rings again after a restart, and the
+   * closed incident turns it away).
+   */
   async ring(alarm) {
     if (!this.store().get(alarm.id)) return;
-    await this.session.commit([Write.remove(alarm.id)]);
-    await this.engine.runRecoveryAttempt({ callback: alarm.callback, data: alarm.data, run: () => this.attempt(alarm) });
+    try {
+      await this.engine.runRecoveryAttempt({ callback: alarm.callback, data: alarm.data, run: () => this.attempt(alarm) });
+    } catch (error) {
+      this.host.log("recovery attempt failed:", error?.message ?? error);
+    }
+    await this.session.commit([Write.remove(alarm.id)]).catch((error) => this.host.log("removing a fired alarm:", error.message));
   }
 
   /**
@@ -175,11 +240,26 @@ export class Recovery {
    * client, else reschedule (the engine's budget) or give up.
    */
   async attempt(alarm) {
+    try {
+      await this.attemptSteps(alarm);
+    } catch (error) {
+      // `_handleRecoveryCallbackError`: an application error (a store refusal is one: it carries no platform
+      // `retryable` flag) gives up with `recovery_error` instead of leaving the turn wedged.
+      this.host.log(`${alarm.callback} threw during recovery:`, error?.message ?? error);
+      await this.engine.exhaustRecoveryGiveUp({ callback: alarm.callback, data: alarm.data, reason: "recovery_error" });
+    }
+  }
+
+  async attemptSteps(alarm) {
     const { callback, data } = alarm;
     const config = this.engine.adapter.resolveConfig();
     if (await this.waitUntilStable(config.stableTimeoutMs)) {
       const leaf = this.session.messages.at(-1);
-      if (data?.targetAssistantId && leaf?.id !== data.targetAssistantId) {
+      if (callback === "_chatRecoveryRetry") {
+        // `_chatRecoveryRetryDetached`: the user message to answer must still be the leaf.
+        if (leaf?.role !== "user") return this.finished(data?.incidentId, "skipped", "no_unanswered_user_message");
+        if (data?.targetUserId && leaf.id !== data.targetUserId) return this.finished(data.incidentId, "skipped", "conversation_changed");
+      } else if (data?.targetAssistantId && leaf?.id !== data.targetAssistantId) {
         return this.finished(data.incidentId, "skipped", "conversation_changed");
       }
       return this.session.runRecoveryTurn(alarm, data?.originalRequestId);
@@ -235,7 +315,8 @@ export class Recovery {
             partial_text: context.partialText ?? "",
           }),
         onError: (error) => this.host.log("onExhausted failed:", error),
-        terminalize: (context) => this.session.terminalize(root, context.terminalMessage),
+        // Think's terminalize addresses the banner to `ctx.requestId`: the incident's current request (the stalled one).
+        terminalize: (context) => this.session.terminalize(context.requestId ?? root, context.terminalMessage),
       },
     );
   }

@@ -15,6 +15,7 @@
 import {
   AutoContinuationController,
   ChatStreamStalledError,
+  retryAfterSeconds,
   ContinuationState,
   StreamAccumulator,
   TurnQueue,
@@ -34,8 +35,14 @@ import { Messenger } from "./messenger.mjs";
 
 export const REPAIR_TEXT = "The tool call was interrupted before a result was recorded.";
 const TURN_KEY = "cf:turn";
-/** Think flushes a streaming partial every ten chunks after the first flush. */
-const FLUSH_EVERY_CHUNKS = 10;
+/** `ResumableStream` packs this many stored chunks into one segment before it appends it to the log (`CHUNK_BUFFER_SIZE`). */
+const SEGMENT_CHUNKS = 10;
+/**
+ * A failed look at what a dead process left is tried again at the next
+ * alarm housekeeping: the keep-alive heartbeat of the fiber that died
+ * (`DEFAULT_KEEP_ALIVE_INTERVAL_MS`).
+ */
+const KEEP_ALIVE_MS = 30_000;
 /** Where a continuation is asked from: the protocol does not say which connection sent a result. */
 const CLIENT = { id: "client", send() {} };
 
@@ -67,15 +74,62 @@ export class Session {
   // ---- protocol handlers -------------------------------------------------
 
   async boot() {
-    const dead = this.host.store.get(TURN_KEY);
     this.recovery.restoreAlarms();
-    if (dead) {
-      await this.commit([Write.remove(TURN_KEY)]);
-      // A delivery that had not streamed yet is answered again by the messenger instead.
-      const delivery = dead.delivery && this.host.store.state.deliveries[dead.delivery];
-      if (delivery?.stage !== "accepted") await this.recovery.recoverInterrupted(dead);
-    }
+    await this.lookAtDeadTurn(this.host.store.get(TURN_KEY) ?? this.seededTurn());
     await this.messenger.restore();
+  }
+
+  /**
+   * A turn the store says was in flight in its own vocabulary (`in_flight`,
+   * as a scenario seeds a dead predecessor's store): read as this engine's
+   * turn record, and cleared the same way.
+   */
+  seededTurn() {
+    const seeded = this.host.store.state.in_flight;
+    if (!seeded) return undefined;
+    const message = this.messages.find((m) => m.id === seeded.message_id);
+    return {
+      requestId: seeded.request_id,
+      kind: seeded.kind,
+      rootRequestId: seeded.root_request_id || undefined,
+      delivery: seeded.delivery_id ?? undefined,
+      streamed: Boolean(seeded.stream_started) || (message ? hasContent(message) : false),
+      seeded: true,
+    };
+  }
+
+  /** The dead turn's record as the store holds it now, and the write that clears it. */
+  deadRecordFor(dead) {
+    if (dead.seeded) {
+      const stored = this.host.store.state.in_flight;
+      return { present: stored?.request_id === dead.requestId, clear: { InFlight: null } };
+    }
+    return { present: this.host.store.get(TURN_KEY)?.requestId === dead.requestId, clear: Write.remove(TURN_KEY) };
+  }
+
+  /**
+   * The turn a dead predecessor left running, as agents' `_checkRunFibers`
+   * treats its fiber row: the recovery hook first, then the row goes. A
+   * hook that throws (the store refused the incident) is logged and the row
+   * kept, and the next alarm housekeeping (the dead fiber's keep-alive
+   * heartbeat) looks again; nothing is thrown out of boot.
+   */
+  async lookAtDeadTurn(dead) {
+    if (!dead || !this.deadRecordFor(dead).present) return;
+    try {
+      if (!dead.recovered) {
+        // A delivery that had not streamed yet is answered again by the messenger instead.
+        const delivery = dead.delivery && this.host.store.state.deliveries[dead.delivery];
+        if (delivery?.stage !== "accepted") await this.recovery.recoverInterrupted(dead);
+        dead.recovered = true;
+      }
+      const record = this.deadRecordFor(dead);
+      if (record.present) await this.commit([record.clear]);
+    } catch (error) {
+      if (!(error instanceof StoreRefused)) throw error;
+      this.host.log("recovering the interrupted turn failed:", error.message);
+      setTimeout(() => this.lookAtDeadTurn(dead).catch((failure) => this.host.log("looking again failed:", failure)), KEEP_ALIVE_MS);
+    }
   }
 
   connect(connection) {
@@ -151,9 +205,11 @@ export class Session {
 
   /** Into the streaming accumulator if the part is there, else the first stored message that has it. */
   async applyInteraction(update, autoContinue) {
-    const applied = (part, into) => {
+    const applied = async (part, into) => {
       this.host.observe({ event: "tool-applied", call_id: update.toolCallId, state: part.state, into, auto_continue: autoContinue });
-      return this.host.broadcast(toolFrame(part));
+      await this.host.broadcast(toolFrame(part));
+      // Think's `_applyToolUpdateToMessages` broadcasts the updated message (`MSG_MESSAGE_UPDATED`).
+      await this.host.broadcast({ Messages: this.liveMessages() });
     };
     const accumulator = this.streaming?.accumulator;
     const live = accumulator && applyToolUpdate(accumulator.parts, update);
@@ -198,10 +254,23 @@ export class Session {
     const pending = this.continuation.pending;
     if (!pending) return;
     this.host.observe({ event: "continuation-fired", request_id: pending.requestId });
-    this.enqueueTurn({ requestId: pending.requestId, kind: "continuation", continuation: true }).finally(() => {
+    const turn = { requestId: pending.requestId, kind: "continuation", continuation: true };
+    this.enqueueTurn(turn).finally(() => this.settleContinuationTurn(turn.requestId, turn.streamStarted === true));
+  }
+
+  /**
+   * Think 0.23.0's `_settleContinuationTurn` (#2443): the turn owns
+   * `pending` only until its stream starts (then it is the active one), so
+   * `pending` is cleared only while it still holds this turn's request; a
+   * newer pending that has not started covers the deferred follow-up.
+   */
+  settleContinuationTurn(requestId, streamed) {
+    const pending = this.continuation.pending;
+    if (pending?.requestId === requestId) {
+      if (!streamed) this.continuation.sendResumeNone();
       this.continuation.clearPending();
-      this.barrier.activateDeferredAndReschedule();
-    });
+    } else if (pending && !pending.pastCoalesce) this.continuation.clearDeferred();
+    this.barrier.activateDeferredAndReschedule();
   }
 
   // ---- turns -------------------------------------------------------------
@@ -237,25 +306,35 @@ export class Session {
 
   /** Store the user message, repair, stream every step, finalise. Resolves to the turn's status. */
   async runTurnSteps(turn) {
-    if (turn.userText !== undefined && !turn.userStored) await this.storeUserMessage(turn.userText);
+    if (turn.userText !== undefined && !turn.userStored) await this.storeUserMessage(turn.userText, turn);
     await this.repair();
     if (turn.kind === "continuation" && this.continuation.pending) this.continuation.pending.pastCoalesce = true;
     const leaf = this.messages.at(-1);
     const continues = turn.continuation && leaf?.role === "assistant";
-    const messageId = continues ? leaf.id : this.newId("m");
+    const messageId = continues ? leaf.id : (turn.replaces ?? this.newId("m"));
+    if (turn.replaces) this.messages = this.messages.filter((message) => message.id !== turn.replaces);
     turn.messageId = messageId;
     this.host.observe({ event: "turn-started", request_id: turn.requestId, kind: turn.kind, message_id: messageId });
-    await this.commit([Write.put(TURN_KEY, this.turnRecord(turn, false))]);
+    if (!turn.recorded) await this.commit([Write.put(TURN_KEY, this.turnRecord(turn, false))]);
     const accumulator = new StreamAccumulator({ messageId, continuation: continues, existingParts: continues ? structuredClone(leaf.parts) : undefined });
-    this.streaming = { requestId: turn.requestId, messageId, accumulator, flushed: 0 };
+    this.streaming = { requestId: turn.requestId, messageId, accumulator, segment: { buffered: 0, sinceFlush: 0, hasFlushedContent: false } };
+    // Think's `_streamResult`: the stream of the pending continuation starts, so it moves to the active slot.
+    if (this.continuation.pending?.requestId === turn.requestId) this.continuation.activatePending();
+    turn.streamStarted = true;
     const end = await this.stream(turn, accumulator);
     return this.finishTurn(turn, end);
   }
 
-  async storeUserMessage(text) {
+  /**
+   * Think's turn appends the message and starts the turn's fiber (its run
+   * row) with no I/O between them, so the Durable Object commits both
+   * together: the message and the turn's record are one commit here.
+   */
+  async storeUserMessage(text, turn) {
     const message = { id: this.newId("m"), role: "user", parts: [{ type: "text", text }] };
     this.messages.push(message);
-    await this.persist(message);
+    await this.commit([Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)), Write.put(TURN_KEY, this.turnRecord(turn, false))]);
+    turn.recorded = true;
     this.host.observe({ event: "user-message-stored", message_id: message.id });
     await this.host.broadcast({ Messages: this.liveMessages() });
   }
@@ -276,7 +355,9 @@ export class Session {
   async stream(turn, accumulator) {
     const abort = new AbortController();
     const stallMs = turn.options?.stall_timeout_ms ?? this.config.stall_timeout_ms;
-    const ended = { error: null, stalled: false };
+    const ended = { error: null, stalled: false, transient: undefined, retryAfter: undefined };
+    // The provider's error behind an in-stream error chunk (Think's `streamErrorCause`).
+    let cause;
     try {
       const result = streamText({
         model: this.host.model,
@@ -288,9 +369,22 @@ export class Session {
         abortSignal: abort.signal,
         providerOptions: { turnsim: { requestId: turn.requestId, continuation: !!turn.continuation } },
       });
-      const ui = result.toUIMessageStream({ sendReasoning: true, onError: chunks.errorText });
+      const onError = (error) => {
+        cause = error;
+        return chunks.errorText(error);
+      };
+      const ui = result.toUIMessageStream({ sendReasoning: true, onError });
       const onStall = () => abort.abort(new ChatStreamStalledError(`Chat stream stalled: no activity for ${stallMs}ms`));
       for await (const chunk of iterateWithStallWatchdog(ui, stallMs, onStall)) {
+        if (chunk.type === "error") {
+          // Think 0.23.0: an in-stream error the app classifies transient leaves the drain loop for recovery.
+          const classification = classifyChatError(cause ?? chunk.errorText);
+          if (classification) {
+            ended.transient = classification;
+            ended.retryAfter = classification === "rate_limit" ? retryAfterSeconds(cause) : undefined;
+            break;
+          }
+        }
         await this.onChunk(turn, accumulator, chunk, ended);
       }
     } catch (error) {
@@ -299,7 +393,13 @@ export class Session {
         throw error;
       }
       if (error?.isChatStreamStall) ended.stalled = true;
-      else ended.error ??= chunks.errorText(error);
+      else {
+        const classification = classifyChatError(error);
+        if (classification) {
+          ended.transient = classification;
+          ended.retryAfter = classification === "rate_limit" ? retryAfterSeconds(error) : undefined;
+        } else ended.error ??= chunks.errorText(error);
+      }
     }
     return ended;
   }
@@ -330,6 +430,11 @@ export class Session {
     }
     await this.host.broadcast({ Error: { request_id: turn.requestId, message } });
     turn.chat?.onError(message);
+    // The turn's fiber ends whatever its outcome, and agents deletes its run row as it finalizes
+    // (`runFiber`; a row it cannot delete is left for recovery): a failed turn is not recovered by a restart.
+    if (this.host.store.get(TURN_KEY)?.requestId === turn.requestId) {
+      await this.commit([Write.remove(TURN_KEY)]).catch((error) => this.host.log("clearing the failed turn's record:", error.message));
+    }
     if (turn.messageId) this.host.observe({ event: "turn-finished", request_id: turn.requestId, kind: turn.kind, status: "error" });
     return "error";
   }
@@ -349,7 +454,8 @@ export class Session {
       this.host.observe({ event: "tool-ready", call_id: part.toolCallId, tool_name: stored.uiToolName(part), state: part.state });
     }
     if (part && /^tool-(input-available|approval-request|output-)/.test(chunk.type)) await this.host.broadcast(toolFrame(part));
-    if (wireChunk || part) await this.maybeFlush(turn, accumulator, part !== null);
+    // Think breaks out of the drain loop on an error chunk without storing it.
+    if (chunk.type !== "error") await this.storeChunk(turn, accumulator, chunk);
   }
 
   /** An approved server tool ran in a later turn: its part lives in an earlier message. */
@@ -366,32 +472,63 @@ export class Session {
     }
   }
 
-  /** Persists the partial every ten chunks and at every tool event, bumping recovery progress. */
-  async maybeFlush(turn, accumulator, force) {
-    this.streaming.flushed += 1;
-    if (!force && this.streaming.flushed % FLUSH_EVERY_CHUNKS !== 0) return;
-    const message = accumulator.toMessage();
-    if (message.parts.length === 0) return;
-    this.messages = accumulator.mergeInto(this.messages);
-    await this.commit([
-      Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)),
-      this.recovery.progressWrite(),
-      Write.put(TURN_KEY, this.turnRecord(turn, true)),
-    ]);
+  /**
+   * Think's `_storeChunkDurably` over agents' `ResumableStream`: every chunk
+   * is stored in a buffer that is appended to the stream log as one segment
+   * when it holds ten chunks, and Think flushes it at once for a settled
+   * tool result and for the first content delta (text, reasoning, a tool
+   * input) and every one ten chunks after the last flush. The progress
+   * marker recovery reads counts the segments appended. Here the log is the
+   * stored partial: each segment commits the message as it stands, the
+   * marker and the turn's record together.
+   */
+  async storeChunk(turn, accumulator, chunk) {
+    const segment = this.streaming.segment;
+    segment.buffered += 1;
+    segment.sinceFlush += 1;
+    if (segment.buffered >= SEGMENT_CHUNKS) await this.appendSegment(turn, accumulator);
+    const settles = chunk.type === "tool-output-available" || chunk.type === "tool-output-error" || chunk.type === "tool-output-denied";
+    const content = chunk.type === "text-delta" || chunk.type === "reasoning-delta" || chunk.type === "tool-input-available";
+    if (settles || (content && (!segment.hasFlushedContent || segment.sinceFlush >= SEGMENT_CHUNKS))) {
+      await this.appendSegment(turn, accumulator);
+      segment.sinceFlush = 0;
+      segment.hasFlushedContent = true;
+    }
   }
 
-  /** The stream is over: persist, tell clients and the caller, then re-check the barrier. */
+  /** `flushBuffer`: the buffered chunks become one segment (nothing when none are buffered). */
+  async appendSegment(turn, accumulator) {
+    const segment = this.streaming.segment;
+    if (segment.buffered === 0) return;
+    segment.buffered = 0;
+    const message = accumulator.toMessage();
+    const writes = [this.recovery.progressWrite(), Write.put(TURN_KEY, this.turnRecord(turn, hasContent(message)))];
+    if (message.parts.length > 0) {
+      this.messages = accumulator.mergeInto(this.messages);
+      writes.unshift(Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)));
+    }
+    await this.commit(writes);
+  }
+
+  /**
+   * The stream is over. As Think's `_streamResult`: the last buffered chunks
+   * go to the log and the message is persisted with the stream's cutover
+   * (one commit, which also clears the turn's record) before clients and
+   * the caller are told; a refused cutover fails the turn before anyone was
+   * told it ended. Then the barrier is re-checked.
+   */
   async finishTurn(turn, end) {
     const accumulator = this.streaming.accumulator;
-    this.streaming = null;
+    if (end.stalled || end.transient) return this.interrupted(turn, accumulator, end);
     const message = settleText(accumulator.toMessage());
-    if (message.parts.length > 0) {
-      this.messages = accumulator.mergeInto(this.messages).map((m) => (m.id === message.id ? message : m));
-      await this.persist(message);
-    }
+    const writes = [Write.remove(TURN_KEY)];
+    if (this.streaming.segment.buffered > 0) writes.unshift(this.recovery.progressWrite());
+    if (message.parts.length > 0) writes.unshift(Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)));
+    await this.commit(writes);
+    this.streaming = null;
+    if (message.parts.length > 0) this.messages = accumulator.mergeInto(this.messages).map((m) => (m.id === message.id ? message : m));
     let status = "completed";
-    if (end.stalled) status = await this.onStall(turn);
-    else if (end.error) {
+    if (end.error) {
       status = "error";
       await this.host.broadcast({ Error: { request_id: turn.requestId, message: end.error } });
       turn.chat?.onError(end.error);
@@ -399,26 +536,56 @@ export class Session {
       await this.host.broadcast({ Done: { request_id: turn.requestId, continuation: !!turn.continuation } });
       turn.chat?.onDone();
     }
-    await this.commit([Write.remove(TURN_KEY)]);
-    this.host.observe({ event: "turn-finished", request_id: turn.requestId, kind: turn.kind, status: status === "interrupted" ? "interrupted" : status });
-    // Think's `_onStreamingTurnFinalized`, except after a stall routed to recovery (#1671).
-    if (status !== "interrupted") this.barrier.rearmForBatch();
+    this.host.observe({ event: "turn-finished", request_id: turn.requestId, kind: turn.kind, status });
+    // Think's `_onStreamingTurnFinalized`.
+    this.barrier.rearmForBatch();
     return status;
   }
 
-  /** A watchdog stall: bounded recovery if enabled (on_interrupted), else a plain error. */
-  async onStall(turn) {
+  /**
+   * A watchdog stall, or a stream error the app classified transient
+   * (`classifyChatError`, Think 0.23.0): bounded recovery if enabled
+   * (on_interrupted), else the turn ends with the error. The finalize does
+   * not re-arm the barrier after a turn routed to recovery (#1671).
+   */
+  async interrupted(turn, accumulator, end) {
     const stallMs = turn.options?.stall_timeout_ms ?? this.config.stall_timeout_ms;
-    this.host.observe({ event: "stream-stalled", request_id: turn.requestId, timeout_ms: stallMs });
+    if (end.stalled) this.host.observe({ event: "stream-stalled", request_id: turn.requestId, timeout_ms: stallMs });
     if (!this.config.recovery.enabled) {
-      const message = `Chat stream stalled: no activity for ${stallMs}ms; the turn was aborted by the stall watchdog.`;
-      await this.host.broadcast({ Error: { request_id: turn.requestId, message } });
-      turn.chat?.onError(message);
-      return "error";
+      const message = end.stalled
+        ? `Chat stream stalled: no activity for ${stallMs}ms; the turn was aborted by the stall watchdog.`
+        : `The model stream failed (${end.transient}).`;
+      return this.finishTurn(turn, { error: message });
     }
-    const routed = await this.recovery.routeStall(turn);
+    const partial = settleText(accumulator.toMessage());
+    let persisted;
+    const persistPartial = async () => {
+      if (persisted !== undefined) return persisted;
+      if (partial.parts.length === 0) return undefined;
+      await this.commit([Write.putMessage(stored.fromUIMessage(partial, REPAIR_TEXT))]);
+      this.messages = accumulator.mergeInto(this.messages).map((m) => (m.id === partial.id ? partial : m));
+      persisted = partial.id;
+      await this.host.broadcast({ Messages: this.liveMessages() });
+      return persisted;
+    };
+    const routed = await this.recovery.routeInterruption(turn, {
+      partialParts: partial.parts,
+      persistPartial,
+      backoff: !end.stalled,
+      retryAfterSeconds: end.retryAfter,
+    });
+    // `_completeResumableStream(streamId, "recovering")`: the routing is done and the caller is owed its
+    // interruption, so a refused record here is logged, not turned into a failure of a turn recovery now owns.
+    const writes = [Write.remove(TURN_KEY)];
+    if (this.streaming.segment.buffered > 0) writes.unshift(this.recovery.progressWrite());
+    await this.commit(writes).catch((error) => {
+      if (!(error instanceof StoreRefused)) throw error;
+      this.host.log("ending the interrupted turn:", error.message);
+    });
+    this.streaming = null;
     if (routed === "scheduled") await this.host.broadcast({ Done: { request_id: turn.requestId, continuation: !!turn.continuation } });
     turn.chat?.onInterrupted();
+    this.host.observe({ event: "turn-finished", request_id: turn.requestId, kind: turn.kind, status: "interrupted" });
     return "interrupted";
   }
 
@@ -490,6 +657,25 @@ export class Session {
 }
 
 export class StoreRefused extends Error {}
+
+/**
+ * The app's `classifyChatError` (Think 0.23.0 routes `"transient"` and
+ * `"rate_limit"` into bounded recovery, like a stall). Think ships no
+ * default for these; this app classifies as the hook's documentation
+ * suggests for an HTTP provider: 429 is a rate limit, 5xx transient, and
+ * nothing else (a cut connection, a 4xx, the AI SDK's retries spent) is.
+ */
+export function classifyChatError(error) {
+  const status = typeof error === "object" && error !== null ? error.statusCode : undefined;
+  if (status === 429) return "rate_limit";
+  if (typeof status === "number" && status >= 500 && status <= 599) return "transient";
+  return undefined;
+}
+
+/** A message with more than step boundaries: something recovery can continue. */
+function hasContent(message) {
+  return message.parts.some((part) => part.type !== "step-start");
+}
 
 /** The `Tool` frame for a tool part's state. */
 function toolFrame(part) {
