@@ -60,13 +60,14 @@ impl ToolKind {
 pub enum ServerToolStart {
     /// As soon as its `tool-call` chunk arrives, while the rest of the step
     /// streams on: a stall, a provider error or an eviction later in the
-    /// stream finds it already run. The default, because it is what the
-    /// reference does: the AI SDK's `streamText`, under Think and every AI
-    /// SDK engine, executes a tool as its call arrives.
-    #[default]
+    /// stream finds it already run (as the AI SDK before 7 did).
     AtToolCall,
     /// Once the step's stream has finished: no server tool has run while a
-    /// stream could still stall, fail or be evicted.
+    /// stream could still stall, fail or be evicted. The default, because
+    /// it is what the reference does: the AI SDK 7's `streamText`, under
+    /// Think 0.23.0 (`ai ^7.0.0`) and the AI SDK's `Chat`, queues each call
+    /// and executes them at the model call's end.
+    #[default]
     AfterStep,
 }
 
@@ -150,7 +151,7 @@ impl Default for EngineConfig {
         Self {
             tools: BTreeMap::new(),
             dynamic_tools: BTreeSet::new(),
-            server_tools: ServerToolStart::AtToolCall,
+            server_tools: ServerToolStart::AfterStep,
             coalesce_ms: 50,
             stall_timeout_ms: 0,
             recovery: RecoveryConfig::default(),

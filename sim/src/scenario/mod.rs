@@ -199,9 +199,9 @@ pub struct EngineSpec {
     pub recovery: RecoverySpec,
     #[serde(default)]
     pub tools: BTreeMap<String, ToolSpec>,
-    /// When server tools run: `at_tool_call` (the default: as each call
-    /// arrives, while the stream goes on, as the AI SDK's `streamText` runs
-    /// them) or `after_step` (once the step's stream has finished).
+    /// When server tools run: `after_step` (the default: once the step's
+    /// stream has finished, as the AI SDK 7's `streamText` runs them) or
+    /// `at_tool_call` (as each call arrives, while the stream goes on).
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_tools: Option<ServerToolStart>,
