@@ -50,7 +50,7 @@ fn with_crash_at(file: &ScenarioFile, write: usize, at_once: bool, memory_only: 
     let mut crashed = file.clone();
     let trigger = Trigger { event: Some("store.commit".into()), nth: write as u32, ..Trigger::default() };
     let restart_after_ms = RangeMs::exact(RESTART_AFTER_MS);
-    let evict = EvictFault { when: When::Trigger(trigger), restart_after_ms, at_once, memory_only };
+    let evict = EvictFault { when: When::Trigger(trigger), restart_after_ms, at_once, memory_only, optional: false };
     crashed.scenario.faults.push(Fault::Evict(evict));
     crashed
 }

@@ -14,6 +14,9 @@ pub struct Judged<'a> {
     pub panic: Option<&'a str>,
     /// The timeline without the engine's own events.
     pub events: BoundaryEvents<'a>,
+    /// The scenario's triggered evictions whose trigger matched (the
+    /// world's record of its own faults).
+    pub fired_faults: &'a std::collections::BTreeSet<usize>,
 }
 
 impl<'a> Judged<'a> {
@@ -24,6 +27,7 @@ impl<'a> Judged<'a> {
             sim_ms: run.sim_ms,
             panic: run.panic.as_deref(),
             events: BoundaryEvents::of(&run.events),
+            fired_faults: &run.fired_faults,
         }
     }
 }

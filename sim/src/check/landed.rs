@@ -1,7 +1,7 @@
 //! A scripted fault the run never reached proved nothing: a stall aimed at
 //! model call 3 of a run that makes two, a refusal of a commit that never
-//! comes. Each such fault fails the run with its place in the file, unless
-//! it says `optional: true`. Judged from what the world did (the mock
+//! comes, an eviction whose trigger never matches. Each such fault fails
+//! the run with its place in the file, unless it says `optional: true`. Judged from what the world did (the mock
 //! model's streams, the store's commits, the surface's posts, the host's
 //! hook calls), never from the engine's account.
 
@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::judged::BoundaryEvents;
 use super::{CheckInput, Violation};
-use crate::scenario::{Fault, PostFault, SlowPostFault};
+use crate::scenario::{Fault, PostFault, SlowPostFault, When};
 use crate::trace::Event;
 
 pub const CHECK: &str = "fault-landed";
@@ -21,8 +21,14 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
         return Vec::new();
     }
     let seen = Seen::of(&input.run.events);
-    let missed: Vec<(usize, String)> =
-        faults.iter().enumerate().filter_map(|(index, fault)| Some((index, seen.missed(fault)?))).collect();
+    let fired = input.run.fired_faults;
+    let missed = faults.iter().enumerate().filter_map(|(index, fault)| match fault {
+        Fault::Evict(_) if is_held(fault) && !fired.contains(&index) => {
+            Some((index, "its trigger never matched, so the process was never evicted".to_string()))
+        }
+        _ => Some((index, seen.missed(fault)?)),
+    });
+    let missed: Vec<(usize, String)> = missed.collect();
     if missed.is_empty() {
         return Vec::new();
     }
@@ -54,7 +60,10 @@ fn is_held(fault: &Fault) -> bool {
         Fault::PostFails(post) => !post.optional,
         Fault::PostSlow(post) => !post.optional,
         Fault::HookThrows(hook) => !hook.optional,
-        Fault::Evict(_) | Fault::Random(_) => false,
+        // An eviction at a time always comes (within the horizon); one on a
+        // trigger only if the trigger matches.
+        Fault::Evict(evict) => matches!(evict.when, When::Trigger(_)) && !evict.optional,
+        Fault::Random(_) => false,
     }
 }
 

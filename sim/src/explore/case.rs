@@ -362,6 +362,7 @@ impl Case {
                 restart_after_ms: RangeMs::exact(*restart_after_ms),
                 at_once: false,
                 memory_only: *memory_only,
+                optional: true,
             }),
             FaultCase::StoreError { commit, times } => {
                 Fault::StoreError(StoreFault { commit: *commit, times: *times, optional: true })
@@ -371,6 +372,7 @@ impl Case {
                 restart_after_ms: RangeMs::exact(*restart_after_ms),
                 at_once: true,
                 memory_only: false,
+                optional: true,
             }),
             FaultCase::PostRefused { post, times } => Fault::PostFails(PostFault {
                 post: *post,

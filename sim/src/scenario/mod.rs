@@ -1042,6 +1042,9 @@ pub struct EvictFault {
     pub at_once: bool,
     /// Client connections outlive the process (see [`Evict::memory_only`]).
     pub memory_only: bool,
+    /// A trigger that may never match: otherwise the run fails
+    /// `fault-landed` when it does not.
+    pub optional: bool,
 }
 
 #[derive(Clone, Serialize, Deserialize, JsonSchema)]
@@ -1062,13 +1065,17 @@ struct RawEvictFault {
     /// Only the process's memory goes: client connections stay open.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     memory_only: bool,
+    /// The run may never reach the trigger (`fault-landed` does not ask
+    /// that it fired).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    optional: bool,
 }
 
 impl From<EvictFault> for RawEvictFault {
     fn from(fault: EvictFault) -> Self {
         let (at_ms, when) = when_fields(fault.when);
         let (restart_after_ms, at_once, memory_only) = (fault.restart_after_ms, fault.at_once, fault.memory_only);
-        Self { at_ms, when, restart_after_ms, at_once, memory_only }
+        Self { at_ms, when, restart_after_ms, at_once, memory_only, optional: fault.optional }
     }
 }
 
@@ -1084,7 +1091,8 @@ impl TryFrom<RawEvictFault> for EvictFault {
         if raw.at_once && !matches!(&when, When::Trigger(trigger) if trigger.delay_ms == RangeMs::ZERO) {
             return Err("`at_once` needs a `when` trigger with no `delay_ms`".into());
         }
-        Ok(Self { when, restart_after_ms: raw.restart_after_ms, at_once: raw.at_once, memory_only: raw.memory_only })
+        let (at_once, memory_only, optional) = (raw.at_once, raw.memory_only, raw.optional);
+        Ok(Self { when, restart_after_ms: raw.restart_after_ms, at_once, memory_only, optional })
     }
 }
 

@@ -27,11 +27,16 @@ impl World {
             let act = self.clone().perform(action.kind.clone(), chat_id, rng.clone());
             self.spawn_when(&action.when, &rng, false, act);
         }
-        for fault in &self.scenario.scenario.faults {
+        for (index, fault) in self.scenario.scenario.faults.iter().enumerate() {
             if let Fault::Evict(evict) = fault {
                 let evict_action = Evict { restart_after_ms: evict.restart_after_ms, memory_only: evict.memory_only };
                 let (world, fault_rng) = (self.clone(), rng.clone());
-                let act = async move { world.evict(&evict_action, &fault_rng).await };
+                let act = async move {
+                    // Its trigger matched: the fault landed, whatever the
+                    // process was doing (one already down is not killed again).
+                    world.fired_faults.lock().expect("fired faults lock").insert(index);
+                    world.evict(&evict_action, &fault_rng).await
+                };
                 self.spawn_when(&evict.when, &rng, evict.at_once, act);
             }
         }

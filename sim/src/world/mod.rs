@@ -76,6 +76,9 @@ pub struct RunRecord {
     pub panic: Option<String>,
     /// What the engine process did wrong, when it ended the run.
     pub engine_fault: Option<crate::protocol::fault::EngineFault>,
+    /// The scenario's triggered evictions (fault indexes) whose trigger
+    /// matched: the world's own record, for `fault-landed`.
+    pub fired_faults: std::collections::BTreeSet<usize>,
 }
 
 /// Runs one scenario on one seed.
@@ -110,6 +113,7 @@ pub fn run(scenario: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> R
         sim_ms: 0,
         panic: Some(message),
         engine_fault: None,
+        fired_faults: Default::default(),
     })
 }
 
@@ -204,6 +208,8 @@ pub(crate) struct World {
     engine_down: Arc<std::sync::atomic::AtomicBool>,
     /// What the store held before the first boot.
     initial: Arc<DurableState>,
+    /// Triggered evictions whose trigger matched (fault indexes).
+    fired_faults: Arc<Mutex<std::collections::BTreeSet<usize>>>,
     seed: u64,
 }
 
@@ -277,6 +283,7 @@ impl World {
             healed_at_us,
             open_chats: Default::default(),
             initial: Arc::new(initial),
+            fired_faults: Default::default(),
             seed,
         }
     }
@@ -303,6 +310,7 @@ impl World {
             sim_ms: sim_now().as_millis() as u64,
             panic: None,
             engine_fault,
+            fired_faults: self.fired_faults.lock().expect("fired faults lock").clone(),
         };
         let nodes: Vec<_> = client_nodes
             .into_iter()

@@ -63,6 +63,7 @@ fn draw(rng: &SharedRng, faults: &RandomFaults, file: &mut ScenarioFile, drawn: 
             restart_after_ms: RangeMs::exact(restart),
             at_once: false,
             memory_only: false,
+            optional: true,
         };
         file.scenario.faults.push(Fault::Evict(evict));
     }
