@@ -71,7 +71,11 @@ pub fn moment_name_problem(name: &str, what: &str) -> Option<String> {
                 "`model.call` with its `nth` (the continuation's request)".to_string()
             }
             "tool.applied" | "tool.ready" => "`tool` + `state` (the commit that stores the call so)".to_string(),
-            "turn.end" => "`caller.on_done`, or `store.commit` with `after: { event: model.end }`".to_string(),
+            "turn.end" => {
+                "`caller.on_done`, or `store.commit` with `after: { event: model.chunk, nth: N }` (a commit after the \
+                 call's last chunk)"
+                    .to_string()
+            }
             _ => format!("a boundary event on the lanes {lanes}"),
         };
         return Some(format!(

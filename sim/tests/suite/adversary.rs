@@ -282,7 +282,7 @@ fn client_view_catches_wrong_frames_a_later_repair_or_an_early_exit_used_to_hide
     // the client was gone by then, or no check asked for an error frame.
     let pairs = [
         (Operator::DropFrame, "continuation-single-client-tool"),
-        (Operator::DuplicateFrame, "crash-with-a-deferred-continuation"),
+        (Operator::DuplicateFrame, "crash-as-a-reply-is-checkpointed"),
         (Operator::ReorderFrames, "barrier-three-siblings-mixed-order"),
         (Operator::ReorderFrames, "messenger-done"),
         (Operator::StaleTranscript, "client-disconnects-for-good"),

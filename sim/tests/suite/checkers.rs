@@ -1201,8 +1201,9 @@ fn no_lost_work_fires_when_a_server_tool_runs_twice_in_one_process() {
 
 #[test]
 fn no_lost_work_lets_a_crash_cut_run_go_again_but_only_after_the_crash() {
-    // The clean run starts the approved tool twice with a kill between:
-    // the first run was cut short before its result, so it may run again.
+    // The clean run starts the approved tool twice with a kill between (the
+    // process dies as the tool starts running): the first run was cut short
+    // before its result, so it may run again.
     let run = Run::committed("explored-approved-tool-cut-short-by-an-eviction-runs-again", NO_LOST_WORK);
     let is_start = |what: &Boundary| matches!(what, Boundary::ServerToolCall { .. });
     let starts = run.record.history.crossings.iter().filter(|crossing| is_start(&crossing.what)).count();
