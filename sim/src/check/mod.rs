@@ -8,6 +8,7 @@ pub mod expect_timeline;
 mod facts;
 pub mod invariants;
 pub mod landed;
+mod relay;
 mod replies;
 mod seen;
 mod store_cursor;
