@@ -351,3 +351,21 @@ fn a_relay_broken_between_rests_is_caught_by_the_consumer_views() {
         );
     }
 }
+
+#[test]
+fn a_model_call_left_streaming_after_the_engine_moved_on_is_caught_by_converges() {
+    // Each pair survived while converges looked only at how the run ended:
+    // the call the engine gave up on at a stall, left parked without a
+    // cancel, was closed later by the process dying or never asked after.
+    for stem in ["crash-as-a-newer-message-is-stored", "bench-standard-story", "store-refuses-a-flush-mid-stream"] {
+        let file = scenario(stem);
+        let run = adversary::mutated(&file, 0, &RegressionSet::default(), Operator::DropCancel).expect("a site");
+        assert!(run.applied.is_some(), "{stem}: the operator applied");
+        assert!(
+            run.violations.iter().any(|violation| violation.check == "converges"
+                && violation.message.contains("without a cancel, though the turn of request r1 ended")),
+            "{stem}: converges catches the call left open: {:#?}",
+            run.violations
+        );
+    }
+}
