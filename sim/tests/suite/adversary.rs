@@ -322,6 +322,12 @@ fn a_relay_broken_between_rests_is_caught_by_the_consumer_views() {
             "told a take-back for request r1 without being sent",
         ),
         (Operator::DropFrame, "approval-denied", "client-view", "without being sent the finished call tc-delete"),
+        (
+            Operator::DropFrame,
+            "three-messages-queued-each-answered-in-turn",
+            "client-view",
+            "is sent a transcript without being sent",
+        ),
         (Operator::DuplicateFrame, "truncation-retry-succeeds", "client-view", "where the model streamed"),
         (Operator::DuplicateFrame, "max-steps-ends-a-tool-loop", "client-view", "is sent the finished call tc-1 where"),
         (

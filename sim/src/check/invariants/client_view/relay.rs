@@ -1,7 +1,8 @@
 //! A connection is streamed what the model streamed, between its rests as
 //! well as at them (`crate::check::relay`): each chunk frame's content is
 //! the model's next, and by a `done` frame or a take-back for a request,
-//! or the client leaving, it has been sent all the model streamed of it.
+//! a transcript restated while it streams, or the client leaving, it has
+//! been sent all the model streamed of it.
 //! A chunk lost, doubled or swapped that a later transcript or take-back
 //! repairs before the connection rests shows here.
 //!
@@ -64,7 +65,18 @@ pub fn misrelayed(input: &CheckInput) -> Option<Violation> {
             Boundary::Frame { connection, frame } => {
                 let Some((follower, _)) = open.get_mut(connection) else { continue };
                 if matches!(frame, Frame::Messages(_) | Frame::ResumeNone) {
-                    held.remove(connection);
+                    // A transcript restated to a client being streamed
+                    // comes after all the model streamed before it.
+                    if !held.remove(connection) {
+                        let requests: Vec<&str> = follower.following().collect();
+                        for request in requests {
+                            if let Some(atom) = follower.missed(&streams, request, index) {
+                                return fail(format!(
+                                    "client connection c{connection} is sent a transcript without being sent {atom} of request {request}, which the model streamed"
+                                ));
+                            }
+                        }
+                    }
                     follower.sync(index);
                 }
                 if held.contains(connection) {
