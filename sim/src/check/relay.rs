@@ -188,12 +188,23 @@ impl<'h> Follower<'h> {
     }
 
     /// It was sent `atom` of `request` (made at crossing `index`): the
-    /// next atom the model streamed, or a description of what is wrong.
-    pub fn sent(&mut self, streams: &ModelStreams<'h>, request: &'h str, atom: Atom<'_>) -> Option<String> {
+    /// next atom the model streamed, already streamed then, or a
+    /// description of what is wrong.
+    pub fn sent(
+        &mut self,
+        streams: &ModelStreams<'h>,
+        request: &'h str,
+        atom: Atom<'_>,
+        index: usize,
+    ) -> Option<String> {
         let synced_at = self.synced_at;
         let next = self.next.entry(request).or_insert_with(|| streams.before(request, synced_at));
         let expected = streams.atom(request, *next);
         if expected.is_some_and(|expected| expected == atom) {
+            if streams.before(request, index) <= *next {
+                *next = usize::MAX;
+                return Some(format!("{atom} before the model streamed it"));
+            }
             *next += 1;
             return None;
         }

@@ -329,6 +329,7 @@ fn a_relay_broken_between_rests_is_caught_by_the_consumer_views() {
             "is sent a transcript without being sent",
         ),
         (Operator::DuplicateFrame, "truncation-retry-succeeds", "client-view", "where the model streamed"),
+        (Operator::DuplicateFrame, "client-disconnects-for-good", "client-view", "before the model streamed it"),
         (Operator::DuplicateFrame, "max-steps-ends-a-tool-loop", "client-view", "is sent the finished call tc-1 where"),
         (
             Operator::ReorderFrames,

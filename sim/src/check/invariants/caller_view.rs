@@ -72,7 +72,7 @@ fn misrelayed(input: &CheckInput) -> Option<Violation> {
         match call {
             CallbackCall::Event { chunk } => {
                 for atom in atoms(chunk) {
-                    if let Some(text) = follower.sent(&streams, request, atom) {
+                    if let Some(text) = follower.sent(&streams, request, atom, made_at) {
                         return fail(format!("chat{chat} is sent {text}"));
                     }
                 }

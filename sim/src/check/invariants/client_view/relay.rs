@@ -85,7 +85,7 @@ pub fn misrelayed(input: &CheckInput) -> Option<Violation> {
                 match frame {
                     Frame::Chunk { request_id, chunk, .. } => {
                         for atom in atoms(chunk) {
-                            if let Some(text) = follower.sent(&streams, request_id, atom) {
+                            if let Some(text) = follower.sent(&streams, request_id, atom, index) {
                                 return fail(format!("client connection c{connection} is sent {text}"));
                             }
                         }
