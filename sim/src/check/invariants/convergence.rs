@@ -72,7 +72,10 @@ fn left_streaming(input: &CheckInput) -> Option<Violation> {
     let facts = &input.facts;
     let mut request_of: BTreeMap<u32, &str> = BTreeMap::new();
     let mut chat_request: BTreeMap<u32, &str> = BTreeMap::new();
-    let mut ended: BTreeSet<&str> = BTreeSet::new();
+    // Where each request's turn was last seen to end: a call started
+    // after it is a new run of the request (a continuation a restarted
+    // process picks up under the same id).
+    let mut ended: BTreeMap<&str, usize> = BTreeMap::new();
     // Calls that ended with an in-band error chunk: the provider is done.
     let mut errored: BTreeSet<u32> = BTreeSet::new();
     let mut latest: Option<u32> = None;
@@ -90,7 +93,7 @@ fn left_streaming(input: &CheckInput) -> Option<Violation> {
                 let request = request_of.get(&call.call).copied().unwrap_or_default();
                 let why = if latest.is_some_and(|latest| latest > call.call) {
                     format!("model call #{} was started after it", latest.unwrap_or_default())
-                } else if ended.contains(request) {
+                } else if ended.get(request).is_some_and(|&at| at > call.at) {
                     format!("the turn of request {request} ended")
                 } else {
                     continue;
@@ -113,14 +116,16 @@ fn left_streaming(input: &CheckInput) -> Option<Violation> {
                 errored.insert(*call);
             }
             Boundary::Frame { frame: Frame::Done { request_id, .. } | Frame::Error { request_id, .. }, .. } => {
-                ended.insert(request_id);
+                ended.insert(request_id, index);
             }
             Boundary::Callback { chat, call, .. } => match call {
                 CallbackCall::Start { request_id } => {
                     chat_request.insert(*chat, request_id);
                 }
                 CallbackCall::Done | CallbackCall::Error { .. } | CallbackCall::Interrupted => {
-                    ended.extend(chat_request.get(chat).copied());
+                    if let Some(request) = chat_request.get(chat) {
+                        ended.insert(request, index);
+                    }
                 }
                 _ => {}
             },
