@@ -10,6 +10,7 @@ pub mod invariants;
 pub mod judged;
 pub mod landed;
 mod recovery_story;
+mod relay;
 mod replies;
 mod seen;
 mod store_cursor;

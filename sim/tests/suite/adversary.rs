@@ -304,3 +304,75 @@ fn client_view_catches_wrong_frames_a_later_repair_or_an_early_exit_used_to_hide
         );
     }
 }
+
+#[test]
+fn a_relay_broken_between_rests_is_caught_by_the_consumer_views() {
+    // Each pair survived while a client was judged only where it rests and
+    // a caller only at on_done: the chunk lost, doubled or swapped was
+    // taken back, restated by a later transcript, or left with a client
+    // that went away, and the stored answer came out the same. Now what a
+    // consumer is streamed is held to what the model streamed, in order,
+    // all of it by a take-back, a done frame or a terminal callback.
+    let pairs = [
+        (Operator::DropFrame, "client-joins-mid-stream", "client-view", "leaves without being sent"),
+        (
+            Operator::DropFrame,
+            "truncation-retry-cap",
+            "client-view",
+            "told a take-back for request r1 without being sent",
+        ),
+        (Operator::DropFrame, "approval-denied", "client-view", "without being sent the finished call tc-delete"),
+        (
+            Operator::DropFrame,
+            "three-messages-queued-each-answered-in-turn",
+            "client-view",
+            "is sent a transcript without being sent",
+        ),
+        (Operator::DuplicateFrame, "truncation-retry-succeeds", "client-view", "where the model streamed"),
+        (Operator::DuplicateFrame, "client-disconnects-for-good", "client-view", "before the model streamed it"),
+        (Operator::DuplicateFrame, "max-steps-ends-a-tool-loop", "client-view", "is sent the finished call tc-1 where"),
+        (
+            Operator::ReorderFrames,
+            "three-messages-queued-each-answered-in-turn",
+            "client-view",
+            "where the model streamed",
+        ),
+        (Operator::DropCallbackEvent, "stall-recovers", "caller-view", "gets on_interrupted without being sent"),
+        (Operator::DropCallbackEvent, "truncation-retry-cap", "caller-view", "gets on_reset without being sent"),
+        (
+            Operator::DropCallbackEvent,
+            "max-steps-ends-a-tool-loop",
+            "caller-view",
+            "where the model streamed the finished call tc-2",
+        ),
+    ];
+    for (operator, stem, check, says) in pairs {
+        let file = scenario(stem);
+        let run = adversary::mutated(&file, 0, &RegressionSet::default(), operator).expect("a site");
+        assert!(run.applied.is_some(), "{} on {stem}: the operator applied", operator.name());
+        assert!(
+            run.violations.iter().any(|violation| violation.check == check && violation.message.contains(says)),
+            "{} on {stem}: {check} says {says:?}: {:#?}",
+            operator.name(),
+            run.violations
+        );
+    }
+}
+
+#[test]
+fn a_model_call_left_streaming_after_the_engine_moved_on_is_caught_by_converges() {
+    // Each pair survived while converges looked only at how the run ended:
+    // the call the engine gave up on at a stall, left parked without a
+    // cancel, was closed later by the process dying or never asked after.
+    for stem in ["crash-as-a-newer-message-is-stored", "bench-standard-story", "store-refuses-a-flush-mid-stream"] {
+        let file = scenario(stem);
+        let run = adversary::mutated(&file, 0, &RegressionSet::default(), Operator::DropCancel).expect("a site");
+        assert!(run.applied.is_some(), "{stem}: the operator applied");
+        assert!(
+            run.violations.iter().any(|violation| violation.check == "converges"
+                && violation.message.contains("without a cancel, though the turn of request r1 ended")),
+            "{stem}: converges catches the call left open: {:#?}",
+            run.violations
+        );
+    }
+}

@@ -2,17 +2,29 @@
 //! `on_event`, after every take-back the engine signalled, is the stored
 //! reply's text when `on_done` arrives. A discarded attempt's text that was
 //! never taken back shows here.
+//!
+//! And between its start and its end, a caller is relayed what the model
+//! streamed for its request (`crate::check::relay`): each `on_event`'s
+//! content is the model's next, and by a take-back or a terminal callback
+//! (as the engine made it) it has been sent all the model streamed of the
+//! request since the caller's start or its last take-back. An event lost,
+//! doubled or swapped shows here, even where the stored answer ends up the
+//! same or the call ends interrupted or failed.
 
 use turnsim_engine::durable::DurableState;
 
+use std::collections::BTreeMap;
+
 use super::Invariant;
+use crate::check::relay::{atoms, Follower, ModelStreams};
 use crate::check::store_cursor::StoreCursor;
 use crate::check::views::{caller_outcomes, occurrence, stored_reply, CallerOutcome};
 use crate::check::{CheckInput, Violation};
+use crate::history::{Boundary, CallbackCall};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "caller-view",
-    rule: "a chat() caller's text at on_done, after any take-back, is the stored answer",
+    rule: "a chat() caller's text at on_done, after any take-back, is the stored answer; its on_event calls relay what the model streamed for its request, in order, each piece once, all of it by a take-back or its terminal callback",
     check,
 };
 
@@ -33,7 +45,59 @@ fn check(input: &CheckInput) -> Vec<Violation> {
         .collect();
     // Reported in the order the chats were made, as before.
     judged.sort_by_key(|(order, _)| done[*order].2.sent_at);
-    judged.into_iter().filter_map(|(_, violation)| violation).collect()
+    let mut violations: Vec<Violation> = judged.into_iter().filter_map(|(_, violation)| violation).collect();
+    violations.extend(misrelayed(input));
+    violations
+}
+
+/// The first caller relayed other than what the model streamed for its
+/// request. A caller's events are judged against the model as the engine
+/// made them (on a slow caller link, they arrive later).
+fn misrelayed(input: &CheckInput) -> Option<Violation> {
+    let history = &input.run.history;
+    let streams = ModelStreams::new(history);
+    let mut callers: BTreeMap<u32, (&str, Follower)> = BTreeMap::new();
+    for (index, crossing) in history.iter().enumerate() {
+        let Boundary::Callback { chat, call, sent_at } = &crossing.what else { continue };
+        let made_at = sent_at.unwrap_or(index);
+        let fail = |text: String| Some(Violation::at(INVARIANT.name, input.event_of(index), text));
+        if let CallbackCall::Start { request_id } = call {
+            let mut follower = Follower::default();
+            follower.sync(made_at);
+            callers.insert(*chat, (request_id, follower));
+            continue;
+        }
+        let Some((request, follower)) = callers.get_mut(chat) else { continue };
+        let request: &str = request;
+        match call {
+            CallbackCall::Event { chunk } => {
+                for atom in atoms(chunk) {
+                    if let Some(text) = follower.sent(&streams, request, atom, made_at) {
+                        return fail(format!("chat{chat} is sent {text}"));
+                    }
+                }
+            }
+            CallbackCall::Reset { .. }
+            | CallbackCall::Done
+            | CallbackCall::Error { .. }
+            | CallbackCall::Interrupted => {
+                if let Some(atom) = follower.missed(&streams, request, made_at) {
+                    let what = match call {
+                        CallbackCall::Reset { .. } => "on_reset",
+                        CallbackCall::Done => "on_done",
+                        CallbackCall::Error { .. } => "on_error",
+                        _ => "on_interrupted",
+                    };
+                    return fail(format!(
+                        "chat{chat} gets {what} without being sent {atom} of request {request}, which the model streamed"
+                    ));
+                }
+                follower.sync(made_at);
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn judge(input: &CheckInput, store: &DurableState, done_at: usize, outcome: &CallerOutcome) -> Option<Violation> {

@@ -10,7 +10,10 @@
 //! left to run or wake for, no recovery can be going on. Nor is it shown
 //! none while the store holds one still attempting, nor one while the
 //! store holds none. A turn's `done` frame says whether its stream
-//! continued the answer before it, as the engine asked the model.
+//! continued the answer before it, as the engine asked the model. And
+//! between rests, what a client is streamed is what the model streamed
+//! (`relay`): a chunk lost, doubled or swapped shows even where a later
+//! transcript or take-back repairs the screen before it rests.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +21,7 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::Frame;
 
 mod failure_told;
+mod relay;
 mod rest;
 
 use super::Invariant;
@@ -28,7 +32,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "client-view",
-    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript when the run settles, at every `done` or `error` frame it gets (the finished request's messages) and when it disconnects (the store, or ahead of it by a stream in progress); a turn that failed is told to every client connected then as an `error` frame; a client shows a recovery under way exactly while the store holds one attempting, and not once the run has settled; a `done` frame says a stream continued the answer before it exactly when the model was asked to continue",
+    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript when the run settles, at every `done` or `error` frame it gets (the finished request's messages) and when it disconnects (the store, or ahead of it by a stream in progress); a turn that failed is told to every client connected then as an `error` frame; a client shows a recovery under way exactly while the store holds one attempting, and not once the run has settled; a `done` frame says a stream continued the answer before it exactly when the model was asked to continue; between rests, a client is streamed what the model streamed, in order, each piece once, and all of it by a `done` frame, a take-back, or its leaving",
     check,
 };
 
@@ -38,6 +42,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     violations.extend(continuation_misflagged(input));
     violations.extend(rest::misshown_at_rest(input));
     violations.extend(failure_told::failure_untold(input));
+    violations.extend(relay::misrelayed(input));
     // Frames still in flight (a run cut at its horizon) prove nothing.
     if input.run.end != RunEnd::Quiescent {
         return violations;
