@@ -360,8 +360,9 @@ impl Session {
         // A failure whose record the store has not taken yet is told too:
         // when the store takes it, this client is one that was there.
         let owed = self.unrecorded.ended_turns.values().flat_map(|end| &end.writes);
-        let owed = owed.filter_map(|write| if let Write::Terminal(Some(status)) = write { Some(status) } else { None });
-        if let Some(status) = owed.last().or(self.durable.terminal_status.as_ref()) {
+        let mut owed =
+            owed.filter_map(|write| if let Write::Terminal(Some(status)) = write { Some(status) } else { None });
+        if let Some(status) = owed.next_back().or(self.durable.terminal_status.as_ref()) {
             let frame = Frame::Error { request_id: status.request_id.clone(), message: status.message.clone() };
             connection.send(frame);
         }

@@ -141,7 +141,7 @@ fn post_list(posts: &[String]) -> String {
 /// Read from the store's recovery records and the hook, as the boundary
 /// shows them ([`super::recovery_story`]).
 fn check_recovery(input: &CheckInput, expected: &RecoveryCounts) -> Vec<Violation> {
-    let story = super::recovery_story::read(&input.run.history);
+    let story = super::recovery_story::read(input.run.history);
     let actual = [
         ("scheduled", expected.scheduled, story.scheduled),
         ("completed", expected.completed, story.completed),

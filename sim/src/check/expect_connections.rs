@@ -22,7 +22,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
     let wrong: Vec<(usize, String)> = expected
         .iter()
         .enumerate()
-        .filter_map(|(index, expected)| Some((index, judge(&input.run.history, expected)?)))
+        .filter_map(|(index, expected)| Some((index, judge(input.run.history, expected)?)))
         .collect();
     if wrong.is_empty() {
         return Vec::new();

@@ -140,7 +140,7 @@ fn exhausted_hooks(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut told_without_hook = false;
     // The store and the streamed text as of each crossing, kept up as the walk goes.
-    let mut store = StoreCursor::new(&input.run.history);
+    let mut store = StoreCursor::new(input.run.history);
     let mut streamed = String::new();
     for (index, crossing) in input.run.history.iter().enumerate() {
         match &crossing.what {

@@ -77,7 +77,7 @@ fn while_streaming(input: &CheckInput, call: &CallFact, streaming: &[&CallFact])
 /// its input streamed was never the client's to answer.)
 fn unanswered_siblings(input: &CheckInput, call: &CallFact) -> Option<Violation> {
     let Basis::Batch { message_id, .. } = &call.basis else { return None };
-    let request = call.request(&input.run.history);
+    let request = call.request(input.run.history);
     let reply = request.messages.iter().find(|message| &message.id == message_id)?;
     let unanswered: Vec<&str> = last_step_tools(reply)
         .filter(|tool| input.is_client_tool(&tool.tool_name) && input.facts.asked_before(&tool.call_id, call.at))

@@ -38,7 +38,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 
 /// Nothing new after earlier output in the same reply: a benign end.
 fn is_benign(input: &CheckInput, call: &CallFact) -> bool {
-    let request = call.request(&input.run.history);
+    let request = call.request(input.run.history);
     let earlier_output = request.messages.last().is_some_and(|reply| call.target.is_some() && has_content(reply));
     call.content_chunks == 0
         && matches!(call.end, CallEnd::Finished { reason: FinishReason::Unknown, .. })

@@ -98,7 +98,7 @@ fn check_interrupted(input: &CheckInput, delivery: &Delivery, posts: &[PostFact]
     let PostFact { at: posted_at, text, .. } = posts.first()?;
     let message_id = delivery.message_id.as_deref()?;
     let mut answering = input.facts.calls.iter().filter(|call| call.at < *posted_at).filter(|call| {
-        let request = call.request(&input.run.history);
+        let request = call.request(input.run.history);
         let last_user = request.messages.iter().rev().find(|message| message.role == Role::User);
         last_user.is_some_and(|message| message.id == message_id)
     });

@@ -60,7 +60,7 @@ fn half_streamed_calls_asked(input: &CheckInput) -> Vec<Violation> {
 fn unrecovered_cut<'a>(input: &'a CheckInput, before: usize) -> Option<&'a CallFact> {
     let calls = &input.facts.calls;
     let earlier = calls.iter().take_while(|call| call.at < before);
-    let cut = earlier.filter(|call| call.end.is_cut_off() && call.ends_mid_tool_input(&input.run.history)).last()?;
+    let cut = earlier.filter(|call| call.end.is_cut_off() && call.ends_mid_tool_input(input.run.history)).last()?;
     let recovered = calls.iter().any(|call| call.at > cut.at && call.at < before && kept_output(call));
     let moved_on = input.new_messages.iter().any(|(at, _)| (cut.at..before).contains(at));
     let history = &input.run.history.crossings;

@@ -124,7 +124,7 @@ fn lost_server_results(input: &CheckInput) -> Vec<Violation> {
         let Boundary::ServerToolDone { call_id, outcome } = &crossing.what else { continue };
         let then = store.at(index).messages.iter().find_map(|message| message.tool(call_id));
         let since = started.get(call_id.as_str()).copied().unwrap_or(0);
-        let told = crate::check::facts::told_failure_between(&input.run.history, since, index);
+        let told = crate::check::facts::told_failure_between(input.run.history, since, index);
         if told || then.is_some_and(|tool| tool.state.is_output()) {
             continue;
         }
@@ -184,5 +184,5 @@ fn unanswered_last_message(input: &CheckInput) -> Option<Violation> {
 fn told_why_not(input: &CheckInput, text: &str) -> bool {
     let brought_it = input.new_messages.iter().rev().find(|(_, brought)| *brought == text);
     let since = brought_it.map_or(0, |(at, _)| *at);
-    crate::check::facts::told_failure_since(&input.run.history, since)
+    crate::check::facts::told_failure_since(input.run.history, since)
 }
