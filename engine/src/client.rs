@@ -38,6 +38,21 @@ pub enum Frame {
     ResumeNone,
 }
 
+impl Frame {
+    /// The request whose stream this frame is part of: its chunks, a
+    /// take-back, its end. An offer to resume names a request but is not
+    /// part of its stream.
+    pub fn stream_request(&self) -> Option<&str> {
+        match self {
+            Self::Chunk { request_id, .. }
+            | Self::Reset { request_id, .. }
+            | Self::Done { request_id, .. }
+            | Self::Error { request_id, .. } => Some(request_id),
+            _ => None,
+        }
+    }
+}
+
 /// One client connection (a WebSocket in production).
 pub trait Connection: Send {
     /// Returns false once the connection is closed.

@@ -21,14 +21,11 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
         return Vec::new();
     }
     let seen = Seen::of(&input.run.events);
-    let fired = input.run.fired_faults;
-    let missed = faults.iter().enumerate().filter_map(|(index, fault)| match fault {
-        Fault::Evict(_) if is_held(fault) && !fired.contains(&index) => {
-            Some((index, "its trigger never matched, so the process was never evicted".to_string()))
-        }
-        _ => Some((index, seen.missed(fault)?)),
-    });
-    let missed: Vec<(usize, String)> = missed.collect();
+    let missed: Vec<(usize, String)> = faults
+        .iter()
+        .enumerate()
+        .filter_map(|(index, fault)| Some((index, seen.missed(fault, input.run.fired_faults.contains(&index))?)))
+        .collect();
     if missed.is_empty() {
         return Vec::new();
     }
@@ -106,8 +103,9 @@ impl Seen {
     }
 
     /// What a fault waited for that never came, or `None` if it landed (or
-    /// is not held to landing).
-    fn missed(&self, fault: &Fault) -> Option<String> {
+    /// is not held to landing). `fired`: the world's record that this
+    /// fault's trigger matched.
+    fn missed(&self, fault: &Fault, fired: bool) -> Option<String> {
         if !is_held(fault) {
             return None;
         }
@@ -140,7 +138,8 @@ impl Seen {
                     format!("the host's hook was called {calls} times, never call {}", hook.call),
                 )
             }
-            Fault::Evict(_) | Fault::Random(_) => (true, String::new()),
+            Fault::Evict(_) => (fired, "its trigger never matched, so the process was never evicted".to_string()),
+            Fault::Random(_) => (true, String::new()),
         };
         (!landed).then_some(what)
     }

@@ -134,14 +134,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 /// The request a crossing names, if any.
 fn request_of(what: &Boundary) -> Option<&str> {
     match what {
-        Boundary::Frame {
-            frame:
-                Frame::Chunk { request_id, .. }
-                | Frame::Reset { request_id, .. }
-                | Frame::Done { request_id, .. }
-                | Frame::Error { request_id, .. },
-            ..
-        } => Some(request_id),
+        Boundary::Frame { frame, .. } => frame.stream_request(),
         Boundary::Callback { call: CallbackCall::Start { request_id }, .. } => Some(request_id),
         _ => None,
     }

@@ -144,14 +144,7 @@ fn requests_that_ran(history: &History) -> BTreeSet<&str> {
         .iter()
         .filter_map(|crossing| match &crossing.what {
             Boundary::ModelRequest { request, .. } => Some(request.request_id.as_str()),
-            Boundary::Frame {
-                frame:
-                    Frame::Chunk { request_id, .. }
-                    | Frame::Reset { request_id, .. }
-                    | Frame::Done { request_id, .. }
-                    | Frame::Error { request_id, .. },
-                ..
-            } => Some(request_id.as_str()),
+            Boundary::Frame { frame, .. } => frame.stream_request(),
             _ => None,
         })
         .collect()
