@@ -162,6 +162,10 @@ enum Command {
         /// rises above its ceiling) in this file of committed bounds.
         #[arg(long, value_name = "FLOORS", num_args = 0..=1, default_missing_value = turnsim::bench::floors::DEFAULT_FLOORS)]
         check: Option<PathBuf>,
+        /// Instead of the figures: each part of a run (the simulation, each
+        /// check) timed per traced event on the growth shapes, short and long.
+        #[arg(long, conflicts_with = "check")]
+        by_part: bool,
     },
     /// Rewrite what the engine sends out with named mutation operators, one
     /// site per run, and report which checks notice (the kill matrix).
@@ -215,7 +219,8 @@ fn main() -> ExitCode {
             }
         }
         Command::Adversary(args) => turnsim::adversary::cli::run(args),
-        Command::Bench { format, scenarios, check } => {
+        Command::Bench { by_part: true, format, .. } => cli::bench::by_part(format),
+        Command::Bench { format, scenarios, check, .. } => {
             cli::bench::bench(&scenarios, arguments.engine_cmd, format, check.as_deref())
         }
         Command::Schema => {

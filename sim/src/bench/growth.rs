@@ -163,7 +163,7 @@ fn seconds_per_event_here(file: &ScenarioFile, checker: Checker, round_time: Dur
 
 /// CPU time the calling thread has used: not wall time, so a neighbour's
 /// load stretches neither form of a comparison.
-fn thread_cpu_time() -> Duration {
+pub fn thread_cpu_time() -> Duration {
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `now` is a valid timespec for the call to fill.
     let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };

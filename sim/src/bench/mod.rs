@@ -4,6 +4,7 @@
 //! batches of runs; nothing it measures reaches a trace. Each figure is the
 //! median of several rounds, because this machine is noisy.
 
+pub mod breakdown;
 pub mod floors;
 pub mod growth;
 

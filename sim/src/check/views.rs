@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::ports::Frame;
 use turnsim_engine::transcript::{normalise_input, TextState};
-use turnsim_engine::{Chunk, Message, Part, Role, ToolPart, ToolState};
+use turnsim_engine::{Chunk, Message, Part, Parts, Role, ToolPart, ToolState};
 
 use crate::history::{Boundary, CallbackCall, History};
 
@@ -88,6 +88,88 @@ pub fn look_the_same(one: Option<&Message>, other: Option<&Message>) -> bool {
             (Some(part), Some(other_part)) if part_looks_the_same(part, other_part) => {}
             _ => return false,
         }
+    }
+}
+
+/// Pairs of copies found to look the same, by who compares them: judging
+/// the next copies of the same pair reads only from the first part either
+/// side changed since (`Parts::changed_since`), the visible parts before
+/// it being the same on both sides. A check that judges a growing message
+/// at every rest stays linear in the history.
+#[derive(Default)]
+pub struct SameCopies<K: Ord> {
+    pairs: BTreeMap<K, (SeenCopy, SeenCopy)>,
+}
+
+/// A copy of a message's parts, and where its visible parts lie.
+#[derive(Default)]
+struct SeenCopy {
+    parts: Parts,
+    visible: Vec<usize>,
+}
+
+impl SeenCopy {
+    /// Where `parts` first differs from this copy, and how many of this
+    /// copy's visible parts lie before that.
+    fn unchanged_in(&self, parts: &Parts) -> (usize, usize) {
+        let changed = parts.changed_since(&self.parts).first().map_or(parts.len(), |range| range.start);
+        let from = changed.min(parts.len());
+        (from, self.visible.partition_point(|&at| at < from))
+    }
+
+    /// Keeps the first `kept` visible parts, takes `parts` as the copy, and
+    /// returns its visible parts from raw index `start` on.
+    fn resume<'a>(
+        &mut self,
+        parts: &'a Parts,
+        kept: usize,
+        start: usize,
+    ) -> impl Iterator<Item = (usize, &'a Part)> + 'a {
+        self.visible.truncate(kept);
+        self.parts = parts.clone();
+        parts.range(start..).enumerate().map(move |(at, part)| (start + at, part)).filter(|(_, part)| is_visible(part))
+    }
+}
+
+impl<K: Ord> SameCopies<K> {
+    /// [`look_the_same`], remembering the pair under `key` when they do.
+    pub fn look_the_same(&mut self, key: K, one: Option<&Message>, other: Option<&Message>) -> bool {
+        let (Some(mine), Some(theirs)) = (one, other) else {
+            self.pairs.remove(&key);
+            return look_the_same(one, other);
+        };
+        if mine.role != theirs.role {
+            self.pairs.remove(&key);
+            return look_the_same(one, other);
+        }
+        let (mut my_copy, mut their_copy) = self.pairs.remove(&key).unwrap_or_default();
+        let (my_from, my_before) = my_copy.unchanged_in(&mine.parts);
+        let (their_from, their_before) = their_copy.unchanged_in(&theirs.parts);
+        // The first `kept` visible parts are the same on both sides: they
+        // were when last compared, and neither side changed them since.
+        let kept = my_before.min(their_before);
+        let start = |copy: &SeenCopy, before: usize, from: usize| if kept < before { copy.visible[kept] } else { from };
+        let (my_start, their_start) =
+            (start(&my_copy, my_before, my_from), start(&their_copy, their_before, their_from));
+        let mut my_rest = my_copy.resume(&mine.parts, kept, my_start);
+        let mut their_rest = their_copy.resume(&theirs.parts, kept, their_start);
+        let (mut my_visible, mut their_visible) = (Vec::new(), Vec::new());
+        let same = loop {
+            match (my_rest.next(), their_rest.next()) {
+                (None, None) => break true,
+                (Some((my_at, part)), Some((their_at, other_part))) if part_looks_the_same(part, other_part) => {
+                    my_visible.push(my_at);
+                    their_visible.push(their_at);
+                }
+                _ => break false,
+            }
+        };
+        if same {
+            my_copy.visible.extend(my_visible);
+            their_copy.visible.extend(their_visible);
+            self.pairs.insert(key, (my_copy, their_copy));
+        }
+        same
     }
 }
 

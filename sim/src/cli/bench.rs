@@ -34,3 +34,13 @@ pub fn bench(
         }
     }
 }
+
+/// `turnsim bench --by-part`: each part of a run's cost, and its growth.
+pub fn by_part(format: ReplayFormat) -> Result<ExitCode, ScenarioError> {
+    let breakdowns = crate::bench::breakdown::measure();
+    match format {
+        ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&breakdowns).expect("serialises")),
+        _ => output::emit(&crate::bench::breakdown::text(&breakdowns)),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -28,7 +28,7 @@ use turnsim_engine::ports::Frame;
 use turnsim_engine::{Message, Role};
 
 use super::{first_difference, INVARIANT};
-use crate::check::views::{look_the_same, shown, shown_message, ClientView, ClientViews, Shown, ShownMessage};
+use crate::check::views::{shown, shown_message, ClientView, ClientViews, SameCopies, Shown, ShownMessage};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 
@@ -79,6 +79,9 @@ struct Rests {
     replies: BTreeMap<String, Vec<String>>,
     /// Messages the store refused a write of while their request ran.
     lost: BTreeSet<String>,
+    /// Each connection's copy of a message last found to look as stored
+    /// (against the store as it stands, or as the engine tried to leave it).
+    same: SameCopies<(u64, bool, String)>,
 }
 
 impl Rests {
@@ -117,14 +120,18 @@ impl Rests {
     /// request still owns shows as stored (or as the engine tried to store
     /// it). A turn that failed as the store refused its writes may leave
     /// on screen what it streamed past the store.
-    fn ended(&self, connection: u64, request_id: &str, store: &Stores, failed: bool) -> Option<String> {
-        let view = self.in_step(connection)?;
-        let replies = self.replies.get(request_id)?;
-        let mut owned = replies.iter().filter(|reply| self.owner.get(*reply).is_some_and(|owner| owner == request_id));
+    fn ended(&mut self, connection: u64, request_id: &str, store: &Stores, failed: bool) -> Option<String> {
+        let Self { views, owner, replies, lost, same } = self;
+        let view = in_step(views, connection)?;
+        let replies = replies.get(request_id)?;
+        let mut owned = replies.iter().filter(|reply| owner.get(*reply).is_some_and(|owner| owner == request_id));
         owned.find_map(|message_id| {
             let on_screen = find(&view.messages, message_id);
-            let in_store = |state: &DurableState| look_the_same(on_screen, find(&state.messages, message_id));
-            if in_store(&store.held) || in_store(store.tried()) {
+            let mut in_store = |tried: bool, state: &DurableState| {
+                let key = (connection, tried, message_id.clone());
+                same.look_the_same(key, on_screen, find(&state.messages, message_id))
+            };
+            if in_store(false, &store.held) || (store.tried.is_some() && in_store(true, store.tried())) {
                 return None;
             }
             let showing = visible(&view.messages, message_id);
@@ -138,7 +145,7 @@ impl Rests {
             // a second try and the client was never told, or the other way
             // round: what the engine sends next repairs it), and a turn that
             // failed so may leave on screen what it streamed past the store.
-            if self.lost.contains(message_id) {
+            if lost.contains(message_id) {
                 let loose = |message: &Option<ShownMessage>| message.as_ref().map(stateless_message);
                 let (showing, stored, tried) = (loose(&showing), loose(&stored), loose(&tried));
                 let runs_on = |kept: &Option<ShownMessage>| {
@@ -186,8 +193,12 @@ impl Rests {
     }
 
     fn in_step(&self, connection: u64) -> Option<&ClientView> {
-        self.views.in_step().find(|(open, _)| **open == connection).map(|(_, view)| view)
+        in_step(&self.views, connection)
     }
+}
+
+fn in_step(views: &ClientViews, connection: u64) -> Option<&ClientView> {
+    views.in_step().find(|(open, _)| **open == connection).map(|(_, view)| view)
 }
 
 /// The store as it stands, and as the engine tried to leave it: a client

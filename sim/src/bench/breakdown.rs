@@ -1,0 +1,135 @@
+//! `turnsim bench --by-part`: where a run's cost goes, and which part of it
+//! grows with the session. Each growth shape is run short and long; every
+//! run is timed in its parts (the simulation, deriving what the checks
+//! share, each invariant, the expectations) on the measuring thread's CPU
+//! clock, and each part's cost per traced event is compared between the
+//! two forms. A check whose figure grows is the one to make a fold.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use turnsim_engine::RegressionSet;
+
+use super::growth::{step_chain, thread_cpu_time, wide_batch};
+use super::{BATCH_NARROW, BATCH_WIDE, STEP_CHAIN_LONG, STEP_CHAIN_SHORT};
+use crate::check::{expect, invariants, landed, CheckInput};
+use crate::scenario::ScenarioFile;
+
+/// CPU time one form is run for.
+const ROUND_TIME: Duration = Duration::from_millis(800);
+
+/// One part's cost per event on the short and the long form of a shape.
+#[derive(Debug, Serialize)]
+pub struct PartCost {
+    pub part: String,
+    /// Nanoseconds per traced event, short form.
+    pub short_ns: f64,
+    /// Nanoseconds per traced event, long form.
+    pub long_ns: f64,
+}
+
+impl PartCost {
+    pub fn growth(&self) -> f64 {
+        self.long_ns / self.short_ns.max(f64::MIN_POSITIVE)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Breakdown {
+    pub shape: String,
+    pub parts: Vec<PartCost>,
+}
+
+/// Both growth shapes, part by part.
+pub fn measure() -> Vec<Breakdown> {
+    let shapes = [
+        (
+            format!("step chain, {STEP_CHAIN_LONG} vs {STEP_CHAIN_SHORT} steps"),
+            step_chain(STEP_CHAIN_SHORT),
+            step_chain(STEP_CHAIN_LONG),
+        ),
+        (format!("wide batch, {BATCH_WIDE} vs {BATCH_NARROW} tools"), wide_batch(BATCH_NARROW), wide_batch(BATCH_WIDE)),
+    ];
+    shapes
+        .into_iter()
+        .map(|(shape, short, long)| {
+            let (short, long) = (per_event(&short), per_event(&long));
+            let parts = short
+                .into_iter()
+                .zip(long)
+                .map(|((part, short_ns), (_, long_ns))| PartCost { part, short_ns, long_ns })
+                .collect();
+            Breakdown { shape, parts }
+        })
+        .collect()
+}
+
+/// Nanoseconds per traced event of each part, over consecutive seeds for
+/// about [`ROUND_TIME`], on a thread of its own (as runs are made).
+fn per_event(file: &ScenarioFile) -> Vec<(String, f64)> {
+    std::thread::scope(|scope| scope.spawn(|| per_event_here(file)).join().expect("bench thread"))
+}
+
+fn per_event_here(file: &ScenarioFile) -> Vec<(String, f64)> {
+    let regressions = RegressionSet::default();
+    let mut names = vec!["simulation".to_string(), "derive".to_string()];
+    names.extend(invariants::INVARIANTS.iter().map(|invariant| invariant.name.to_string()));
+    names.extend(["expectations".to_string(), "fault-landed".to_string()]);
+    let mut spent = vec![Duration::ZERO; names.len()];
+    let (mut events, mut runs) = (0usize, 0u64);
+    let started = thread_cpu_time();
+    while runs == 0 || thread_cpu_time() - started < ROUND_TIME {
+        let mut clock = Lap(thread_cpu_time());
+        let record = crate::world::run(file, runs, &regressions);
+        spent[0] += clock.lap();
+        let input = CheckInput::new(file, &record);
+        spent[1] += clock.lap();
+        for (at, invariant) in invariants::INVARIANTS.iter().enumerate() {
+            let violations = (invariant.check)(&input);
+            assert!(violations.is_empty(), "{} fails on {}: {violations:?}", invariant.name, file.scenario.name);
+            spent[2 + at] += clock.lap();
+        }
+        assert!(expect::check(&input).is_empty(), "{}'s expectations fail", file.scenario.name);
+        spent[names.len() - 2] += clock.lap();
+        assert!(landed::check(&input).is_empty(), "{}'s faults do not land", file.scenario.name);
+        spent[names.len() - 1] += clock.lap();
+        events += record.events.len();
+        runs += 1;
+    }
+    names.into_iter().zip(spent).map(|(name, spent)| (name, spent.as_nanos() as f64 / events as f64)).collect()
+}
+
+/// A stopwatch on the thread's CPU clock.
+struct Lap(Duration);
+
+impl Lap {
+    /// CPU time since the last lap (or the start).
+    fn lap(&mut self) -> Duration {
+        let now = thread_cpu_time();
+        let spent = now.saturating_sub(self.0);
+        self.0 = now;
+        spent
+    }
+}
+
+pub fn text(breakdowns: &[Breakdown]) -> String {
+    let mut text = String::new();
+    for breakdown in breakdowns {
+        text.push_str(&format!("{}\n", breakdown.shape));
+        text.push_str(&format!("  {:<26} {:>10} {:>10} {:>8}\n", "part", "short", "long", "growth"));
+        for part in &breakdown.parts {
+            text.push_str(&format!(
+                "  {:<26} {:>7.0} ns {:>7.0} ns {:>7.2}x\n",
+                part.part,
+                part.short_ns,
+                part.long_ns,
+                part.growth()
+            ));
+        }
+        let (short, long): (f64, f64) =
+            breakdown.parts.iter().fold((0.0, 0.0), |(s, l), p| (s + p.short_ns, l + p.long_ns));
+        text.push_str(&format!("  {:<26} {:>7.0} ns {:>7.0} ns {:>7.2}x\n", "all", short, long, long / short));
+    }
+    text.push_str("(CPU time per traced event, one thread)\n");
+    text
+}
