@@ -1671,6 +1671,35 @@ fn caller_view_fires_when_a_failed_attempt_is_never_taken_back() {
     run.assert_fires(CALLER_VIEW, &broken, "chat1 shows \"The answer is forThe answer is 42.\" at on_done");
 }
 
+/// The engine whose retries ran out tells its caller `on_done` where it
+/// told it `on_error` (the client still gets the error frame, the store
+/// still holds the failure): a failed turn reported as a success.
+#[test]
+fn caller_view_fires_when_a_failed_turn_is_told_done_to_its_caller() {
+    let run = Run::committed("provider-http-500-retries-exhausted", CALLER_VIEW);
+    let as_done = |record: &mut RunRecord| {
+        for crossing in &mut record.history.crossings {
+            if let Boundary::Callback { call, .. } = &mut crossing.what {
+                if matches!(call, CallbackCall::Error { .. }) {
+                    *call = CallbackCall::Done;
+                }
+            }
+        }
+    };
+    let mut broken = run.broken();
+    as_done(&mut broken);
+    run.assert_fires(CALLER_VIEW, &broken, "chat1 gets on_done for request r1, which failed");
+    // With no client connected, the failure the store holds says it alone.
+    let mut unseen = run.broken();
+    as_done(&mut unseen);
+    remove_crossings(&mut unseen, "error frame", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Error { .. }, .. })
+    });
+    run.assert_fires(CALLER_VIEW, &unseen, "which failed: the store holds its failure");
+    // The correct engine's on_error passes.
+    run.assert_passes(CALLER_VIEW, &run.broken(), "on_error for the failed turn");
+}
+
 #[test]
 fn messenger_view_fires_on_a_post_with_a_discarded_attempts_text() {
     let run = Run::committed("messenger-takes-back-a-failed-attempt", MESSENGER_VIEW);

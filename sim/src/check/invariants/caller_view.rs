@@ -10,8 +10,15 @@
 //! request since the caller's start or its last take-back. An event lost,
 //! doubled or swapped shows here, even where the stored answer ends up the
 //! same or the call ends interrupted or failed.
+//!
+//! And a caller is not told done of a request the engine told any other
+//! consumer failed: an `error` frame for it sent to a client, or a failure
+//! stored for it (the status a client connecting later is told). A failed
+//! turn reported to its caller as a success shows here, whatever text the
+//! caller was sent.
 
-use turnsim_engine::durable::DurableState;
+use turnsim_engine::durable::{DurableState, Write};
+use turnsim_engine::ports::Frame;
 
 use std::collections::BTreeMap;
 
@@ -24,7 +31,7 @@ use crate::history::{Boundary, CallbackCall};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "caller-view",
-    rule: "a chat() caller's text at on_done, after any take-back, is the stored answer; its on_event calls relay what the model streamed for its request, in order, each piece once, all of it by a take-back or its terminal callback",
+    rule: "a chat() caller's text at on_done, after any take-back, is the stored answer; its on_event calls relay what the model streamed for its request, in order, each piece once, all of it by a take-back or its terminal callback; no caller gets on_done for a request told failed to another consumer",
     check,
 };
 
@@ -47,7 +54,46 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     judged.sort_by_key(|(order, _)| done[*order].2.sent_at);
     let mut violations: Vec<Violation> = judged.into_iter().filter_map(|(_, violation)| violation).collect();
     violations.extend(misrelayed(input));
+    violations.extend(done_though_failed(input));
     violations
+}
+
+/// The first `on_done` for a request the engine told another consumer
+/// failed, before or after it.
+fn done_though_failed(input: &CheckInput) -> Option<Violation> {
+    let history = &input.run.history;
+    let mut failed: BTreeMap<&str, &'static str> = BTreeMap::new();
+    for crossing in history.iter() {
+        match &crossing.what {
+            Boundary::Frame { frame: Frame::Error { request_id, .. }, .. } => {
+                failed.entry(request_id).or_insert("a client was sent an error frame for it");
+            }
+            Boundary::Commit { writes } => {
+                for write in writes {
+                    if let Write::Terminal(Some(status)) = write {
+                        failed.entry(&status.request_id).or_insert("the store holds its failure");
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut requests: BTreeMap<u32, &str> = BTreeMap::new();
+    for (index, crossing) in history.iter().enumerate() {
+        let Boundary::Callback { chat, call, .. } = &crossing.what else { continue };
+        match call {
+            CallbackCall::Start { request_id } => drop(requests.insert(*chat, request_id)),
+            CallbackCall::Done => {
+                let Some(request) = requests.get(chat) else { continue };
+                if let Some(told) = failed.get(request) {
+                    let message = format!("chat{chat} gets on_done for request {request}, which failed: {told}");
+                    return Some(Violation::at(INVARIANT.name, input.event_of(index), message));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The first caller relayed other than what the model streamed for its
