@@ -93,7 +93,7 @@ pub fn sweep_memory_only(
 /// The scenario with its `commit`-th store commit refused (once).
 pub fn with_refused_commit(file: &ScenarioFile, commit: usize) -> ScenarioFile {
     let mut refused = file.clone();
-    let fault = StoreFault { commit: commit as u32, times: 1, optional: false };
+    let fault = StoreFault::numbered(commit as u32, 1, false);
     refused.scenario.faults.push(Fault::StoreError(fault));
     refused
 }

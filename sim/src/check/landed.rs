@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::judged::BoundaryEvents;
 use super::{CheckInput, Violation};
-use crate::scenario::{Fault, PostFault, SlowPostFault, When};
+use crate::scenario::{Fault, PostFault, SlowPostFault, StoreFault, When};
 use crate::trace::Event;
 
 pub const CHECK: &str = "fault-landed";
@@ -125,9 +125,10 @@ impl Seen {
             Fault::Truncate(point) => {
                 (self.truncated.contains(&point.call), format!("model call {} was never truncated there", point.call))
             }
-            Fault::StoreError(store) => {
-                (self.refused_commits.contains(&store.commit), format!("the engine never made commit {}", store.commit))
+            Fault::StoreError(StoreFault { commit: Some(commit), .. }) => {
+                (self.refused_commits.contains(commit), format!("the engine never made commit {commit}"))
             }
+            Fault::StoreError(_) => (fired, "no commit the engine made would have stored what it names".to_string()),
             Fault::PostFails(PostFault { post, .. }) | Fault::PostSlow(SlowPostFault { post, .. }) => {
                 (posts >= *post as usize, format!("the engine made {posts} posts, never post {post}"))
             }

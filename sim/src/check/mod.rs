@@ -24,7 +24,7 @@ use crate::protocol::fault::EngineFault;
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
 
-pub use facts::{told_failure_since, Facts};
+pub use facts::{has_content, told_failure_since, Facts};
 
 /// One broken rule in one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -365,7 +365,7 @@ impl Case {
                 optional: true,
             }),
             FaultCase::StoreError { commit, times } => {
-                Fault::StoreError(StoreFault { commit: *commit, times: *times, optional: true })
+                Fault::StoreError(StoreFault::numbered(*commit, *times, true))
             }
             FaultCase::CrashAtCommit { commit, restart_after_ms } => Fault::Evict(EvictFault {
                 when: When::Trigger(Trigger { event: Some("store.commit".into()), nth: *commit, ..Trigger::default() }),

@@ -97,6 +97,13 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
     if let Err(stored) = super::durable_state(&scenario.stored, 0) {
         return error(&stored.at, stored.message);
     }
+    for (index, fault) in scenario.faults.iter().enumerate() {
+        if let Fault::StoreError(store) = fault {
+            if let Some(message) = store_fault_problem(store) {
+                return error(&format!("faults[{index}].store_error"), message.to_string());
+            }
+        }
+    }
     let clients = scenario.client.connections;
     if !(1..=MAX_CLIENTS).contains(&clients) {
         return error("client.connections", format!("`connections` is 1 to {MAX_CLIENTS} clients"));
@@ -231,6 +238,28 @@ fn timing_problem(timing: &super::Timing, horizon_ms: u64) -> Option<String> {
     }
 }
 
+/// What is wrong with a store fault's choice of commit, if anything: it
+/// names one by number or by what it would store, and a commit is judged
+/// by its writes alone (no event, no delay: the store answers at once).
+fn store_fault_problem(fault: &super::StoreFault) -> Option<&'static str> {
+    let Some(when) = &fault.when else {
+        return fault.commit.is_none().then_some("give `commit` (a number) or `when` (what the commit would store)");
+    };
+    if fault.commit.is_some() {
+        return Some("give `commit` or `when`, not both");
+    }
+    if when.event.is_some() || when.after.is_some() {
+        return Some("`when` names a commit by what it would store (`stored`, or `tool` with `state`), not by an event");
+    }
+    if when.delay_ms != super::RangeMs::default() {
+        return Some("a refused commit is refused as it is made: `when` takes no `delay_ms`");
+    }
+    if when.stored.is_none() && (when.tool.is_none() || when.state.is_none()) {
+        return Some("`when` needs `stored`, or `tool` with `state`");
+    }
+    None
+}
+
 /// Every trigger with the YAML path of what holds it.
 fn triggers(scenario: &Scenario) -> Vec<(String, &super::Trigger)> {
     let actions = scenario.actions.iter().enumerate().filter_map(|(index, action)| match &action.when {
@@ -240,6 +269,9 @@ fn triggers(scenario: &Scenario) -> Vec<(String, &super::Trigger)> {
     let faults = scenario.faults.iter().enumerate().filter_map(|(index, fault)| match fault {
         Fault::Evict(super::EvictFault { when: super::When::Trigger(trigger), .. }) => {
             Some((format!("faults[{index}].evict"), trigger))
+        }
+        Fault::StoreError(super::StoreFault { when: Some(trigger), .. }) => {
+            Some((format!("faults[{index}].store_error"), trigger))
         }
         _ => None,
     });

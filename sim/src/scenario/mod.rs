@@ -624,7 +624,8 @@ pub struct Trigger {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     /// Fires at the commit that first stores a record of this kind: a user
-    /// message, or a recovery alarm.
+    /// message, an assistant reply with something in it (its first flush),
+    /// or a recovery alarm.
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stored: Option<StoredRecord>,
@@ -651,6 +652,7 @@ pub struct Trigger {
 #[serde(rename_all = "kebab-case")]
 pub enum StoredRecord {
     UserMessage,
+    Reply,
     Alarm,
 }
 
@@ -774,8 +776,8 @@ pub enum Fault {
     /// The engine process is killed and restarted.
     Evict(EvictFault),
     /// The durable store refuses commits: the engine's `commit`-th commit
-    /// (counting from 1, every commit it attempts) and the `times - 1`
-    /// after it.
+    /// (counting from 1, every commit it attempts), or the first commit
+    /// that would store what `when` names, and the `times - 1` after it.
     StoreError(StoreFault),
     /// The messenger surface refuses posts: the engine's `post`-th post
     /// (counting from 1, every post it attempts) and the `times - 1` after
@@ -862,13 +864,21 @@ pub struct HttpFault {
     pub optional: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StoreFault {
-    /// Which commit is refused first (1 is the engine's first commit).
-    #[serde(deserialize_with = "commit_number")]
+    /// Which commit is refused first, by number (1 is the engine's first
+    /// commit). Give this or `when`.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "some_commit_number")]
     #[schemars(range(min = 1))]
-    pub commit: u32,
+    pub commit: Option<u32>,
+    /// Which commit is refused first, by what it would store: the commit
+    /// that would newly store a user message or an alarm (`stored`), or a
+    /// tool call in a state (`tool` + `state`); `nth` picks a later match.
+    /// The same moment for any engine, however it numbers or groups its
+    /// commits. Give this or `commit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<Trigger>,
     /// How many commits in a row are refused.
     #[serde(default = "one", deserialize_with = "commit_number")]
     #[schemars(range(min = 1))]
@@ -877,6 +887,17 @@ pub struct StoreFault {
     /// the run: it proved nothing).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
+}
+
+impl StoreFault {
+    /// The `commit`-th commit and the `times - 1` after it.
+    pub fn numbered(commit: u32, times: u32, optional: bool) -> Self {
+        Self { commit: Some(commit), when: None, times, optional }
+    }
+}
+
+fn some_commit_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+    commit_number(deserializer).map(Some)
 }
 
 fn one() -> u32 {
@@ -1015,7 +1036,7 @@ impl Fault {
     /// (the store says its own).
     pub fn counted(&self) -> Option<(Counted, u32, u32, &str)> {
         match self {
-            Self::StoreError(fault) => Some((Counted::Commit, fault.commit, fault.times, "")),
+            Self::StoreError(fault) => Some((Counted::Commit, fault.commit?, fault.times, "")),
             Self::PostFails(fault) => Some((Counted::Post, fault.post, fault.times, &fault.error)),
             Self::HookThrows(fault) => Some((Counted::HookCall, fault.call, fault.times, &fault.error)),
             _ => None,

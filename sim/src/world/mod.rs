@@ -217,7 +217,8 @@ impl World {
     fn build(scenario: ScenarioFile, seed: u64, config: EngineConfig, trace: Trace, stored: DurableState) -> Self {
         let handle = Handle::current();
         let initial = stored.clone();
-        let refusals = counted::CountedFaults::of(&scenario.scenario, crate::scenario::Counted::Commit);
+        let fired_faults: Arc<Mutex<std::collections::BTreeSet<usize>>> = Default::default();
+        let refusals = store::Refusals::of(&scenario.scenario, &stored, fired_faults.clone());
         let healed_at_us: Arc<std::sync::atomic::AtomicU64> = Default::default();
         let store = Arc::new(store::SimStore::new(trace.clone(), stored, refusals, healed_at_us.clone()));
         let switchboard = Switchboard::new(trace.clone());
@@ -283,7 +284,7 @@ impl World {
             healed_at_us,
             open_chats: Default::default(),
             initial: Arc::new(initial),
-            fired_faults: Default::default(),
+            fired_faults,
             seed,
         }
     }

@@ -2,12 +2,14 @@
 //! eviction. Every commit that changes more than counters is traced.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{DurableStore, StoreError};
 
 use super::counted::CountedFaults;
+use super::trigger::CommitRefusal;
 use crate::history::Boundary;
 use crate::trace::{Event, Trace};
 
@@ -17,6 +19,10 @@ pub struct SimStore {
     /// Commits attempted so far, and those the scenario's `store_error`
     /// faults refuse.
     refusals: CountedFaults,
+    /// The `store_error` faults that name a commit by what it would store.
+    by_writes: Mutex<Vec<CommitRefusal>>,
+    /// Where a fault's choice of commit came: the world's record of its faults.
+    fired_faults: Arc<Mutex<BTreeSet<usize>>>,
     /// When the world's faults last acted: a refusal is a fault acting, so
     /// the convergence window runs from the last one.
     healed_at_us: Arc<AtomicU64>,
@@ -24,12 +30,66 @@ pub struct SimStore {
 
 impl SimStore {
     /// A store holding `state` before the engine first boots.
-    pub fn new(trace: Trace, state: DurableState, refusals: CountedFaults, healed_at_us: Arc<AtomicU64>) -> Self {
-        Self { state: Mutex::new(state), trace, refusals, healed_at_us }
+    pub fn new(trace: Trace, state: DurableState, refusals: Refusals, healed_at_us: Arc<AtomicU64>) -> Self {
+        let Refusals { counted, by_writes, fired_faults } = refusals;
+        Self {
+            state: Mutex::new(state),
+            trace,
+            refusals: counted,
+            by_writes: Mutex::new(by_writes),
+            fired_faults,
+            healed_at_us,
+        }
+    }
+
+    /// Whether a fault that names its commit by its writes refuses this
+    /// one (or `refused` already: then none of them sees it stored).
+    fn refused_by_writes(&self, writes: &[Write], refused: bool) -> bool {
+        let mut by_writes = self.by_writes.lock().expect("store faults lock");
+        let mut taken = Vec::new();
+        let mut refuses = refused;
+        for (at, refusal) in by_writes.iter_mut().enumerate() {
+            match refusal.judge(writes) {
+                (true, _) => {
+                    refuses = true;
+                    self.fired_faults.lock().expect("fired faults lock").insert(refusal.fault);
+                }
+                (false, Some(take)) => taken.push((at, take)),
+                (false, None) => {}
+            }
+        }
+        if !refuses {
+            taken.into_iter().for_each(|(at, take)| take(&mut by_writes[at]));
+        }
+        refuses
     }
 
     pub fn snapshot(&self) -> DurableState {
         self.state.lock().expect("store lock").clone()
+    }
+}
+
+/// The scenario's `store_error` faults, by number and by writes, and where
+/// the world records those of the second kind firing.
+pub struct Refusals {
+    pub counted: CountedFaults,
+    pub by_writes: Vec<CommitRefusal>,
+    pub fired_faults: Arc<Mutex<BTreeSet<usize>>>,
+}
+
+impl Refusals {
+    pub fn of(scenario: &crate::scenario::Scenario, initial: &DurableState, fired_faults: Arc<Mutex<BTreeSet<usize>>>) -> Self {
+        let by_writes = scenario.faults.iter().enumerate().filter_map(|(index, fault)| match fault {
+            crate::scenario::Fault::StoreError(store) => {
+                store.when.as_ref().map(|when| CommitRefusal::new(index, when, store.times, initial))
+            }
+            _ => None,
+        });
+        Self {
+            counted: CountedFaults::of(scenario, crate::scenario::Counted::Commit),
+            by_writes: by_writes.collect(),
+            fired_faults,
+        }
     }
 }
 
@@ -47,7 +107,7 @@ impl DurableStore for SimStore {
             return Ok(());
         }
         let (attempt, refused) = self.refusals.count();
-        if refused.is_some() {
+        if self.refused_by_writes(writes, refused.is_some()) {
             let summary: Vec<String> = writes.iter().map(Write::summary).collect();
             self.trace.record(Event::StoreRefused { commit: attempt, writes: summary });
             self.trace.cross(Boundary::CommitRefused { writes: writes.to_vec() });

@@ -14,22 +14,63 @@ use crate::trace::{Matcher, Moment};
 
 /// The matcher for `trigger`, given what the store held before the first boot.
 pub fn matcher(trigger: &Trigger, initial: &DurableState) -> Matcher {
-    let mut watch = Watch {
-        trigger: trigger.clone(),
-        after_left: trigger.after.as_ref().map_or(0, |after| after.nth.max(1)),
-        users: initial.messages.iter().filter(|message| message.role == Role::User).map(|m| m.id.clone()).collect(),
-        alarms: initial.alarms.iter().map(|alarm| alarm.id.clone()).collect(),
-        tool_held: trigger.tool.as_deref().is_some_and(|id| initial.messages.iter().any(|m| holds(m, id, trigger))),
-    };
+    let mut watch = Watch::new(trigger, initial);
     Box::new(move |moment| watch.matches(moment))
 }
 
+/// A `store_error` that names its commit by what it would store: the
+/// `nth` commit attempted that would newly store it is refused, and the
+/// `times - 1` commits after it. What the store holds is followed through
+/// the commits it takes, so a refused write still counts as new next time.
+pub struct CommitRefusal {
+    /// The fault's index in the scenario.
+    pub fault: usize,
+    watch: Watch,
+    /// Matches still to come before the one refused.
+    matches_left: u32,
+    times: u32,
+    /// Commits still to refuse once it fired.
+    refusing: u32,
+}
+
+impl CommitRefusal {
+    pub fn new(fault: usize, trigger: &Trigger, times: u32, initial: &DurableState) -> Self {
+        let watch = Watch::new(trigger, initial);
+        Self { fault, watch, matches_left: trigger.nth.max(1), times: times.max(1), refusing: 0 }
+    }
+
+    /// Whether this fault refuses the commit of `writes`, and the watch as
+    /// it stands if the store takes it.
+    pub fn judge(&mut self, writes: &[Write]) -> (bool, Option<impl FnOnce(&mut Self) + use<>>) {
+        if self.refusing > 0 {
+            self.refusing -= 1;
+            return (true, None);
+        }
+        let mut probe = self.watch.clone();
+        let matched = probe.newly_stored(writes) && self.matches_left > 0;
+        if matched && self.matches_left == 1 {
+            self.matches_left = 0;
+            self.refusing = self.times - 1;
+            return (true, None);
+        }
+        let taken = move |refusal: &mut Self| {
+            refusal.watch = probe;
+            if matched {
+                refusal.matches_left -= 1;
+            }
+        };
+        (false, Some(taken))
+    }
+}
+
+#[derive(Clone)]
 struct Watch {
     trigger: Trigger,
     /// Occurrences of `after` still to come before matches count.
     after_left: u32,
-    /// User messages and alarms stored so far.
+    /// User messages, replies with something in them, and alarms stored so far.
     users: BTreeSet<String>,
+    replies: BTreeSet<String>,
     alarms: BTreeSet<String>,
     /// Whether the last commit that wrote the trigger's tool call held it
     /// in the trigger's state.
@@ -37,6 +78,22 @@ struct Watch {
 }
 
 impl Watch {
+    fn new(trigger: &Trigger, initial: &DurableState) -> Self {
+        Self {
+            trigger: trigger.clone(),
+            after_left: trigger.after.as_ref().map_or(0, |after| after.nth.max(1)),
+            users: initial.messages.iter().filter(|message| message.role == Role::User).map(|m| m.id.clone()).collect(),
+            replies: initial
+                .messages
+                .iter()
+                .filter(|message| message.role == Role::Assistant && crate::check::has_content(message))
+                .map(|message| message.id.clone())
+                .collect(),
+            alarms: initial.alarms.iter().map(|alarm| alarm.id.clone()).collect(),
+            tool_held: trigger.tool.as_deref().is_some_and(|id| initial.messages.iter().any(|m| holds(m, id, trigger))),
+        }
+    }
+
     fn matches(&mut self, moment: &Moment) -> bool {
         // What the store holds is followed from the first commit, whether
         // or not `after` has happened yet.
@@ -64,6 +121,10 @@ impl Watch {
                 Write::PutMessage(message) | Write::PutMessageAfter { message, .. } => {
                     if message.role == Role::User && self.users.insert(message.id.clone()) {
                         fired |= self.trigger.stored == Some(StoredRecord::UserMessage);
+                    }
+                    let has_content = message.role == Role::Assistant && crate::check::has_content(message);
+                    if has_content && self.replies.insert(message.id.clone()) {
+                        fired |= self.trigger.stored == Some(StoredRecord::Reply);
                     }
                     if let Some(id) = self.trigger.tool.as_deref().filter(|id| message.tool(id).is_some()) {
                         let held = holds(message, id, &self.trigger);

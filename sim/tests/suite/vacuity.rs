@@ -62,3 +62,33 @@ fn every_kind_of_counted_fault_that_never_comes_fails() {
         assert!(found.iter().any(|message| message.contains(expected)), "{fault}: {found:?}");
     }
 }
+
+/// A store fault that names its commit by what it would store lands on
+/// that commit, for any engine, and fails the run when no commit would.
+#[test]
+fn a_store_fault_by_writes_lands_on_the_commit_that_would_store_it() {
+    let yaml = two_calls_with("store_error: { when: { tool: tc-1, state: output-available } }");
+    assert_eq!(landed_violations(&yaml), Vec::<String>::new());
+    let file = turnsim::scenario::parse_scenario(std::path::Path::new("by-writes.yaml"), &yaml).expect("parses");
+    let (record, _) = run_one(&file, 0, &RegressionSet::default());
+    let refused: Vec<&turnsim::trace::TraceEvent> = record
+        .events
+        .iter()
+        .filter(|traced| matches!(traced.event, turnsim::trace::Event::StoreRefused { .. }))
+        .collect();
+    assert_eq!(refused.len(), 1, "one commit refused: {refused:?}");
+    let refused_writes = format!("{:?}", refused[0].event);
+    // The refused commit is the one storing the tool's output; the engine
+    // stores it again once the store takes writes.
+    let stored_output = record.history.crossings.iter().any(|crossing| match &crossing.what {
+        turnsim::history::Boundary::CommitRefused { writes } => writes.iter().filter_map(|write| write.message()).any(
+            |message| message.tool("tc-1").is_some_and(|tool| tool.state == turnsim_engine::ToolState::OutputAvailable),
+        ),
+        _ => false,
+    });
+    assert!(stored_output, "the refused commit stores tc-1's output: {refused_writes}");
+    let never = two_calls_with("store_error: { when: { tool: tc-1, state: approval-requested } }");
+    let found = landed_violations(&never);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("no commit the engine made would have stored what it names"), "{}", found[0]);
+}
