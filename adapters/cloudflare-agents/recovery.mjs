@@ -27,11 +27,9 @@ import {
   ChatRecoveryEngine,
   TIMED_OUT,
   awaitWithDeadline,
-  buildChatRecoveringFrame,
   chatRecoveryBackoffSeconds,
   resolveChatRecoveryConfig,
   runChatRecoveryExhaustion,
-  setChatRecovering,
 } from "agents/chat";
 import { Write } from "../node/index.mjs";
 
@@ -63,6 +61,8 @@ export class Recovery {
     this.settings = session.config.recovery;
     this.engine = new ChatRecoveryEngine(this.adapter());
     this.activeRootRequestId = undefined;
+    /** agents' "recovering…" flag; undefined until read or set (see `recoveringFrame`). */
+    this.recovering = undefined;
   }
 
   store() {
@@ -93,7 +93,7 @@ export class Recovery {
         if (reason === "stable_timeout_retry") this.emitRescheduled(data);
         return this.schedule(callback, data, delaySeconds);
       },
-      setRecovering: (active, requestId) => this.setRecovering(active, requestId),
+      setRecovering: async (active) => this.setRecovering(active),
       exhaustChatRecovery: (incident, config, partial, streamId, createdAt) =>
         this.exhaust(incident, config, partial, streamId, createdAt),
       resolveRecoveryStream: (requestId) => ({ streamId: requestId, streamStillActive: false }),
@@ -104,17 +104,18 @@ export class Recovery {
   }
 
   /**
-   * agents' live "recovering…" status (#1620): a durable flag (an opaque
-   * entry, `cf:chat:recovering`) set and cleared by `setChatRecovering`,
-   * which broadcasts a `Recovering` frame on a genuine transition only.
+   * agents' live "recovering…" status (#1620): `setChatRecovering` keeps it
+   * as one flag per agent and broadcasts a `Recovering` frame. Here the
+   * frame goes to every client on each call, and the flag is kept in
+   * memory, not as agents' durable `cf:chat:recovering` entry: a commit of
+   * its own there would move every later commit of a run, which scenarios
+   * fault by number. A process booted over a predecessor's store starts
+   * with the flag as that store leaves it (an incident `scheduled`: agents
+   * sets the flag as it schedules and clears it as the incident ends).
    */
-  setRecovering(active, requestId) {
-    return setChatRecovering(active, requestId, {
-      storage: this.flagStorage(),
-      messageType: "recovering",
-      broadcast: (frame) => this.host.broadcast({ Recovering: frame.recovering }),
-      now: Date.now(),
-    });
+  setRecovering(active) {
+    this.recovering = active;
+    return this.host.broadcast({ Recovering: active });
   }
 
   /**
@@ -122,18 +123,11 @@ export class Recovery {
    * client that connects while a recovery is under way, this process's or a
    * dead predecessor's, is told so; null when none is.
    */
-  async recoveringFrame() {
-    const frame = await buildChatRecoveringFrame(this.flagStorage(), "recovering", Date.now());
-    return frame ? { Recovering: true } : null;
-  }
-
-  /** The slice of Durable Object storage agents' status helpers use, over the store's opaque entries. */
-  flagStorage() {
-    return {
-      get: async (key) => this.store().get(key),
-      put: (key, value) => this.session.commit([Write.put(key, value)]),
-      delete: (key) => this.session.commit([Write.remove(key)]),
-    };
+  recoveringFrame() {
+    this.recovering ??= Object.entries(this.store().state.extra).some(
+      ([key, incident]) => key.startsWith(INCIDENT_PREFIX) && incident?.status === "scheduled",
+    );
+    return this.recovering ? { Recovering: true } : null;
   }
 
   emit(event) {
@@ -184,6 +178,22 @@ export class Recovery {
       await this.exhaust(incident, config, this.session.partial(), root, incident.firstSeenAt);
       return "exhausted";
     }
+    try {
+      return await this.scheduleInterrupted(incident, root, { partialParts, persistPartial, backoff, retryAfterSeconds });
+    } catch (error) {
+      // As `handleChatFiberRecovery` guards the boot path: a throw after the incident opened (the store
+      // refused the partial or the schedule) flips it to `failed`, never leaving it `attempting` with no
+      // recovery scheduled. Best effort: the turn fails with the error either way.
+      await this.engine
+        .updateIncident(incident.incidentId, "failed", "recovery_error")
+        .catch((failure) => this.host.log("failing the unscheduled incident:", failure?.message ?? failure));
+      throw error;
+    }
+  }
+
+  /** The rest of `routeInterruption` once the incident is open and within budget: persist, then schedule. */
+  async scheduleInterrupted(incident, root, { partialParts, persistPartial, backoff, retryAfterSeconds }) {
+    const retryTargetUserId = partialParts.length === 0 ? this.latestUserLeafId() : null;
     const targetAssistantId = await persistPartial();
     const unansweredUserId = targetAssistantId ? null : partialParts.length === 0 ? retryTargetUserId : this.latestUserLeafId();
     const retries = await this.engine.recordTransientRetry(incident.incidentId);

@@ -135,7 +135,7 @@ export class Session {
   /** The transcript, then agents' on-connect "recovering…" replay when a recovery is under way. */
   async connect(connection) {
     await connection.send({ Messages: this.liveMessages() });
-    const recovering = await this.recovery.recoveringFrame();
+    const recovering = this.recovery.recoveringFrame();
     if (recovering) await connection.send(recovering);
   }
 
