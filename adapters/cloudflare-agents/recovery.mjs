@@ -81,7 +81,7 @@ export class Recovery {
         }),
       now: () => Date.now(),
       sweepStaleIncidents: async () => {},
-      getIncident: async (key) => store().get(key) ?? null,
+      getIncident: async (key) => store().get(key) ?? this.seededIncident(key),
       putIncident: (key, incident) => this.session.commit([Write.put(key, incident), ...this.incidentRecord(incident)]),
       deleteIncident: (key) => this.session.commit([Write.remove(key), ...this.incidentClosed(store().get(key)?.incidentId)]),
       syncStorage: async () => {},
@@ -315,6 +315,33 @@ export class Recovery {
       incident_id: data.incidentId ?? "",
       root_request_id: data.originalRequestId ?? "",
       message_id: data.targetAssistantId ?? data.targetUserId ?? this.session.messages.at(-1)?.id ?? "",
+    };
+  }
+
+  /**
+   * An incident the store holds only as a typed record (a scenario seeds a
+   * dead predecessor's store in the store's vocabulary): read as agents'
+   * incident, as the boot reads a seeded `in_flight` as its turn record.
+   * agents writes it back in its own shape (and the typed one with it) the
+   * first time it changes it. Null when the store holds none.
+   */
+  seededIncident(key) {
+    if (!key.startsWith(INCIDENT_PREFIX)) return null;
+    const seeded = this.store().state.incidents[decodeURIComponent(key.slice(INCIDENT_PREFIX.length))];
+    if (!seeded) return null;
+    return {
+      incidentId: seeded.id,
+      requestId: seeded.root_request_id,
+      recoveryRootRequestId: seeded.root_request_id,
+      recoveryKind: "continue",
+      attempt: seeded.attempt,
+      maxAttempts: this.engine.adapter.resolveConfig().maxAttempts,
+      status: seeded.status,
+      firstSeenAt: seeded.first_seen_ms,
+      lastAttemptAt: seeded.last_attempt_ms,
+      lastProgressAt: seeded.last_progress_ms,
+      progress: seeded.progress,
+      workBaseline: seeded.progress,
     };
   }
 
