@@ -178,22 +178,6 @@ export class Recovery {
       await this.exhaust(incident, config, this.session.partial(), root, incident.firstSeenAt);
       return "exhausted";
     }
-    try {
-      return await this.scheduleInterrupted(incident, root, { partialParts, persistPartial, backoff, retryAfterSeconds });
-    } catch (error) {
-      // As `handleChatFiberRecovery` guards the boot path: a throw after the incident opened (the store
-      // refused the partial or the schedule) flips it to `failed`, never leaving it `attempting` with no
-      // recovery scheduled. Best effort: the turn fails with the error either way.
-      await this.engine
-        .updateIncident(incident.incidentId, "failed", "recovery_error")
-        .catch((failure) => this.host.log("failing the unscheduled incident:", failure?.message ?? failure));
-      throw error;
-    }
-  }
-
-  /** The rest of `routeInterruption` once the incident is open and within budget: persist, then schedule. */
-  async scheduleInterrupted(incident, root, { partialParts, persistPartial, backoff, retryAfterSeconds }) {
-    const retryTargetUserId = partialParts.length === 0 ? this.latestUserLeafId() : null;
     const targetAssistantId = await persistPartial();
     const unansweredUserId = targetAssistantId ? null : partialParts.length === 0 ? retryTargetUserId : this.latestUserLeafId();
     const retries = await this.engine.recordTransientRetry(incident.incidentId);
