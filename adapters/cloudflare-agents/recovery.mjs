@@ -45,6 +45,9 @@ const OPEN_STATUSES = new Set(["attempting", "scheduled"]);
 /** Whole milliseconds, as the store's records keep them. */
 const wholeMs = (ms) => Math.max(0, Math.trunc(Number.isFinite(ms) ? ms : 0));
 
+/** The incident id an incident entry's key names (agents' `chatRecoveryIncidentKey` undone), or undefined. */
+const incidentIdOf = (key) => (key.startsWith(INCIDENT_PREFIX) ? decodeURIComponent(key.slice(INCIDENT_PREFIX.length)) : undefined);
+
 /** The typed alarm id of a schedule row: its own id without the entry prefix. */
 const typedAlarmId = (alarm) => alarm.id.slice(ALARM_PREFIX.length);
 
@@ -83,7 +86,7 @@ export class Recovery {
       sweepStaleIncidents: async () => {},
       getIncident: async (key) => store().get(key) ?? this.seededIncident(key),
       putIncident: (key, incident) => this.session.commit([Write.put(key, incident), ...this.incidentRecord(incident)]),
-      deleteIncident: (key) => this.session.commit([Write.remove(key), ...this.incidentClosed(store().get(key)?.incidentId)]),
+      deleteIncident: (key) => this.session.commit([Write.remove(key), ...this.incidentClosed(incidentIdOf(key))]),
       syncStorage: async () => {},
       readProgress: async () => store().get(PROGRESS_KEY) ?? 0,
       isAwaitingClientInteraction: () => this.session.awaitsClientInteraction(),
@@ -270,13 +273,12 @@ export class Recovery {
     if (typeof id !== "string") return [];
     const status = OPEN_STATUSES.has(incident.status) ? "attempting" : incident.status;
     if (status === "skipped") return this.incidentClosed(id);
-    const firstSeen = wholeMs(incident.firstSeenAt);
     return [
       Write.putIncident({
         id,
         root_request_id: incident.recoveryRootRequestId ?? incident.requestId ?? "",
         attempt: Math.max(0, Math.trunc(incident.attempt ?? 0)),
-        first_seen_ms: firstSeen,
+        first_seen_ms: wholeMs(incident.firstSeenAt),
         last_attempt_ms: wholeMs(incident.lastAttemptAt ?? incident.firstSeenAt),
         last_progress_ms: wholeMs(incident.lastProgressAt ?? incident.firstSeenAt),
         progress: Math.max(0, Math.trunc(incident.progress ?? 0)),
@@ -310,8 +312,7 @@ export class Recovery {
    * first time it changes it. Null when the store holds none.
    */
   seededIncident(key) {
-    if (!key.startsWith(INCIDENT_PREFIX)) return null;
-    const seeded = this.store().state.incidents[decodeURIComponent(key.slice(INCIDENT_PREFIX.length))];
+    const seeded = this.store().state.incidents[incidentIdOf(key)];
     if (!seeded) return null;
     return {
       incidentId: seeded.id,
