@@ -1,10 +1,26 @@
 // Bounded recovery: Cloudflare's `ChatRecoveryEngine` over an adapter of
 // ours. The engine decides (the incident budget, debounce, no-progress
 // window, give-up and its `onExhausted` ordering); the adapter is its I/O:
-// incidents are opaque store entries, "schedule a recovery" is a durable
-// alarm entry plus a virtual timer, progress is a durable counter bumped
-// when streamed output is flushed, and the terminal message is an `Error`
-// frame to every client.
+// incidents are store entries, "schedule a recovery" is a durable alarm
+// entry plus a virtual timer, progress is a durable counter bumped when
+// streamed output is flushed, and the terminal message is an `Error` frame
+// to every client.
+//
+// Each incident and schedule row is written twice in one commit: as the
+// opaque entry agents reads back (its own shape: attempts in flight,
+// transient retries, the callback and its payload, which a restarted
+// process restores from), and as the store vocabulary's recovery record
+// (`PutIncident` / `RemoveIncident`, `PutAlarm` / `RemoveAlarm`), which is
+// what the oracle reads. The mapping:
+// - an incident `attempting` or `scheduled` is a typed incident
+//   `attempting` (a recovery under way); `exhausted` and `failed` are typed
+//   incidents of that status (ended, kept, as agents keeps them);
+// - `skipped` (parked for a client, or stood down) and `completed` (agents
+//   deletes the row) close the typed incident (`RemoveIncident`);
+// - a schedule row is a typed alarm from its commit until it rings: the
+//   alarm is removed as it fires, before the callback runs, while agents'
+//   one-shot row stays until the callback is done (a process that dies
+//   mid-callback rings it again after its restart, as agents does).
 
 import {
   AutoContinuationController,
@@ -23,6 +39,18 @@ const PROGRESS_KEY = "cf:chat-recovery:progress";
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** agents' incident statuses of a recovery still under way. */
+const OPEN_STATUSES = new Set(["attempting", "scheduled"]);
+
+/** Whole milliseconds, as the store's records keep them. */
+const wholeMs = (ms) => Math.max(0, Math.trunc(Number.isFinite(ms) ? ms : 0));
+
+/** The incident id an incident entry's key names (agents' `chatRecoveryIncidentKey` undone), or undefined. */
+const incidentIdOf = (key) => (key.startsWith(INCIDENT_PREFIX) ? decodeURIComponent(key.slice(INCIDENT_PREFIX.length)) : undefined);
+
+/** The typed alarm id of a schedule row: its own id without the entry prefix. */
+const typedAlarmId = (alarm) => alarm.id.slice(ALARM_PREFIX.length);
+
 const EVENT_NAMES = {
   "chat:recovery:scheduled": "recovery-scheduled",
   "chat:recovery:completed": "recovery-completed",
@@ -36,6 +64,8 @@ export class Recovery {
     this.settings = session.config.recovery;
     this.engine = new ChatRecoveryEngine(this.adapter());
     this.activeRootRequestId = undefined;
+    /** agents' "recovering…" flag; undefined until read or set (see `recoveringFrame`). */
+    this.recovering = undefined;
   }
 
   store() {
@@ -54,9 +84,9 @@ export class Recovery {
         }),
       now: () => Date.now(),
       sweepStaleIncidents: async () => {},
-      getIncident: async (key) => store().get(key) ?? null,
-      putIncident: (key, incident) => this.session.commit([Write.put(key, incident)]),
-      deleteIncident: (key) => this.session.commit([Write.remove(key)]),
+      getIncident: async (key) => store().get(key) ?? this.seededIncident(key),
+      putIncident: (key, incident) => this.session.commit([Write.put(key, incident), ...this.incidentRecord(incident)]),
+      deleteIncident: (key) => this.session.commit([Write.remove(key), ...this.incidentClosed(incidentIdOf(key))]),
       syncStorage: async () => {},
       readProgress: async () => store().get(PROGRESS_KEY) ?? 0,
       isAwaitingClientInteraction: () => this.session.awaitsClientInteraction(),
@@ -66,7 +96,7 @@ export class Recovery {
         if (reason === "stable_timeout_retry") this.emitRescheduled(data);
         return this.schedule(callback, data, delaySeconds);
       },
-      setRecovering: async (active) => this.host.broadcast({ Recovering: active }),
+      setRecovering: async (active) => this.setRecovering(active),
       exhaustChatRecovery: (incident, config, partial, streamId, createdAt) =>
         this.exhaust(incident, config, partial, streamId, createdAt),
       resolveRecoveryStream: (requestId) => ({ streamId: requestId, streamStillActive: false }),
@@ -74,6 +104,33 @@ export class Recovery {
       activeChatRecoveryRootRequestId: () => this.activeRootRequestId,
       onGiveUpBookkeepingError: (phase, error) => this.host.log(`recovery ${phase}:`, error),
     };
+  }
+
+  /**
+   * agents' live "recovering…" status (#1620): `setChatRecovering` keeps it
+   * as one flag per agent and broadcasts a `Recovering` frame. Here the
+   * frame goes to every client on each call, and the flag is kept in
+   * memory, not as agents' durable `cf:chat:recovering` entry: a commit of
+   * its own there would move every later commit of a run, which scenarios
+   * fault by number. A process booted over a predecessor's store starts
+   * with the flag as that store leaves it (an incident `scheduled`: agents
+   * sets the flag as it schedules and clears it as the incident ends).
+   */
+  setRecovering(active) {
+    this.recovering = active;
+    return this.host.broadcast({ Recovering: active });
+  }
+
+  /**
+   * The on-connect replay of the status (`buildChatRecoveringFrame`): a
+   * client that connects while a recovery is under way, this process's or a
+   * dead predecessor's, is told so; null when none is.
+   */
+  recoveringFrame() {
+    this.recovering ??= Object.entries(this.store().state.extra).some(
+      ([key, incident]) => key.startsWith(INCIDENT_PREFIX) && incident?.status === "scheduled",
+    );
+    return this.recovering ? { Recovering: true } : null;
   }
 
   emit(event) {
@@ -202,8 +259,81 @@ export class Recovery {
   async schedule(callback, data, delaySeconds) {
     const dueMs = Date.now() + delaySeconds * 1000 + (this.settings.alarm_delay_ms ?? 0);
     const alarm = { id: `${ALARM_PREFIX}${this.session.newId("a")}`, dueMs, callback, data };
-    await this.session.commit([Write.put(alarm.id, alarm)]);
+    await this.session.commit([Write.put(alarm.id, alarm), Write.putAlarm(this.alarmRecord(alarm))]);
     this.arm(alarm);
+  }
+
+  /**
+   * The typed records for agents' incident `incident` as just written: an
+   * open incident is `attempting`, an ended one keeps its status, and a
+   * skipped one is closed (see the top of this file).
+   */
+  incidentRecord(incident) {
+    const id = incident?.incidentId;
+    if (typeof id !== "string") return [];
+    const status = OPEN_STATUSES.has(incident.status) ? "attempting" : incident.status;
+    if (status === "skipped") return this.incidentClosed(id);
+    return [
+      Write.putIncident({
+        id,
+        root_request_id: incident.recoveryRootRequestId ?? incident.requestId ?? "",
+        attempt: Math.max(0, Math.trunc(incident.attempt ?? 0)),
+        first_seen_ms: wholeMs(incident.firstSeenAt),
+        last_attempt_ms: wholeMs(incident.lastAttemptAt ?? incident.firstSeenAt),
+        last_progress_ms: wholeMs(incident.lastProgressAt ?? incident.firstSeenAt),
+        progress: Math.max(0, Math.trunc(incident.progress ?? 0)),
+        status,
+      }),
+    ];
+  }
+
+  /** Closes the typed incident `id`, if the store holds it. */
+  incidentClosed(id) {
+    return typeof id === "string" && id in this.store().state.incidents ? [Write.removeIncident(id)] : [];
+  }
+
+  /** The typed record of schedule row `alarm`: its wake-up, its incident and the message it recovers. */
+  alarmRecord(alarm) {
+    const data = alarm.data ?? {};
+    return {
+      id: typedAlarmId(alarm),
+      due_ms: wholeMs(alarm.dueMs),
+      incident_id: data.incidentId ?? "",
+      root_request_id: data.originalRequestId ?? "",
+      message_id: data.targetAssistantId ?? data.targetUserId ?? this.session.messages.at(-1)?.id ?? "",
+    };
+  }
+
+  /**
+   * An incident the store holds only as a typed record (a scenario seeds a
+   * dead predecessor's store in the store's vocabulary): read as agents'
+   * incident, as the boot reads a seeded `in_flight` as its turn record.
+   * agents writes it back in its own shape (and the typed one with it) the
+   * first time it changes it. Null when the store holds none.
+   */
+  seededIncident(key) {
+    const seeded = this.store().state.incidents[incidentIdOf(key)];
+    if (!seeded) return null;
+    return {
+      incidentId: seeded.id,
+      requestId: seeded.root_request_id,
+      recoveryRootRequestId: seeded.root_request_id,
+      recoveryKind: "continue",
+      attempt: seeded.attempt,
+      maxAttempts: this.engine.adapter.resolveConfig().maxAttempts,
+      status: seeded.status,
+      firstSeenAt: seeded.first_seen_ms,
+      lastAttemptAt: seeded.last_attempt_ms,
+      lastProgressAt: seeded.last_progress_ms,
+      progress: seeded.progress,
+      workBaseline: seeded.progress,
+    };
+  }
+
+  /** The typed alarm of schedule row `alarm` goes as it fires, if the store holds it. */
+  alarmFired(alarm) {
+    const id = typedAlarmId(alarm);
+    return this.store().state.alarms.some((held) => held.id === id) ? [Write.removeAlarm(id)] : [];
   }
 
   /** Arms the timers of the alarms a dead predecessor left. */
@@ -226,12 +356,18 @@ export class Recovery {
    */
   async ring(alarm) {
     if (!this.store().get(alarm.id)) return;
+    // The wake-up fired: its typed alarm goes now. A refused removal is
+    // logged; the row's removal below takes it again.
+    const fired = this.alarmFired(alarm);
+    if (fired.length > 0) await this.session.commit(fired).catch((error) => this.host.log("recording a fired alarm:", error.message));
     try {
       await this.engine.runRecoveryAttempt({ callback: alarm.callback, data: alarm.data, run: () => this.attempt(alarm) });
     } catch (error) {
       this.host.log("recovery attempt failed:", error?.message ?? error);
     }
-    await this.session.commit([Write.remove(alarm.id)]).catch((error) => this.host.log("removing a fired alarm:", error.message));
+    await this.session
+      .commit([Write.remove(alarm.id), ...this.alarmFired(alarm)])
+      .catch((error) => this.host.log("removing a fired alarm:", error.message));
   }
 
   /**

@@ -132,8 +132,11 @@ export class Session {
     }
   }
 
-  connect(connection) {
-    return connection.send({ Messages: this.liveMessages() });
+  /** The transcript, then agents' on-connect "recovering…" replay when a recovery is under way. */
+  async connect(connection) {
+    await connection.send({ Messages: this.liveMessages() });
+    const recovering = this.recovery.recoveringFrame();
+    if (recovering) await connection.send(recovering);
   }
 
   /** The resume handshake as Think's chat harness runs it: offer the running turn and hold the connection until its ack. */
@@ -597,7 +600,7 @@ export class Session {
    */
   async terminalize(requestId, message) {
     await this.host.broadcast({ Error: { request_id: requestId, message } });
-    await this.host.broadcast({ Recovering: false });
+    await this.recovery.setRecovering(false);
   }
 
   // ---- helpers -----------------------------------------------------------

@@ -100,4 +100,8 @@ export const Write = {
   put: (key, value) => ({ Put: { key, value } }),
   remove: (key) => ({ Remove: key }),
   putDelivery: (delivery) => ({ PutDelivery: delivery }),
+  putIncident: (incident) => ({ PutIncident: incident }),
+  removeIncident: (id) => ({ RemoveIncident: id }),
+  putAlarm: (alarm) => ({ PutAlarm: alarm }),
+  removeAlarm: (id) => ({ RemoveAlarm: id }),
 };

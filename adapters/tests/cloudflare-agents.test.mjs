@@ -68,3 +68,55 @@ test("the continuation waits for the open stream and fires once, on a timer", { 
   );
   await harness.close();
 });
+
+const writesOf = (messages) => messages.filter((message) => message.type === "commit").flatMap((message) => message.writes);
+const typed = (writes, kind) => writes.filter((write) => typeof write === "object" && kind in write).map((write) => write[kind]);
+
+test("a stall's recovery is stored in the store's recovery records: incident, alarm, fired, closed", { timeout: 30_000 }, async () => {
+  const harness = new FakeHarness(ENGINE);
+  await harness.init({ config: { ...DEFAULT_CONFIG, stall_timeout_ms: 2000 } });
+  await harness.input({ type: "connect", connection: 1 });
+  await harness.input({ type: "user_message", text: "hello", options: {} });
+  await chunk(harness, 0, { type: "text-start", id: "t1" });
+  await chunk(harness, 0, { type: "text-delta", id: "t1", delta: "Let me" });
+
+  // The stall opens the incident and schedules its alarm, each as a typed record beside agents' own entry.
+  const stalled = await harness.timer(2000e6);
+  const stalledWrites = writesOf(stalled);
+  const [incident] = typed(stalledWrites, "PutIncident");
+  assert.equal(incident.status, "attempting");
+  assert.equal(incident.attempt, 1);
+  const [alarm] = typed(stalledWrites, "PutAlarm");
+  assert.equal(alarm.incident_id, incident.id);
+  assert.equal(alarm.due_ms, 1_700_000_000_000 + 2000 + 1000, "due after agents' delay (none) and the platform's alarm delay");
+  assert.deepEqual(harness.store.alarms.map((held) => held.id), [alarm.id]);
+  assert.ok(Object.keys(harness.store.extra).some((key) => key.startsWith("cf:alarm:")), "agents' schedule row is kept too");
+  assert.deepEqual(
+    stalled.filter((message) => message.type === "send").map((message) => message.frame).filter((frame) => "Recovering" in frame),
+    [{ Recovering: true }],
+  );
+
+  // The alarm fires: its typed record goes before the recovery asks the model.
+  const fired = await harness.timer(idleTimer(stalled));
+  const firstRequest = fired.findIndex((message) => message.type === "model_request");
+  const removal = fired.findIndex((message) => message.type === "commit" && typed(message.writes, "RemoveAlarm").includes(alarm.id));
+  assert.ok(removal >= 0 && removal < firstRequest, "the alarm is removed as it fires, before the recovery turn");
+  assert.equal(requests(fired)[0].continuation, true);
+
+  // The recovery answers: agents deletes the incident, and the typed incident closes with it.
+  const all = [...fired];
+  for (const body of [
+    { type: "text-start", id: "t2" },
+    { type: "text-delta", id: "t2", delta: " think." },
+    { type: "text-end", id: "t2" },
+    { type: "finish-step", reason: "stop", usage: { input_tokens: 1, output_tokens: 1 } },
+    { type: "finish", reason: "stop" },
+  ]) {
+    all.push(...(await harness.input({ type: "model_chunk", call: 2, chunk: body })));
+  }
+  all.push(...(await harness.input({ type: "model_end", call: 2, end: { kind: "closed" } })));
+  assert.ok(typed(writesOf(all), "RemoveIncident").includes(incident.id), "the completed incident is closed");
+  assert.deepEqual(harness.store.incidents, {});
+  assert.deepEqual(harness.store.alarms, []);
+  await harness.close();
+});
