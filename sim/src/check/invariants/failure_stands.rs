@@ -49,6 +49,8 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     // Where each request was first seen, and where the last ask arrived.
     let mut first_seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut last_ask = None;
+    // The user message each failed request was about, as first told.
+    let mut about: BTreeMap<String, Option<String>> = BTreeMap::new();
     // Messages asked for (user message, chat, delivery) since the store
     // last took a user message: an error then may be about one of them.
     let mut unstored_asks = 0usize;
@@ -96,11 +98,17 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                     // message): no stored answer is its.
                     continue;
                 }
-                let user = asked.or_else(|| {
-                    let messages = &store.at(index).messages;
-                    let reply = messages.iter().rev().find(|message| message.role == Role::Assistant)?;
-                    answered_user(messages, &reply.id).map(str::to_string)
+                // Read when the failure is first told: a client told it
+                // again later (on connecting) is told of the same message,
+                // whatever replies the store took since.
+                let user = about.entry(request_id.clone()).or_insert_with(|| {
+                    asked.or_else(|| {
+                        let messages = &store.at(index).messages;
+                        let reply = messages.iter().rev().find(|message| message.role == Role::Assistant)?;
+                        answered_user(messages, &reply.id).map(str::to_string)
+                    })
                 });
+                let user = user.clone();
                 let at_event = crossing.at_event;
                 told.insert(*connection, Told { request_id: request_id.clone(), user, at_event });
             }
