@@ -11,6 +11,10 @@
 //!   taken over since (a recovery streaming into it) is that request's to
 //!   judge: a terminal status replayed to a connecting client is no rest
 //!   of the message.
+//! - **At a transcript frame** (on connect, or restated), the client is
+//!   shown the store as the disconnect rule below reads it: a stale or
+//!   partial transcript is wrong when sent, even if a later one repairs it
+//!   before the client rests.
 //! - **At a disconnect**, the client leaves showing the store as it stood,
 //!   or ahead of it by what the stream in progress has not checkpointed
 //!   yet: every stored message is on screen in its place, each of its
@@ -109,6 +113,7 @@ impl Rests {
         match frame {
             Frame::Chunk { request_id, message_id, .. } => self.streams(request_id, message_id),
             Frame::Reset { request_id, message } => self.streams(request_id, &message.id),
+            Frame::Messages(_) => return self.restated(connection, store),
             Frame::Done { request_id, .. } => return self.ended(connection, request_id, store, false),
             Frame::Error { request_id, .. } => return self.ended(connection, request_id, store, true),
             _ => {}
@@ -162,6 +167,15 @@ impl Rests {
                 describe(stored.as_ref()),
             ))
         })
+    }
+
+    /// A whole transcript sent: it restates the store (as it stands, or as
+    /// the engine tried to leave it), or runs ahead of it by a stream in
+    /// progress. A stale one is wrong when sent, whatever repairs it later.
+    fn restated(&self, connection: u64, store: &Stores) -> Option<String> {
+        let view = self.in_step(connection)?;
+        let difference = self.transcript_behind(view, store)?;
+        Some(format!("client connection c{connection} is sent a transcript other than the store: {difference}"))
     }
 
     /// A client leaving: it shows the store, or ahead of it by a stream.
