@@ -471,7 +471,12 @@ impl Adversary {
         state.chunk_frames += 1;
         let earlier = state.last_chunk.replace((connection, frame.clone(), number));
         drop(state);
-        let follows = earlier.filter(|(previous, before, _)| *previous == connection && *before != frame);
+        // The end of a tool's input changes nothing a client applies (the
+        // finished call completes it): moving it is no site.
+        let input_end = |frame: &Frame| matches!(frame, Frame::Chunk { chunk: Chunk::ToolInputEnd { .. }, .. });
+        let follows = earlier.filter(|(previous, before, _)| {
+            *previous == connection && *before != frame && !input_end(before) && !input_end(&frame)
+        });
         if let Some((_, _, first)) = follows {
             let what = || format!("two chunks to c{connection} swapped: {}", frame_summary(&frame));
             if self.strike(Operator::ReorderFrames, what) {
