@@ -21,7 +21,7 @@ use turnsim_engine::ports::{
     Connection, DurableStore, ExhaustedContext, Frame, HookError, ModelProvider, ModelRequest, Observer,
     ServerToolCall, ServerTools, StoreError, StreamCallback,
 };
-use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, Message, ModelEvent, Ports};
+use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, Message, ModelEvent, Ports, ToolState};
 
 use super::operators::{self as ops, Operator};
 use crate::trace::{Event, Trace};
@@ -74,6 +74,9 @@ struct State {
     ended_calls: BTreeSet<u32>,
     /// A frame held back to be sent after the next one (`reorder-frames`).
     held: Option<(SharedConnection, Frame)>,
+    /// (connection, call) pairs sent a finished tool call: the client's
+    /// stream reader shows the call's input available from it.
+    finished_calls: BTreeSet<(u64, String)>,
 }
 
 type SharedConnection = Arc<Mutex<Box<dyn Connection>>>;
@@ -496,6 +499,9 @@ impl Adversary {
     /// Every other frame operator: what goes out instead of `frame`.
     fn rewrite_frame(&self, connection: u64, frame: Frame, recovering_shown: bool) -> Vec<Frame> {
         let on = |what: &str| format!("{what} to c{connection}");
+        if let Frame::Chunk { chunk: Chunk::ToolCall { id, .. }, .. } = &frame {
+            self.lock().finished_calls.insert((connection, id.clone()));
+        }
         match frame {
             Frame::Chunk { .. } if ops::is_output_chunk(&frame) => {
                 let shown = frame_summary(&frame);
@@ -512,6 +518,13 @@ impl Adversary {
                 self.drop_or_rewrite(frame, Operator::RecoveringLeftOn, on("recovering(false) not sent"))
             }
             Frame::Error { .. } => self.drop_or_rewrite(frame, Operator::DropErrorFrame, on("error not sent")),
+            // A client shown the finished call already shows its input
+            // available: dropping the frame that says so again is no site.
+            Frame::Tool { ref call_id, state: ToolState::InputAvailable, .. }
+                if self.lock().finished_calls.contains(&(connection, call_id.clone())) =>
+            {
+                vec![frame]
+            }
             Frame::Tool { ref call_id, state, .. } => {
                 let what = on(&format!("tool {call_id} {} not sent", state.as_str()));
                 self.drop_or_rewrite(frame, Operator::DropToolFrame, what)
