@@ -364,9 +364,7 @@ impl Case {
                 memory_only: *memory_only,
                 optional: true,
             }),
-            FaultCase::StoreError { commit, times } => {
-                Fault::StoreError(StoreFault::numbered(*commit, *times, true))
-            }
+            FaultCase::StoreError { commit, times } => Fault::StoreError(StoreFault::numbered(*commit, *times, true)),
             FaultCase::CrashAtCommit { commit, restart_after_ms } => Fault::Evict(EvictFault {
                 when: When::Trigger(Trigger { event: Some("store.commit".into()), nth: *commit, ..Trigger::default() }),
                 restart_after_ms: RangeMs::exact(*restart_after_ms),

@@ -249,13 +249,18 @@ fn store_fault_problem(fault: &super::StoreFault) -> Option<&'static str> {
         return Some("give `commit` or `when`, not both");
     }
     if when.event.is_some() || when.after.is_some() {
-        return Some("`when` names a commit by what it would store (`stored`, or `tool` with `state`), not by an event");
+        return Some(
+            "`when` names a commit by what it would write (`stored`, `removed`, or `tool` with `state`), not by an event",
+        );
+    }
+    if when.stored.is_some() && when.removed.is_some() {
+        return Some("a trigger names one write: give `stored` or `removed`, not both");
     }
     if when.delay_ms != super::RangeMs::default() {
         return Some("a refused commit is refused as it is made: `when` takes no `delay_ms`");
     }
-    if when.stored.is_none() && (when.tool.is_none() || when.state.is_none()) {
-        return Some("`when` needs `stored`, or `tool` with `state`");
+    if when.stored.is_none() && when.removed.is_none() && (when.tool.is_none() || when.state.is_none()) {
+        return Some("`when` needs `stored`, `removed`, or `tool` with `state`");
     }
     None
 }

@@ -625,10 +625,17 @@ pub struct Trigger {
     pub state: Option<String>,
     /// Fires at the commit that first stores a record of this kind: a user
     /// message, an assistant reply with something in it (its first flush),
-    /// or a recovery alarm.
+    /// a recovery alarm, a recovery incident, or a turn's in-flight record
+    /// (the turn's start).
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stored: Option<StoredRecord>,
+    /// Fires at the commit that takes a held record of this kind away: a
+    /// recovery alarm, a recovery incident (closed), or the in-flight record
+    /// (the turn's end).
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<RemovedRecord>,
     /// A boundary event, `lane.event` (`model.call`, `store.commit`,
     /// `caller.on_done`, `client.frame`, ...), or the world's own
     /// (`world.restart`).
@@ -654,6 +661,18 @@ pub enum StoredRecord {
     UserMessage,
     Reply,
     Alarm,
+    Incident,
+    InFlight,
+}
+
+/// A kind of held record a commit can take away (`RemoveAlarm`,
+/// `RemoveIncident`, `InFlight: null`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RemovedRecord {
+    Alarm,
+    Incident,
+    InFlight,
 }
 
 fn first() -> u32 {
@@ -753,11 +772,17 @@ impl TryFrom<RawAction> for Action {
 fn validate_trigger(trigger: Trigger) -> Result<Trigger, String> {
     let states = "input-streaming, input-available, approval-requested, approval-responded, output-available, \
                   output-error, output-denied";
-    match (&trigger.tool, &trigger.state, &trigger.stored, &trigger.event) {
-        (Some(_), Some(state), None, None) if turnsim_engine::ToolState::parse(state).is_some() => Ok(trigger),
-        (Some(_), Some(state), None, None) => Err(format!("`{state}` is not a tool state ({states})")),
-        (None, None, Some(_), None) | (None, None, None, Some(_)) => Ok(trigger),
-        _ => Err("a trigger is one of `tool` + `state`, `stored` or `event`".into()),
+    let write = match (&trigger.stored, &trigger.removed) {
+        (Some(_), Some(_)) => {
+            return Err("a trigger names one write: give `stored` or `removed`, not both".into());
+        }
+        (stored, removed) => stored.is_some() || removed.is_some(),
+    };
+    match (&trigger.tool, &trigger.state, write, &trigger.event) {
+        (Some(_), Some(state), false, None) if turnsim_engine::ToolState::parse(state).is_some() => Ok(trigger),
+        (Some(_), Some(state), false, None) => Err(format!("`{state}` is not a tool state ({states})")),
+        (None, None, true, None) | (None, None, false, Some(_)) => Ok(trigger),
+        _ => Err("a trigger is one of `tool` + `state`, `stored`, `removed` or `event`".into()),
     }
 }
 

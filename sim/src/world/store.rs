@@ -1,8 +1,8 @@
 //! The durable store: lives outside the engine process, so it survives
 //! eviction. Every commit that changes more than counters is traced.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use turnsim_engine::durable::{DurableState, Write};
@@ -78,7 +78,11 @@ pub struct Refusals {
 }
 
 impl Refusals {
-    pub fn of(scenario: &crate::scenario::Scenario, initial: &DurableState, fired_faults: Arc<Mutex<BTreeSet<usize>>>) -> Self {
+    pub fn of(
+        scenario: &crate::scenario::Scenario,
+        initial: &DurableState,
+        fired_faults: Arc<Mutex<BTreeSet<usize>>>,
+    ) -> Self {
         let by_writes = scenario.faults.iter().enumerate().filter_map(|(index, fault)| match fault {
             crate::scenario::Fault::StoreError(store) => {
                 store.when.as_ref().map(|when| CommitRefusal::new(index, when, store.times, initial))

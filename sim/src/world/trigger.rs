@@ -9,7 +9,7 @@ use turnsim_engine::durable::DurableState;
 use turnsim_engine::durable::Write;
 use turnsim_engine::{Message, Role};
 
-use crate::scenario::{StoredRecord, Trigger};
+use crate::scenario::{RemovedRecord, StoredRecord, Trigger};
 use crate::trace::{Matcher, Moment};
 
 /// The matcher for `trigger`, given what the store held before the first boot.
@@ -68,10 +68,13 @@ struct Watch {
     trigger: Trigger,
     /// Occurrences of `after` still to come before matches count.
     after_left: u32,
-    /// User messages, replies with something in them, and alarms stored so far.
+    /// User messages, replies with something in them, alarms and incidents
+    /// stored so far, and the request id of the turn held in flight.
     users: BTreeSet<String>,
     replies: BTreeSet<String>,
     alarms: BTreeSet<String>,
+    incidents: BTreeSet<String>,
+    in_flight: Option<String>,
     /// Whether the last commit that wrote the trigger's tool call held it
     /// in the trigger's state.
     tool_held: bool,
@@ -90,6 +93,8 @@ impl Watch {
                 .map(|message| message.id.clone())
                 .collect(),
             alarms: initial.alarms.iter().map(|alarm| alarm.id.clone()).collect(),
+            incidents: initial.incidents.keys().cloned().collect(),
+            in_flight: initial.in_flight.as_ref().map(|turn| turn.request_id.clone()),
             tool_held: trigger.tool.as_deref().is_some_and(|id| initial.messages.iter().any(|m| holds(m, id, trigger))),
         }
     }
@@ -106,25 +111,28 @@ impl Watch {
                 return false;
             }
         }
-        match (&self.trigger.event, self.trigger.stored, &self.trigger.tool) {
-            (_, Some(_), _) | (_, _, Some(_)) => stored,
-            (Some(name), None, None) => moment.event.is_named(name),
-            (None, None, None) => false,
+        let names_a_write = self.trigger.stored.is_some() || self.trigger.removed.is_some();
+        match (&self.trigger.event, names_a_write, &self.trigger.tool) {
+            (_, true, _) | (_, _, Some(_)) => stored,
+            (Some(name), false, None) => moment.event.is_named(name),
+            (None, false, None) => false,
         }
     }
 
-    /// Whether this commit newly stores what the trigger names.
+    /// Whether this commit newly stores (or takes away) what the trigger names.
     fn newly_stored(&mut self, writes: &[Write]) -> bool {
+        let stored = self.trigger.stored;
+        let removed = self.trigger.removed;
         let mut fired = false;
         for write in writes {
             match write {
                 Write::PutMessage(message) | Write::PutMessageAfter { message, .. } => {
                     if message.role == Role::User && self.users.insert(message.id.clone()) {
-                        fired |= self.trigger.stored == Some(StoredRecord::UserMessage);
+                        fired |= stored == Some(StoredRecord::UserMessage);
                     }
                     let has_content = message.role == Role::Assistant && crate::check::has_content(message);
                     if has_content && self.replies.insert(message.id.clone()) {
-                        fired |= self.trigger.stored == Some(StoredRecord::Reply);
+                        fired |= stored == Some(StoredRecord::Reply);
                     }
                     if let Some(id) = self.trigger.tool.as_deref().filter(|id| message.tool(id).is_some()) {
                         let held = holds(message, id, &self.trigger);
@@ -133,7 +141,23 @@ impl Watch {
                     }
                 }
                 Write::PutAlarm(alarm) if self.alarms.insert(alarm.id.clone()) => {
-                    fired |= self.trigger.stored == Some(StoredRecord::Alarm);
+                    fired |= stored == Some(StoredRecord::Alarm);
+                }
+                Write::RemoveAlarm(id) if self.alarms.remove(id) => {
+                    fired |= removed == Some(RemovedRecord::Alarm);
+                }
+                Write::PutIncident(incident) if self.incidents.insert(incident.id.clone()) => {
+                    fired |= stored == Some(StoredRecord::Incident);
+                }
+                Write::RemoveIncident(id) if self.incidents.remove(id) => {
+                    fired |= removed == Some(RemovedRecord::Incident);
+                }
+                Write::InFlight(Some(turn)) if self.in_flight.as_ref() != Some(&turn.request_id) => {
+                    self.in_flight = Some(turn.request_id.clone());
+                    fired |= stored == Some(StoredRecord::InFlight);
+                }
+                Write::InFlight(None) if self.in_flight.take().is_some() => {
+                    fired |= removed == Some(RemovedRecord::InFlight);
                 }
                 _ => {}
             }

@@ -81,9 +81,11 @@ fn a_store_fault_by_writes_lands_on_the_commit_that_would_store_it() {
     // The refused commit is the one storing the tool's output; the engine
     // stores it again once the store takes writes.
     let stored_output = record.history.crossings.iter().any(|crossing| match &crossing.what {
-        turnsim::history::Boundary::CommitRefused { writes } => writes.iter().filter_map(|write| write.message()).any(
-            |message| message.tool("tc-1").is_some_and(|tool| tool.state == turnsim_engine::ToolState::OutputAvailable),
-        ),
+        turnsim::history::Boundary::CommitRefused { writes } => {
+            writes.iter().filter_map(|write| write.message()).any(|message| {
+                message.tool("tc-1").is_some_and(|tool| tool.state == turnsim_engine::ToolState::OutputAvailable)
+            })
+        }
         _ => false,
     });
     assert!(stored_output, "the refused commit stores tc-1's output: {refused_writes}");
@@ -91,4 +93,35 @@ fn a_store_fault_by_writes_lands_on_the_commit_that_would_store_it() {
     let found = landed_violations(&never);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("no commit the engine made would have stored what it names"), "{}", found[0]);
+}
+
+/// A store fault can name the commit that starts a turn (`stored:
+/// in-flight`) or ends it (`removed: in-flight`) by the typed in-flight
+/// record; one naming a record the run never holds (an alarm) never lands.
+#[test]
+fn a_store_fault_by_a_removed_record_lands_on_the_commit_that_takes_it_away() {
+    for when in ["{ stored: in-flight }", "{ removed: in-flight }"] {
+        let yaml = two_calls_with(&format!("store_error: {{ when: {when} }}"));
+        assert_eq!(landed_violations(&yaml), Vec::<String>::new(), "{when}");
+        let file = turnsim::scenario::parse_scenario(std::path::Path::new("by-record.yaml"), &yaml).expect("parses");
+        let (record, _) = run_one(&file, 0, &RegressionSet::default());
+        let refused: Vec<&Vec<turnsim_engine::durable::Write>> = record
+            .history
+            .crossings
+            .iter()
+            .filter_map(|crossing| match &crossing.what {
+                turnsim::history::Boundary::CommitRefused { writes } => Some(writes),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(refused.len(), 1, "{when}: one commit refused: {refused:?}");
+        let wanted = when.contains("removed");
+        let touches_in_flight = refused[0].iter().any(|write| match write {
+            turnsim_engine::durable::Write::InFlight(turn) => turn.is_none() == wanted,
+            _ => false,
+        });
+        assert!(touches_in_flight, "{when}: the refused commit is the in-flight write: {:?}", refused[0]);
+    }
+    let found = landed_violations(&two_calls_with("store_error: { when: { removed: alarm } }"));
+    assert_eq!(found.len(), 1, "{found:?}");
 }
