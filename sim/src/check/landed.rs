@@ -128,7 +128,7 @@ impl Seen {
             Fault::StoreError(StoreFault { commit: Some(commit), .. }) => {
                 (self.refused_commits.contains(commit), format!("the engine never made commit {commit}"))
             }
-            Fault::StoreError(_) => (fired, "no commit the engine made would have stored what it names".to_string()),
+            Fault::StoreError(_) => (fired, "no commit the engine made matched what it names".to_string()),
             Fault::PostFails(PostFault { post, .. }) | Fault::PostSlow(SlowPostFault { post, .. }) => {
                 (posts >= *post as usize, format!("the engine made {posts} posts, never post {post}"))
             }

@@ -92,7 +92,7 @@ fn a_store_fault_by_writes_lands_on_the_commit_that_would_store_it() {
     let never = two_calls_with("store_error: { when: { tool: tc-1, state: approval-requested } }");
     let found = landed_violations(&never);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].contains("no commit the engine made would have stored what it names"), "{}", found[0]);
+    assert!(found[0].contains("no commit the engine made matched what it names"), "{}", found[0]);
 }
 
 /// A store fault can name the commit that starts a turn (`stored:
