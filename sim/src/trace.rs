@@ -461,7 +461,6 @@ impl TraceEvent {
     }
 }
 
-/// Resolves a waiting sender on the n-th event that matches.
 /// What a watcher is shown: a timeline event, and for a store commit the
 /// writes it made (what the store newly holds).
 pub struct Moment<'a> {
@@ -473,6 +472,7 @@ pub struct Moment<'a> {
 /// (what the store held before), so it sees every moment in order.
 pub type Matcher = Box<dyn FnMut(&Moment) -> bool + Send>;
 
+/// Resolves a waiting sender on the n-th event that matches.
 struct Watcher {
     matches: Matcher,
     remaining: u32,

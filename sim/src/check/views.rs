@@ -112,8 +112,7 @@ impl SeenCopy {
     /// Where `parts` first differs from this copy, and how many of this
     /// copy's visible parts lie before that.
     fn unchanged_in(&self, parts: &Parts) -> (usize, usize) {
-        let changed = parts.changed_since(&self.parts).first().map_or(parts.len(), |range| range.start);
-        let from = changed.min(parts.len());
+        let from = parts.changed_since(&self.parts).first().map_or(parts.len(), |range| range.start);
         (from, self.visible.partition_point(|&at| at < from))
     }
 

@@ -46,20 +46,15 @@ impl SimStore {
     /// one (or `refused` already: then none of them sees it stored).
     fn refused_by_writes(&self, writes: &[Write], refused: bool) -> bool {
         let mut by_writes = self.by_writes.lock().expect("store faults lock");
-        let mut taken = Vec::new();
         let mut refuses = refused;
-        for (at, refusal) in by_writes.iter_mut().enumerate() {
-            match refusal.judge(writes) {
-                (true, _) => {
-                    refuses = true;
-                    self.fired_faults.lock().expect("fired faults lock").insert(refusal.fault);
-                }
-                (false, Some(take)) => taken.push((at, take)),
-                (false, None) => {}
+        for refusal in by_writes.iter_mut() {
+            if refusal.refuses(writes) {
+                refuses = true;
+                self.fired_faults.lock().expect("fired faults lock").insert(refusal.fault);
             }
         }
         if !refuses {
-            taken.into_iter().for_each(|(at, take)| take(&mut by_writes[at]));
+            by_writes.iter_mut().for_each(|refusal| refusal.taken(writes));
         }
         refuses
     }

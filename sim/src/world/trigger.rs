@@ -39,27 +39,28 @@ impl CommitRefusal {
         Self { fault, watch, matches_left: trigger.nth.max(1), times: times.max(1), refusing: 0 }
     }
 
-    /// Whether this fault refuses the commit of `writes`, and the watch as
-    /// it stands if the store takes it.
-    pub fn judge(&mut self, writes: &[Write]) -> (bool, Option<impl FnOnce(&mut Self) + use<>>) {
+    /// Whether this fault refuses the commit of `writes` (a commit the
+    /// store does take is then shown to [`Self::taken`]).
+    pub fn refuses(&mut self, writes: &[Write]) -> bool {
         if self.refusing > 0 {
             self.refusing -= 1;
-            return (true, None);
+            return true;
         }
-        let mut probe = self.watch.clone();
-        let matched = probe.newly_stored(writes) && self.matches_left > 0;
-        if matched && self.matches_left == 1 {
+        // Probed on a copy: a refused commit stores nothing.
+        if self.matches_left == 1 && self.watch.clone().newly_stored(writes) {
             self.matches_left = 0;
             self.refusing = self.times - 1;
-            return (true, None);
+            return true;
         }
-        let taken = move |refusal: &mut Self| {
-            refusal.watch = probe;
-            if matched {
-                refusal.matches_left -= 1;
-            }
-        };
-        (false, Some(taken))
+        false
+    }
+
+    /// The store took the commit of `writes`: what it stored is held from
+    /// now on, and a match before the `nth` is counted.
+    pub fn taken(&mut self, writes: &[Write]) {
+        if self.watch.newly_stored(writes) && self.matches_left > 1 {
+            self.matches_left -= 1;
+        }
     }
 }
 

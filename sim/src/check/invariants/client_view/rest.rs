@@ -173,14 +173,14 @@ impl Rests {
     /// the engine tried to leave it), or runs ahead of it by a stream in
     /// progress. A stale one is wrong when sent, whatever repairs it later.
     fn restated(&self, connection: u64, store: &Stores) -> Option<String> {
-        let view = self.in_step(connection)?;
+        let view = in_step(&self.views, connection)?;
         let difference = self.transcript_behind(view, store)?;
         Some(format!("client connection c{connection} is sent a transcript other than the store: {difference}"))
     }
 
     /// A client leaving: it shows the store, or ahead of it by a stream.
     fn left(&self, input: &CheckInput, connection: u64, at_us: u64, store: &Stores) -> Option<String> {
-        let view = self.in_step(connection)?;
+        let view = in_step(&self.views, connection)?;
         let opened_us = input.run.history.crossings.get(view.opened_at).map_or(0, |crossing| crossing.at_us);
         if opened_us == at_us {
             return None;
@@ -204,10 +204,6 @@ impl Rests {
         let showing = loosen(&view.messages);
         behind(&showing, &loosen(&store.tried().messages))?;
         behind(&showing, &loosen(&store.held.messages))
-    }
-
-    fn in_step(&self, connection: u64) -> Option<&ClientView> {
-        in_step(&self.views, connection)
     }
 }
 
