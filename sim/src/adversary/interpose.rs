@@ -21,9 +21,10 @@ use turnsim_engine::ports::{
     Connection, DurableStore, ExhaustedContext, Frame, HookError, ModelProvider, ModelRequest, Observer,
     ServerToolCall, ServerTools, StoreError, StreamCallback,
 };
-use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, Message, ModelEvent, Ports, ToolState};
+use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, Message, ModelEvent, Ports};
 
 use super::operators::{self as ops, Operator};
+use crate::check::views::{look_the_same, shown, ClientView};
 use crate::trace::{Event, Trace};
 use crate::world::Interposer;
 
@@ -74,9 +75,10 @@ struct State {
     ended_calls: BTreeSet<u32>,
     /// A frame held back to be sent after the next one (`reorder-frames`).
     held: Option<(SharedConnection, Frame)>,
-    /// (connection, call) pairs sent a finished tool call: the client's
-    /// stream reader shows the call's input available from it.
-    finished_calls: BTreeSet<(u64, String)>,
+    /// Each connection's transcript as the frames sent to it built it
+    /// (after any rewrite): a frame that would change nothing on that
+    /// screen is no site.
+    screens: BTreeMap<u64, ClientView>,
 }
 
 type SharedConnection = Arc<Mutex<Box<dyn Connection>>>;
@@ -452,6 +454,7 @@ impl Connection for Client {
                 if let Frame::Recovering(on) = frame {
                     *self.recovering_shown.lock().expect("indicator lock") = on;
                 }
+                self.adversary.lock().screens.entry(self.connection_id).or_default().apply(&frame);
                 sent = self.inner.lock().expect("connection lock").send(frame);
             }
         }
@@ -499,8 +502,8 @@ impl Adversary {
     /// Every other frame operator: what goes out instead of `frame`.
     fn rewrite_frame(&self, connection: u64, frame: Frame, recovering_shown: bool) -> Vec<Frame> {
         let on = |what: &str| format!("{what} to c{connection}");
-        if let Frame::Chunk { chunk: Chunk::ToolCall { id, .. }, .. } = &frame {
-            self.lock().finished_calls.insert((connection, id.clone()));
+        if matches!(frame, Frame::Reset { .. } | Frame::Tool { .. }) && !self.changes_screen(connection, &frame) {
+            return vec![frame];
         }
         match frame {
             Frame::Chunk { .. } if ops::is_output_chunk(&frame) => {
@@ -518,13 +521,6 @@ impl Adversary {
                 self.drop_or_rewrite(frame, Operator::RecoveringLeftOn, on("recovering(false) not sent"))
             }
             Frame::Error { .. } => self.drop_or_rewrite(frame, Operator::DropErrorFrame, on("error not sent")),
-            // A client shown the finished call already shows its input
-            // available: dropping the frame that says so again is no site.
-            Frame::Tool { ref call_id, state: ToolState::InputAvailable, .. }
-                if self.lock().finished_calls.contains(&(connection, call_id.clone())) =>
-            {
-                vec![frame]
-            }
             Frame::Tool { ref call_id, state, .. } => {
                 let what = on(&format!("tool {call_id} {} not sent", state.as_str()));
                 self.drop_or_rewrite(frame, Operator::DropToolFrame, what)
@@ -536,6 +532,24 @@ impl Adversary {
             }
             Frame::Messages(messages) => vec![Frame::Messages(self.rewrite_messages_shown(connection, messages))],
             other => vec![other],
+        }
+    }
+
+    /// Whether `frame` changes what `connection` shows (a take-back of
+    /// what it never showed, a tool state it already shows, or one for a
+    /// call it never saw changes nothing).
+    fn changes_screen(&self, connection: u64, frame: &Frame) -> bool {
+        let state = self.lock();
+        let before = state.screens.get(&connection).cloned().unwrap_or_default();
+        drop(state);
+        let mut after = before.clone();
+        after.apply(frame);
+        match frame {
+            Frame::Reset { message, .. } => {
+                let find = |view: &ClientView| view.messages.iter().find(|shown| shown.id == message.id).cloned();
+                !look_the_same(find(&before).as_ref(), find(&after).as_ref())
+            }
+            _ => shown(&before.messages) != shown(&after.messages),
         }
     }
 

@@ -49,29 +49,30 @@ pub fn shown(messages: &[Message]) -> Vec<ShownMessage> {
 
 /// One message as shown.
 pub fn shown_message(message: &Message) -> ShownMessage {
-    let parts = message
-        .parts
-        .iter()
-        .filter_map(|part| match part {
-            Part::StepStart => None,
-            Part::Text { text, .. } if text.is_empty() => None,
-            Part::Reasoning { text, .. } if text.is_empty() => None,
-            Part::Text { text, .. } => Some(Shown::Text(text.clone())),
-            Part::Reasoning { text, .. } => Some(Shown::Reasoning(text.clone())),
-            Part::Tool(tool) => Some(Shown::Tool {
-                call_id: tool.call_id.clone(),
-                tool_name: tool.tool_name.clone(),
-                state: tool.state.as_str(),
-                dynamic: tool.dynamic,
-                // Later states say it themselves (denied, or the tool ran).
-                approved: (tool.state == ToolState::ApprovalResponded)
-                    .then(|| tool.approval.as_ref().and_then(|approval| approval.approved))
-                    .flatten(),
-                input: shown_input(tool),
-            }),
-        })
-        .collect();
+    let parts = message.parts.iter().filter_map(shown_part).collect();
     ShownMessage { id: message.id.clone(), role: message.role, parts }
+}
+
+/// One part as shown: `None` for a part nobody sees.
+pub fn shown_part(part: &Part) -> Option<Shown> {
+    match part {
+        Part::StepStart => None,
+        Part::Text { text, .. } if text.is_empty() => None,
+        Part::Reasoning { text, .. } if text.is_empty() => None,
+        Part::Text { text, .. } => Some(Shown::Text(text.clone())),
+        Part::Reasoning { text, .. } => Some(Shown::Reasoning(text.clone())),
+        Part::Tool(tool) => Some(Shown::Tool {
+            call_id: tool.call_id.clone(),
+            tool_name: tool.tool_name.clone(),
+            state: tool.state.as_str(),
+            dynamic: tool.dynamic,
+            // Later states say it themselves (denied, or the tool ran).
+            approved: (tool.state == ToolState::ApprovalResponded)
+                .then(|| tool.approval.as_ref().and_then(|approval| approval.approved))
+                .flatten(),
+            input: shown_input(tool),
+        }),
+    }
 }
 
 /// Whether two messages look the same on screen (as [`shown_message`]
@@ -228,10 +229,13 @@ pub struct ClientView {
     pub recovering: bool,
     /// The crossing where the connection opened.
     pub opened_at: usize,
+    /// The requests it was sent an `error` frame for.
+    pub told_failed: BTreeSet<String>,
 }
 
 impl ClientView {
-    fn apply(&mut self, frame: &Frame) {
+    /// The view after `frame`.
+    pub fn apply(&mut self, frame: &Frame) {
         match frame {
             Frame::Messages(messages) => self.messages = messages.clone(),
             Frame::Chunk { message_id, chunk, .. } => apply_client_chunk(self.message(message_id), chunk),
@@ -243,7 +247,10 @@ impl ClientView {
                 }
             }
             Frame::Recovering(recovering) => self.recovering = *recovering,
-            Frame::Done { .. } | Frame::Error { .. } | Frame::StreamResuming { .. } | Frame::ResumeNone => {}
+            Frame::Error { request_id, .. } => {
+                self.told_failed.insert(request_id.clone());
+            }
+            Frame::Done { .. } | Frame::StreamResuming { .. } | Frame::ResumeNone => {}
         }
     }
 

@@ -306,6 +306,64 @@ fn client_view_catches_wrong_frames_a_later_repair_or_an_early_exit_used_to_hide
 }
 
 #[test]
+fn a_client_left_short_of_the_store_while_time_passes_is_caught() {
+    // Each pair survived while a client was judged only at its done or
+    // error frames and its disconnect: the frame never sent left the
+    // screen behind the store while time passed, and then the process
+    // died (the connection with it) or a later transcript restated it.
+    // The seed is one where the chunk lost is one the store took.
+    let pairs = [
+        (Operator::DropToolFrame, "eviction-between-result-and-continuation", 0),
+        (Operator::DropToolFrame, "crash-with-a-deferred-continuation", 0),
+        (Operator::DropToolFrame, "server-tool-ran-before-an-eviction-runs-once", 0),
+        (Operator::DropFrame, "recovery-scheduled-again-by-a-restart-runs-once", 0),
+        (Operator::DropFrame, "messenger-eviction-mid-reply", 1),
+        (Operator::DropFrame, "eviction-memory-only-keeps-the-connection", 1),
+    ];
+    for (operator, stem, seed) in pairs {
+        let file = scenario(stem);
+        let run = adversary::mutated(&file, seed, &RegressionSet::default(), operator).expect("a site");
+        assert!(run.applied.is_some(), "{stem}: {} applied", operator.name());
+        let noticed = run.violations.iter().any(|violation| {
+            violation.check == "client-view"
+                && violation.message.contains("shows less than the store while time passes")
+        });
+        assert!(noticed, "{} on {stem}: client-view notices while time passes: {:#?}", operator.name(), run.violations);
+    }
+}
+
+#[test]
+fn a_connecting_client_never_told_a_stored_failure_is_caught() {
+    // Each pair survived while an error frame was asked for only by the
+    // clients connected when the turn failed: the one dropped replays the
+    // failure the store holds to a client connecting later.
+    let pairs = [
+        ("explored-store-refuses-the-streaming-checkpoint", 11_826_224_123_489_032_911),
+        ("explored-store-outage-during-a-recovery", 460_211_584_752_782_551),
+    ];
+    for (stem, seed) in pairs {
+        let file = scenario(stem);
+        let run = adversary::mutated(&file, seed, &RegressionSet::default(), Operator::DropErrorFrame).expect("a site");
+        let noticed = run.violations.iter().any(|violation| {
+            violation.check == "client-view" && violation.message.contains("for clients that connect later")
+        });
+        assert!(noticed, "drop-error-frame on {stem}: client-view notices: {:#?}", run.violations);
+    }
+}
+
+#[test]
+fn a_post_never_made_of_a_delivery_recorded_completed_is_caught() {
+    // The engine is told the later answer showed, and records the
+    // delivery completed: the surface only ever showed the apology.
+    let file = scenario("messenger-answered-again-keeps-a-later-reply");
+    let run = adversary::mutated(&file, 0, &RegressionSet::default(), Operator::DropPost).expect("a site");
+    let noticed = run.violations.iter().any(|violation| {
+        violation.check == "messenger-once" && violation.message.contains("is recorded completed owing")
+    });
+    assert!(noticed, "drop-post: messenger-once notices: {:#?}", run.violations);
+}
+
+#[test]
 fn a_relay_broken_between_rests_is_caught_by_the_consumer_views() {
     // Each pair survived while a client was judged only where it rests and
     // a caller only at on_done: the chunk lost, doubled or swapped was

@@ -941,6 +941,23 @@ fn messenger_once_fires_on_a_second_post_later() {
     run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 posted 2 times");
 }
 
+#[test]
+fn messenger_once_fires_when_a_delivery_is_recorded_completed_without_its_post() {
+    // `messenger-answered-again-keeps-a-later-reply`: after the restart the
+    // engine answers d1 again, records `posting` owing the answer, posts
+    // it and records `completed`. Without that post the surface shows only
+    // the first process's apology while the store says d1 was answered.
+    let run = Run::committed("messenger-answered-again-keeps-a-later-reply", MESSENGER_ONCE);
+    let mut broken = run.broken();
+    let answer = crossing_of(
+        &broken,
+        "the later answer's post",
+        |what| matches!(what, Boundary::Post { text, .. } if text == "Your inbox has 3 new messages."),
+    );
+    broken.history.crossings.remove(answer);
+    run.assert_fires(MESSENGER_ONCE, &broken, "delivery d1 is recorded completed owing 1 post(s)");
+}
+
 /// `delivery_run` with the store refusing a record of the delivery at
 /// `stage` after the post, then (with `killed`) the process dying, then a
 /// second post.
@@ -1561,13 +1578,55 @@ fn client_view_fires_when_a_client_leaves_without_a_chunk_the_store_holds() {
     // `client-disconnects-for-good`: the client leaves mid-reply for good,
     // so the end of the run never judges it. The first word, stored at
     // 50 ms, never reached it: it leaves showing less than the store.
+    // The client leaves in the instant the word is stored (no time passes
+    // between, so only its leaving judges it).
     let run = Run::committed("client-disconnects-for-good", CLIENT_VIEW);
     let mut broken = run.broken();
     let lost = crossing_of(&broken, "the first word", |what| {
         matches!(what, Boundary::Frame { frame: Frame::Chunk { chunk: Chunk::TextDelta { .. }, .. }, .. })
     });
     broken.history.crossings.remove(lost);
+    let leaving = crossing_of(&broken, "the disconnect", |what| matches!(what, Boundary::Disconnect { .. }));
+    let mut left = broken.history.crossings.remove(leaving);
+    let stored = (lost..broken.history.crossings.len())
+        .find(|&at| matches!(broken.history.crossings[at].what, Boundary::Commit { .. }))
+        .expect("the word's commit");
+    left.at_us = broken.history.crossings[stored].at_us;
+    broken.history.crossings.insert(stored + 1, left);
     run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 leaves showing other than the store");
+}
+
+#[test]
+fn client_view_fires_when_a_client_shows_less_than_the_store_while_time_passes() {
+    // `client-disconnects-for-good`: the first word, stored at 50 ms,
+    // never reached the client, which looks at a screen without it for
+    // 50 ms before it leaves.
+    let run = Run::committed("client-disconnects-for-good", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let lost = crossing_of(&broken, "the first word", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Chunk { chunk: Chunk::TextDelta { .. }, .. }, .. })
+    });
+    broken.history.crossings.remove(lost);
+    run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        "client connection c1 shows less than the store while time passes: message m3 shows []",
+    );
+}
+
+#[test]
+fn client_view_fires_when_a_client_connecting_is_never_told_a_stored_failure() {
+    // `restart-after-a-told-failure-does-not-answer-it`: the store holds
+    // r1's failure for clients that connect later; the client connecting
+    // after the restart is sent the transcript and then that error frame.
+    // Without the frame it never learns its message went unanswered.
+    let run = Run::committed("restart-after-a-told-failure-does-not-answer-it", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let replayed = crossing_of(&broken, "the failure replayed on connect", |what| {
+        matches!(what, Boundary::Frame { connection: 2, frame: Frame::Error { .. } })
+    });
+    broken.history.crossings.remove(replayed);
+    run.assert_fires(CLIENT_VIEW, &broken, "for clients that connect later, and is told no failure");
 }
 
 #[test]

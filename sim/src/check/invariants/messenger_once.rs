@@ -1,9 +1,13 @@
 //! Invariant 8: the messenger posts exactly once per delivery, and never a
 //! truncated partial as the final answer: a delivery whose reply was cut
 //! off (its last model call before the post stalled, was cut, or died with
-//! the process) gets the apology.
+//! the process) gets the apology. And a delivery is recorded `completed`
+//! only once the posts its `posting` record owed went out: an answer the
+//! engine believes posted and never sent shows here.
 
-use turnsim_engine::durable::Write;
+use std::collections::BTreeMap;
+
+use turnsim_engine::durable::{DeliveryStage, Write};
 use turnsim_engine::messenger::{ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
 use turnsim_engine::{Message, Role};
 
@@ -16,7 +20,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "messenger-once",
-    rule: "each delivery posts exactly once, and an interrupted reply posts the apology, not the partial",
+    rule: "each delivery posts exactly once, and an interrupted reply posts the apology, not the partial; a delivery is recorded completed only after the posts its posting record owed were made",
     check,
 };
 
@@ -46,7 +50,52 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             violations.push(violation);
         }
     }
+    violations.extend(completed_unposted(input));
     violations
+}
+
+/// A delivery recorded `completed` while its last `posting` record (taken
+/// or refused) still owed posts that were never made since: the store says
+/// the chat was answered, and the surface was never sent the answer.
+fn completed_unposted(input: &CheckInput) -> Option<Violation> {
+    let mut owed: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (index, crossing) in input.run.history.iter().enumerate() {
+        match &crossing.what {
+            Boundary::Commit { writes } | Boundary::CommitRefused { writes } => {
+                let taken = matches!(crossing.what, Boundary::Commit { .. });
+                for write in writes {
+                    let Write::PutDelivery(record) = write else { continue };
+                    match record.stage {
+                        DeliveryStage::Posting => {
+                            owed.insert(&record.id, (record.posts.len(), 0));
+                        }
+                        DeliveryStage::Completed if taken => {
+                            let Some((posts, made)) = owed.remove(record.id.as_str()) else { continue };
+                            if made < posts {
+                                let message = format!(
+                                    "delivery {} is recorded completed owing {posts} post(s) since its posting record, and {made} were made",
+                                    record.id
+                                );
+                                return Some(Violation {
+                                    check: NAME.into(),
+                                    message,
+                                    at_event: Some(input.event_of(index)),
+                                });
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Boundary::Post { delivery, .. } | Boundary::PostRefused { delivery, .. } => {
+                if let Some((_, made)) = owed.get_mut(delivery.as_str()) {
+                    *made += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Every delivery the engine took, in order, with the message it stored

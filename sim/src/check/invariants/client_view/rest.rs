@@ -31,17 +31,32 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::Frame;
 use turnsim_engine::{Message, Role};
 
+use super::waiting::{Stored, Waits};
 use super::{first_difference, INVARIANT};
 use crate::check::views::{shown, shown_message, ClientView, ClientViews, SameCopies, Shown, ShownMessage};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
+use crate::world::RunEnd;
 
 /// The first connection found misshowing at a rest, if any.
 pub fn misshown_at_rest(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
     let mut rest = Rests::default();
     let mut store = Stores { held: history.initial.clone(), tried: None };
+    let mut waits = Waits::default();
+    let (mut last_us, mut alive) = (0, false);
     for (index, crossing) in history.iter().enumerate() {
+        if crossing.at_us > last_us && alive {
+            if let Some(text) = rest.waited(&mut waits, &store) {
+                return Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
+            }
+        }
+        last_us = crossing.at_us;
+        match &crossing.what {
+            Boundary::Boot { .. } => alive = true,
+            Boundary::Killed => alive = false,
+            _ => {}
+        }
         let text = match &crossing.what {
             Boundary::Disconnect { connection } => rest.left(input, *connection, crossing.at_us, &store),
             _ => None,
@@ -50,9 +65,14 @@ pub fn misshown_at_rest(input: &CheckInput) -> Option<Violation> {
             return Some(Violation::at(INVARIANT.name, input.event_of(index), text));
         }
         rest.views.step(index, &crossing.what);
+        waits.crossed(&crossing.what, &rest.views);
         match &crossing.what {
-            Boundary::Commit { writes } => store.commit(writes),
+            Boundary::Commit { writes } => {
+                store.commit(writes);
+                waits.written(writes);
+            }
             Boundary::CommitRefused { writes } => {
+                waits.written(writes);
                 store.refused(writes);
                 rest.refused(writes);
             }
@@ -70,7 +90,10 @@ pub fn misshown_at_rest(input: &CheckInput) -> Option<Violation> {
             _ => {}
         }
     }
-    None
+    // A settled run rests for good: time passes on what it left on screen.
+    let settled = alive && input.run.end == RunEnd::Quiescent;
+    let text = rest.waited(&mut waits, &store).filter(|_| settled)?;
+    Some(Violation::at(INVARIANT.name, input.event_of(history.crossings.len().saturating_sub(1)), text))
 }
 
 /// The client views, and which request streams into which message.
@@ -123,8 +146,7 @@ impl Rests {
 
     /// A terminal frame for `request_id` on `connection`: each message the
     /// request still owns shows as stored (or as the engine tried to store
-    /// it). A turn that failed as the store refused its writes may leave
-    /// on screen what it streamed past the store.
+    /// it).
     fn ended(&mut self, connection: u64, request_id: &str, store: &Stores, failed: bool) -> Option<String> {
         let Self { views, owner, replies, lost, same } = self;
         let view = in_step(views, connection)?;
@@ -148,15 +170,12 @@ impl Rests {
             // A message whose writes the store refused may be left with its
             // tools where the refusal caught them (a state the store took on
             // a second try and the client was never told, or the other way
-            // round: what the engine sends next repairs it), and a turn that
-            // failed so may leave on screen what it streamed past the store.
+            // round: what the engine sends next repairs it). Its text may
+            // not: a failed turn takes back what the store does not hold.
             if lost.contains(message_id) {
                 let loose = |message: &Option<ShownMessage>| message.as_ref().map(stateless_message);
                 let (showing, stored, tried) = (loose(&showing), loose(&stored), loose(&tried));
-                let runs_on = |kept: &Option<ShownMessage>| {
-                    showing.is_some() && behind(showing.as_slice(), kept.as_slice()).is_none()
-                };
-                if showing == stored || showing == tried || (failed && (runs_on(&stored) || runs_on(&tried))) {
+                if showing == stored || showing == tried {
                     return None;
                 }
             }
@@ -167,6 +186,14 @@ impl Rests {
                 describe(stored.as_ref()),
             ))
         })
+    }
+
+    /// Time passes: what each client in step shows (`waiting`).
+    fn waited(&self, waits: &mut Waits, store: &Stores) -> Option<String> {
+        let tried = store.tried.as_ref().map(|tried| tried.messages.as_slice());
+        let failure = store.held.terminal_status.as_ref().map(|status| status.request_id.as_str());
+        let stored = Stored { held: &store.held.messages, tried, failure };
+        waits.look(&self.views, &stored, &self.lost, |view| self.transcript_behind(view, store))
     }
 
     /// A whole transcript sent: it restates the store (as it stands, or as
@@ -292,7 +319,7 @@ fn parts_run_on(kept: &[Shown], shown: &[Shown]) -> bool {
 
 /// A part on screen is the stored one, or it ran on since the store took
 /// it: more text, or a tool further along.
-fn part_runs_on(kept: &Shown, shown: &Shown) -> bool {
+pub(super) fn part_runs_on(kept: &Shown, shown: &Shown) -> bool {
     match (kept, shown) {
         (Shown::Text(kept), Shown::Text(shown)) | (Shown::Reasoning(kept), Shown::Reasoning(shown)) => {
             shown.starts_with(kept.as_str())
@@ -334,7 +361,7 @@ fn stateless_message(message: &ShownMessage) -> ShownMessage {
 }
 
 /// A part with its tool state left out.
-fn stateless(part: &Shown) -> Shown {
+pub(super) fn stateless(part: &Shown) -> Shown {
     match part {
         Shown::Tool { call_id, tool_name, dynamic, .. } => Shown::Tool {
             call_id: call_id.clone(),
