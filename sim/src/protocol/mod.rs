@@ -211,6 +211,11 @@ pub enum FromEngine {
         /// `init` once its run is over (and forgets everything before it).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         reinit: bool,
+        /// On the `idle` that answers `init`: when this generation is
+        /// evicted, the process starts the next generation in place (a
+        /// fresh `init`) with nothing of this one left in its memory.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        generations: bool,
     },
 }
 
