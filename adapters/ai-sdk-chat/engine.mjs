@@ -8,5 +8,7 @@
 import { runEngine } from "../node/index.mjs";
 import { Session } from "./session.mjs";
 
-// Every piece of state lives in the Session, so one process can serve many runs.
-runEngine((host) => new Session(host), { reinit: true });
+// Every generation (a run, or the generation after an eviction) evaluates
+// this module and the engine's own modules afresh: nothing crosses from one
+// to the next, so one process serves them all.
+runEngine((host) => new Session(host), { reinit: true, module: import.meta.url });
