@@ -19,7 +19,7 @@ import { Wire } from "./wire.mjs";
 import { Store } from "./store.mjs";
 import { ModelProxy } from "./model.mjs";
 
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 /**
  * @typedef {object} Engine What an engine module gives `runEngine`: every
