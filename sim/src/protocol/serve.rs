@@ -63,7 +63,8 @@ async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableSt
     let mut engine = turnsim_engine::session::boot(config, ports, InputSink::detached());
     // Every `init` builds a fresh engine on a fresh runtime (below), so this
     // process serves another run, or the next generation of this one.
-    let idle = FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: true, generations: true };
+    let idle =
+        FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: true, generations: true };
     wire.write(&idle);
     wire.flush();
     loop {
@@ -83,7 +84,11 @@ async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableSt
         }
         let input = wire.input(message)?;
         engine.deliver(input);
-        wire.write(&FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: false, generations: false });
+        wire.write(&FromEngine::Idle {
+            next_timer_ns: wire_time(origin, engine.next_timer()),
+            reinit: false,
+            generations: false,
+        });
         wire.flush();
     }
 }
