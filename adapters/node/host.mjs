@@ -189,9 +189,10 @@ export class Host {
 }
 
 /**
- * Generations one process starts before it retires: every fresh instance of
- * the engine's modules stays in Node's module cache (modules are never
- * unloaded), so a process serves this many and the harness starts another.
+ * Fresh instances of the engine's modules one process evaluates before it
+ * retires: each stays in Node's module cache (modules are never unloaded),
+ * so a process makes this many and then offers neither `generations` nor
+ * `reinit`, and the harness starts another.
  */
 export const MAX_GENERATIONS = 400;
 
@@ -199,15 +200,16 @@ export const MAX_GENERATIONS = 400;
  * Runs an engine on stdin/stdout until stdin closes. `makeEngine(host)` is
  * called at `init` and returns the engine's handlers.
  *
- * With `module` (the calling module's `import.meta.url`), every `init` after
- * the process's first evaluates that module afresh, with every module of
- * the engine's own files it imports (packages under `node_modules`, Node's
- * built-ins and this SDK are shared: loaded once per process), and takes
- * the `makeEngine` its fresh instance passes to `runEngine`. Nothing of the
- * engine's memory crosses into the next generation or run (its module
- * state, its closures, the globals it set, its timers), so the process
- * declares `generations` (the harness starts the generation after an
- * eviction in place, instead of in a new process) and `reinit`.
+ * With `module` (the calling module's `import.meta.url`), the `init` of a
+ * run's next generation (after an eviction) evaluates that module afresh,
+ * with every module of the engine's own files it imports (packages under
+ * `node_modules`, Node's built-ins and this SDK are shared: loaded once per
+ * process), and takes the `makeEngine` its fresh instance passes to
+ * `runEngine`. Nothing of the engine's memory crosses into the next
+ * generation (its module state, its closures, the globals it set, its
+ * timers), so the process declares `generations` (the harness starts the
+ * generation after an eviction in place, instead of in a new process) and
+ * `reinit` (a new run calls `makeEngine` again, as below).
  *
  * With `reinit` alone, the process offers to be reused across runs: the
  * next run's `init` calls `makeEngine` again (new host, clock at zero,
@@ -228,13 +230,20 @@ export async function runEngine(makeEngine, { reinit = false, module } = {}) {
   // What the engine said before it exited reaches the harness (then its exit).
   process.on("exit", () => wire.flush());
   let message = readMessage(wire);
-  let generations = 0;
+  let inits = 0;
+  let instances = 1;
   while (message !== null) {
     if (message.type !== "init") exitWith(`the first message of a run must be init, got ${message.type}`);
-    generations += 1;
-    if (module && generations === 1) rememberGlobals();
-    if (module && generations > 1) makeEngine = await loadGeneration(module, generations);
-    const fresh = module !== undefined && generations < MAX_GENERATIONS;
+    inits += 1;
+    if (module && inits === 1) rememberGlobals();
+    // A later generation of a run, in the process that served the one
+    // before: a fresh instance of the engine's modules. (A new run calls
+    // `makeEngine` again on the instance it has, as `reinit` does.)
+    if (module && inits > 1 && message.generation > 1) {
+      instances += 1;
+      makeEngine = await loadGeneration(module, instances);
+    }
+    const fresh = module !== undefined && instances < MAX_GENERATIONS;
     const offers = { reinit: fresh || (reinit && !module), generations: fresh };
     message = await oneRun(wire, message, makeEngine, offers);
   }
