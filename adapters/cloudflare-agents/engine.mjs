@@ -9,5 +9,7 @@
 import { runEngine } from "../node/index.mjs";
 import { Session } from "./session.mjs";
 
-// Every piece of state lives in the Session, so one process can serve many runs.
-runEngine((host) => new Session(host), { reinit: true });
+// Every piece of a run's state lives in the Session (a new run calls the
+// factory again), and the generation after an eviction evaluates this
+// module and the engine's own modules afresh: one process serves them all.
+runEngine((host) => new Session(host), { reinit: true, module: import.meta.url });

@@ -8,15 +8,18 @@
 // `exhausted`) write their line and read the reply at once with a blocking
 // read: the harness sends nothing else in between, and nothing else is
 // written in between.
-// A process may serve several runs (`reinit`); a run ends when the next
-// `init` arrives, and nothing the old run does after that is written.
+// A process may serve several runs (`reinit`), and several generations of a
+// run (`generations`: an eviction starts the next one in place); a run or a
+// generation ends when the next `init` arrives, and nothing the old one
+// does after that is written.
 
 import { clock, random, macrotaskTurn, pendingImmediates } from "./sandbox.mjs";
+import { freshInstance, forgetGlobals, rememberGlobals } from "./generations.mjs";
 import { Wire } from "./wire.mjs";
 import { Store } from "./store.mjs";
 import { ModelProxy } from "./model.mjs";
 
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 /**
  * @typedef {object} Engine What an engine module gives `runEngine`: every
@@ -112,6 +115,7 @@ export class Host {
   request(message) {
     if (this.retired) throw new RunOver();
     this.wire.write(message);
+    this.wire.flush();
     const reply = readMessage(this.wire);
     if (reply === null) exitWith("stdin closed while a request waited for its reply");
     if (reply.type !== "reply") exitWith(`expected the reply to ${message.type}, got ${reply.type}`);
@@ -185,33 +189,98 @@ export class Host {
 }
 
 /**
- * Runs an engine on stdin/stdout until stdin closes. `makeEngine(host)` is
- * called at `init` and returns the engine's handlers. With `reinit`, the
- * process offers to be reused: after a run, the next `init` starts a fresh
- * engine (new host, clock at zero, generator reseeded, timers dropped), so
- * every piece of an engine's state must live in what `makeEngine` builds.
- * @param {(host: Host) => Engine | Promise<Engine>} makeEngine
- * @param {{reinit?: boolean}} [options]
+ * Fresh instances of the engine's modules one process evaluates before it
+ * retires: each stays in Node's module cache (modules are never unloaded),
+ * so a process makes this many and then offers neither `generations` nor
+ * `reinit`, and the harness starts another.
  */
-export async function runEngine(makeEngine, { reinit = false } = {}) {
+export const MAX_GENERATIONS = 400;
+
+/**
+ * Runs an engine on stdin/stdout until stdin closes. `makeEngine(host)` is
+ * called at `init` and returns the engine's handlers.
+ *
+ * With `module` (the calling module's `import.meta.url`), the `init` of a
+ * run's next generation (after an eviction) evaluates that module afresh,
+ * with every module of the engine's own files it imports (packages under
+ * `node_modules`, Node's built-ins and this SDK are shared: loaded once per
+ * process), and takes the `makeEngine` its fresh instance passes to
+ * `runEngine`. Nothing of the engine's memory crosses into the next
+ * generation (its module state, its closures, the globals it set, its
+ * timers), so the process declares `generations` (the harness starts the
+ * generation after an eviction in place, instead of in a new process) and
+ * `reinit` (a new run calls `makeEngine` again, as below).
+ *
+ * With `reinit` alone, the process offers to be reused across runs: the
+ * next run's `init` calls `makeEngine` again (new host, clock at zero,
+ * generator reseeded, timers dropped), so every piece of an engine's state
+ * must live in what `makeEngine` builds; module state would leak.
+ * @param {(host: Host) => Engine | Promise<Engine>} makeEngine
+ * @param {{reinit?: boolean, module?: string}} [options]
+ */
+export async function runEngine(makeEngine, { reinit = false, module } = {}) {
+  if (loading) {
+    // A fresh instance of the engine's module, evaluated for a generation:
+    // it hands over its factory; the loop that loaded it runs it.
+    loading.makeEngine = makeEngine;
+    return;
+  }
   process.on("unhandledRejection", crash);
   const wire = new Wire();
+  // What the engine said before it exited reaches the harness (then its exit).
+  process.on("exit", () => wire.flush());
   let message = readMessage(wire);
+  let inits = 0;
+  let instances = 1;
   while (message !== null) {
     if (message.type !== "init") exitWith(`the first message of a run must be init, got ${message.type}`);
-    message = await oneRun(wire, message, makeEngine, reinit);
+    inits += 1;
+    if (module && inits === 1) rememberGlobals();
+    // A later generation of a run, in the process that served the one
+    // before: a fresh instance of the engine's modules. (A new run calls
+    // `makeEngine` again on the instance it has, as `reinit` does.)
+    if (module && inits > 1 && message.generation > 1) {
+      instances += 1;
+      makeEngine = await loadGeneration(module, instances);
+    }
+    const fresh = module !== undefined && instances < MAX_GENERATIONS;
+    const offers = { reinit: fresh || (reinit && !module), generations: fresh };
+    message = await oneRun(wire, message, makeEngine, offers);
   }
 }
 
-/** One run: boot, then inputs until stdin closes (null) or the next run's `init`. */
-async function oneRun(wire, init, makeEngine, reinit) {
+/** Set while a fresh instance of the engine's module evaluates. */
+let loading = null;
+
+/** The `makeEngine` of a fresh instance of `module`, evaluated as a new process would evaluate it. */
+async function loadGeneration(module, generation) {
+  // A new process evaluates its modules before any `init`: on seed 0, at
+  // time zero, with the globals as the SDK left them.
+  clock.reset(0);
+  random.reseed(0n);
+  forgetGlobals();
+  loading = { makeEngine: null };
+  try {
+    await freshInstance(module, generation);
+  } catch (error) {
+    loading = null;
+    crash(error);
+  }
+  const { makeEngine } = loading;
+  loading = null;
+  if (typeof makeEngine !== "function") exitWith(`a fresh instance of ${module} did not call runEngine`);
+  return makeEngine;
+}
+
+/** One run or generation: boot, then inputs until stdin closes (null) or the next `init`. */
+async function oneRun(wire, init, makeEngine, offers) {
   if (init.protocol !== PROTOCOL_VERSION) exitWith(`protocol ${init.protocol} is not spoken here (version ${PROTOCOL_VERSION})`);
   clock.reset(init.wall_base_ms);
   random.reseed(init.seed);
   clock.advanceTo(init.now_ns);
   const host = new Host(wire, init);
   const engine = await makeEngine(host);
-  await settle(host, () => engine.boot?.(), reinit);
+  await settle(host, () => engine.boot?.(), offers);
   for (;;) {
     const message = readMessage(wire);
     if (message === null || message.type === "init") {
@@ -281,7 +350,7 @@ function dispatch(host, engine, message) {
 }
 
 /** Handles one input and everything it sets off, then reports idle. */
-async function settle(host, handle, reinit = false) {
+async function settle(host, handle, offers = null) {
   const handled = handle();
   // A handler's own promise is the engine's business; a rejection is a crash.
   Promise.resolve(handled).catch(crash);
@@ -292,8 +361,10 @@ async function settle(host, handle, reinit = false) {
     break;
   }
   const idle = { type: "idle", next_timer_ns: clock.nextDueNs() };
-  if (reinit) idle.reinit = true;
+  if (offers?.reinit) idle.reinit = true;
+  if (offers?.generations) idle.generations = true;
   host.effect(idle);
+  host.wire.flush();
 }
 
 /** The next message from the harness, or null once stdin closed. */

@@ -1,5 +1,6 @@
 // The pipes: one JSON object a line, read from stdin and written to stdout
-// with blocking calls. Blocking is the point: between two inputs the engine
+// with blocking calls (effects queued until the engine asks something or
+// goes idle, then written at once). Blocking is the point: between two inputs the engine
 // is idle by definition, and a request's reply is the very next line, so
 // nothing the event loop could interleave with a read exists. It also keeps
 // the event loop free of I/O, which is what lets the host tell that the
@@ -13,35 +14,62 @@ export class Wire {
   constructor(input = 0, output = 1) {
     this._in = input;
     this._out = output;
-    this._buffer = Buffer.alloc(0);
+    /** One read's landing place, reused. */
+    this._chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+    /** Bytes read and not yet taken as a line. */
+    this._pending = [];
     this._closed = false;
+    /** Lines written and not yet flushed. */
+    this._outgoing = "";
   }
 
   /** The next line as raw text, without its newline; null once stdin closed. */
   readLine() {
     for (;;) {
-      const newline = this._buffer.indexOf(0x0a);
-      if (newline >= 0) {
-        const line = this._buffer.subarray(0, newline).toString("utf8");
-        this._buffer = this._buffer.subarray(newline + 1);
-        return line;
-      }
+      const line = this._takeLine();
+      if (line !== undefined) return line;
       if (this._closed) return null;
-      const chunk = Buffer.alloc(CHUNK_BYTES);
-      const read = readBlocking(this._in, chunk);
+      const read = readBlocking(this._in, this._chunk);
       if (read === 0) {
         this._closed = true;
-        if (this._buffer.length === 0) return null;
-        this._buffer = Buffer.concat([this._buffer, Buffer.from("\n")]);
+        if (this._pending.length > 0) this._pending.push(Buffer.from("\n"));
         continue;
       }
-      this._buffer = Buffer.concat([this._buffer, chunk.subarray(0, read)]);
+      this._pending.push(Buffer.from(this._chunk.subarray(0, read)));
     }
   }
 
-  /** Writes one message as one line. */
+  /** A whole line from what was read, if there is one. */
+  _takeLine() {
+    const pending = this._pending;
+    for (let at = 0; at < pending.length; at++) {
+      const newline = pending[at].indexOf(0x0a);
+      if (newline < 0) continue;
+      const last = pending[at];
+      const parts = pending.slice(0, at);
+      parts.push(last.subarray(0, newline));
+      const line = parts.length === 1 ? parts[0].toString("utf8") : Buffer.concat(parts).toString("utf8");
+      const rest = last.subarray(newline + 1);
+      this._pending = rest.length > 0 ? [rest, ...pending.slice(at + 1)] : pending.slice(at + 1);
+      return line;
+    }
+    return undefined;
+  }
+
+  /**
+   * Queues one message as one line. Lines go out together at `flush`: when
+   * the engine asks something (a request) or goes idle, the only moments
+   * the harness reads, so one write carries every effect of a stretch.
+   */
   write(message) {
-    const bytes = Buffer.from(`${JSON.stringify(message)}\n`, "utf8");
+    this._outgoing += `${JSON.stringify(message)}\n`;
+  }
+
+  /** Writes every queued line. */
+  flush() {
+    if (this._outgoing.length === 0) return;
+    const bytes = Buffer.from(this._outgoing, "utf8");
+    this._outgoing = "";
     let written = 0;
     while (written < bytes.length) {
       try {

@@ -93,7 +93,7 @@ test("randomness and ids come from the seed", async () => {
 test("a u64 seed beyond 2^53 is read exactly", async () => {
   const draw = async (seed) => {
     const harness = new FakeHarness(PROBE);
-    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":3,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
+    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":4,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
     await harness.readMessage();
     const [drawn] = posts(await say(harness, "random"));
     await harness.close();

@@ -197,6 +197,9 @@ fn main() -> ExitCode {
     if !matches!(arguments.command, Command::Bench { .. }) {
         turnsim::world::use_engine_command(arguments.engine_cmd.clone());
     }
+    if std::env::var("TURNSIM_ENGINE_FRESH_PROCESSES").is_ok_and(|value| value.trim() == "1") {
+        turnsim::protocol::proxy::use_fresh_processes(true);
+    }
     let result = match arguments.command {
         Command::Engine => return cli::engine::serve(),
         Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions } => {

@@ -71,4 +71,4 @@ runEngine((host) => {
     userMessage: (text) => enqueue(text),
     chat: (chat, text) => enqueue(text, chat),
   };
-}, { reinit: true }); // all state lives in this closure, so the process can serve many runs
+}, { reinit: true, module: import.meta.url }); // all state lives in this closure; a fresh module instance per generation

@@ -33,7 +33,12 @@ pub struct Floors {
 pub fn load(path: &Path) -> Result<Floors, ScenarioError> {
     let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::new(path, error.to_string()))?;
     let floors: Floors = serde_yaml::from_str(&text).map_err(|error| ScenarioError::new(path, error.to_string()))?;
-    let every_figure = BenchReport { engine_cmd_runs_per_sec: Some(0.0), ..BenchReport::default() };
+    let every_figure = BenchReport {
+        engine_cmd_runs_per_sec: Some(0.0),
+        cloudflare_runs_per_sec: Some(0.0),
+        cloudflare_no_eviction_runs_per_sec: Some(0.0),
+        ..BenchReport::default()
+    };
     breaches(&every_figure, &floors).map_err(|error| ScenarioError::new(path, error))?;
     Ok(floors)
 }
@@ -76,6 +81,9 @@ mod tests {
             batch_growth: 1.0,
             protocol_runs_per_sec: 1.0,
             engine_cmd_runs_per_sec: None,
+            cloudflare_runs_per_sec: None,
+            cloudflare_no_eviction_runs_per_sec: None,
+            cloudflare_skipped: None,
             suite_runs: 1,
             rounds: 1,
         }

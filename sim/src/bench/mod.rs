@@ -20,6 +20,11 @@ use crate::scenario::{load_paths, load_scenario, ScenarioError, ScenarioFile};
 /// The standard scenario: a parallel batch with a late sibling, a stall
 /// routed to recovery, an eviction and a messenger delivery.
 pub const STANDARD_SCENARIO: &str = "bench-standard-story.yaml";
+/// A parallel batch with a late sibling and no eviction: what a run over
+/// the protocol costs when every generation is the run's first.
+pub const NO_EVICTION_SCENARIO: &str = "barrier-late-sibling.yaml";
+/// The Cloudflare engine, from the repository root (next to the scenarios).
+pub const CLOUDFLARE_ENGINE: &str = "adapters/cloudflare-agents/engine.mjs";
 /// About 130 s of recovery attempts with stable timeouts and reschedules.
 pub const LONG_RECOVERY_SCENARIO: &str = "recovery-stable-timeout-exhausts.yaml";
 const ROUNDS: usize = 5;
@@ -55,6 +60,17 @@ pub struct BenchReport {
     /// The standard scenario against `--engine-cmd`, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_cmd_runs_per_sec: Option<f64>,
+    /// The standard scenario (it evicts) against the Cloudflare engine
+    /// (`node adapters/cloudflare-agents/engine.mjs`), when Node and the
+    /// adapters' packages are there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cloudflare_runs_per_sec: Option<f64>,
+    /// `barrier-late-sibling` (no eviction) against the Cloudflare engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cloudflare_no_eviction_runs_per_sec: Option<f64>,
+    /// Why the Cloudflare figures are missing, when they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cloudflare_skipped: Option<String>,
     pub suite_runs: usize,
     pub rounds: usize,
 }
@@ -63,6 +79,7 @@ pub struct BenchReport {
 /// `engine_cmd`, the standard scenario against that engine too.
 pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchReport, ScenarioError> {
     let standard = load_scenario(&scenarios_dir.join(STANDARD_SCENARIO))?;
+    let no_eviction = load_scenario(&scenarios_dir.join(NO_EVICTION_SCENARIO))?;
     let long = load_scenario(&scenarios_dir.join(LONG_RECOVERY_SCENARIO))?;
     let suite = load_paths(&[scenarios_dir.to_path_buf()])?;
     let suite_runs = Plan {
@@ -75,16 +92,25 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
     }
     .runs() as usize;
     let served = std::env::current_exe().map(|exe| format!("'{}' engine", exe.display())).ok();
-    let over_protocol = |command: Option<String>| {
+    let over_protocol = |command: Option<String>, file: &ScenarioFile| {
         let command = command?;
         crate::world::use_engine_command(Some(command));
-        let rate = median(ROUNDS, || seeded_rate(&standard).0);
+        // One run first: the engine's processes start (and a Node engine
+        // loads its packages) once per invocation, not once per run.
+        let _ = runner::run_one(file, 0, &RegressionSet::default());
+        let rate = median(ROUNDS, || seeded_rate(file).0);
         crate::world::use_engine_command(None);
         crate::protocol::proxy::stop_waiting_processes();
         Some(rate)
     };
-    let protocol_runs_per_sec = over_protocol(served).unwrap_or(0.0);
-    let engine_cmd_runs_per_sec = over_protocol(engine_cmd);
+    let protocol_runs_per_sec = over_protocol(served, &standard).unwrap_or(0.0);
+    let engine_cmd_runs_per_sec = over_protocol(engine_cmd, &standard);
+    let (cloudflare, cloudflare_skipped) = match cloudflare_command(scenarios_dir) {
+        Ok(command) => (Some(command), None),
+        Err(why) => (None, Some(why)),
+    };
+    let cloudflare_runs_per_sec = over_protocol(cloudflare.clone(), &standard);
+    let cloudflare_no_eviction_runs_per_sec = over_protocol(cloudflare, &no_eviction);
     let growth = growth::measure(crate::check::check_run, growth::GrowthPlan { rounds: ROUNDS, ..Default::default() });
     let one_thread = median(ROUNDS, || suite_rate(&suite, 1));
     let two_threads = median(ROUNDS, || suite_rate(&suite, 2));
@@ -100,9 +126,30 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
         batch_growth: growth.batch,
         protocol_runs_per_sec,
         engine_cmd_runs_per_sec,
+        cloudflare_runs_per_sec,
+        cloudflare_no_eviction_runs_per_sec,
+        cloudflare_skipped,
         suite_runs,
         rounds: ROUNDS,
     })
+}
+
+/// The command that runs the Cloudflare engine from the repository the
+/// scenarios are in, or why it cannot run here.
+fn cloudflare_command(scenarios_dir: &Path) -> Result<String, String> {
+    let root = scenarios_dir.parent().filter(|root| !root.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let engine = root.join(CLOUDFLARE_ENGINE);
+    if !engine.is_file() {
+        return Err(format!("no {}", engine.display()));
+    }
+    if !root.join("adapters/node_modules/agents").is_dir() {
+        return Err("the adapters' packages are not installed (`npm ci --prefix adapters`)".to_string());
+    }
+    let node = std::process::Command::new("node").arg("--version").output();
+    if !node.is_ok_and(|output| output.status.success()) {
+        return Err("no `node` on the PATH".to_string());
+    }
+    Ok(format!("node '{}'", engine.display().to_string().replace('\'', "'\\''")))
 }
 
 /// Runs consecutive seeds for about one round on a worker thread (as
@@ -164,6 +211,18 @@ pub fn text(report: &BenchReport) -> String {
     );
     if let Some(rate) = report.engine_cmd_runs_per_sec {
         text.push_str(&format!("--engine-cmd             {rate:>12.0} runs/s (standard scenario)\n"));
+    }
+    match (report.cloudflare_runs_per_sec, report.cloudflare_no_eviction_runs_per_sec) {
+        (Some(standard), Some(no_eviction)) => text.push_str(&format!(
+            "Cloudflare engine        {standard:>12.1} runs/s (standard scenario, it evicts)\n\
+             Cloudflare engine        {no_eviction:>12.1} runs/s ({}, no eviction)\n",
+            NO_EVICTION_SCENARIO.trim_end_matches(".yaml")
+        )),
+        _ => text.push_str(&format!(
+            "Cloudflare engine        {:>12} ({})\n",
+            "skipped",
+            report.cloudflare_skipped.as_deref().unwrap_or("not measured")
+        )),
     }
     text.push_str(&format!(
         "whole suite              {:>12.0} runs/s (one thread, {} runs)\n\

@@ -14,7 +14,7 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{ExhaustedContext, FaultSite, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, ModelEvent, StreamError, ToolOutcome, ToolResult, TurnOptions};
 
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// A message to the engine. Every one but `reply` carries the sim time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -211,6 +211,11 @@ pub enum FromEngine {
         /// `init` once its run is over (and forgets everything before it).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         reinit: bool,
+        /// On the `idle` that answers `init`: when this generation is
+        /// evicted, the process starts the next generation in place (a
+        /// fresh `init`) with nothing of this one left in its memory.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        generations: bool,
     },
 }
 

@@ -61,8 +61,10 @@ impl ReadFault {
 pub struct EngineOutput {
     stdout: ChildStdout,
     stderr: ChildStderr,
-    /// Read from stdout and not yet taken as a line.
+    /// Read from stdout; what is not yet taken as a line starts at `taken`
+    /// (lines are taken from the front without moving the rest).
     pending: Vec<u8>,
+    taken: usize,
     /// How far `pending` is known to hold no newline.
     scanned: usize,
     /// Bytes this generation has sent on stdout.
@@ -82,6 +84,7 @@ impl EngineOutput {
             stdout,
             stderr,
             pending: Vec::new(),
+            taken: 0,
             scanned: 0,
             sent: 0,
             tail: Tail::default(),
@@ -102,17 +105,25 @@ impl EngineOutput {
     pub fn next_line(&mut self, limits: &Limits) -> Result<Vec<u8>, ReadFault> {
         let mut deadline = None;
         loop {
-            if let Some(at) = self.pending[self.scanned..].iter().position(|&byte| byte == b'\n') {
-                let end = self.scanned + at;
-                if end > limits.line_bytes {
-                    return Err(Self::too_long(&self.pending, limits));
+            let from = self.scanned.max(self.taken);
+            if let Some(at) = self.pending[from..].iter().position(|&byte| byte == b'\n') {
+                let end = from + at;
+                if end - self.taken > limits.line_bytes {
+                    return Err(Self::too_long(&self.pending[self.taken..], limits));
                 }
-                let rest = self.pending.split_off(end + 1);
-                let mut line = std::mem::replace(&mut self.pending, rest);
-                line.truncate(end);
-                self.scanned = 0;
+                let line = self.pending[self.taken..end].to_vec();
+                self.taken = end + 1;
+                self.scanned = self.taken;
+                if self.taken == self.pending.len() {
+                    self.pending.clear();
+                    (self.taken, self.scanned) = (0, 0);
+                }
                 return Ok(line);
             }
+            // What is left is part of a line: move it to the front before
+            // reading more.
+            self.pending.drain(..self.taken);
+            self.taken = 0;
             self.scanned = self.pending.len();
             if self.pending.len() > limits.line_bytes {
                 return Err(Self::too_long(&self.pending, limits));
@@ -138,7 +149,7 @@ impl EngineOutput {
     /// without waiting: a protocol violation shows what it sent, and a
     /// closed stdout is a crash.
     pub fn expect_quiet(&mut self, limits: &Limits, what: &str) -> Result<(), ReadFault> {
-        if self.pending.is_empty() && super::poll_readable(self.stdout.as_raw_fd(), 0) {
+        if self.left().is_empty() && super::poll_readable(self.stdout.as_raw_fd(), 0) {
             self.read_stdout(limits)?;
         }
         self.expect_nothing_left(what)
@@ -147,10 +158,15 @@ impl EngineOutput {
     /// That nothing already read waits to be taken (what the engine wrote
     /// in the same breath as its last line), without a system call.
     pub fn expect_nothing_left(&self, what: &str) -> Result<(), ReadFault> {
-        if self.pending.is_empty() {
+        if self.left().is_empty() {
             return Ok(());
         }
-        Err(ReadFault::new(FaultKind::Protocol, format!("{what}: {}", shown(&self.pending))))
+        Err(ReadFault::new(FaultKind::Protocol, format!("{what}: {}", shown(self.left()))))
+    }
+
+    /// Read and not yet taken.
+    fn left(&self) -> &[u8] {
+        &self.pending[self.taken..]
     }
 
     /// The last bytes the process wrote to stderr.
@@ -164,7 +180,7 @@ impl EngineOutput {
         loop {
             let left = deadline.saturating_sub(real_now());
             if left.is_zero() {
-                let what = if self.pending.is_empty() {
+                let what = if self.left().is_empty() {
                     format!(
                         "nothing for {} ms of real time while it handled an input (a hang?)",
                         limits.silence.as_millis()
@@ -173,7 +189,7 @@ impl EngineOutput {
                     format!(
                         "a line left unfinished for {} ms of real time (it starts: {})",
                         limits.silence.as_millis(),
-                        shown(&self.pending)
+                        shown(self.left())
                     )
                 };
                 return Err(ReadFault::new(FaultKind::Silent, what));
@@ -204,10 +220,10 @@ impl EngineOutput {
     fn read_stdout(&mut self, limits: &Limits) -> Result<(), ReadFault> {
         let read = match self.stdout.read(&mut self.chunk[..]) {
             Ok(0) => {
-                let what = if self.pending.is_empty() {
+                let what = if self.left().is_empty() {
                     "it exited (stdout closed) before going idle".to_string()
                 } else {
-                    format!("it exited (stdout closed) in the middle of a line: {}", shown(&self.pending))
+                    format!("it exited (stdout closed) in the middle of a line: {}", shown(self.left()))
                 };
                 return Err(ReadFault::new(FaultKind::Crashed, what));
             }

@@ -4,9 +4,12 @@
 //! same ports an in-process engine's would, and its `idle` ends the input.
 //! The world cannot tell the difference, so neither can the timeline.
 //!
-//! One proxy is one process, one generation: dropping it (the engine's
-//! node killed) kills the child, so nothing it does later can reach the
-//! world.
+//! One proxy is one generation: dropping it (the engine's node killed)
+//! kills the child, so nothing it does later can reach the world; or, when
+//! the process declared `generations`, sets it aside for the next
+//! generation of the same run, which it starts afresh in place (a new
+//! `init`: the engine keeps nothing of the old generation, and the old one
+//! can write nothing after its last `idle`).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -53,6 +56,8 @@ pub struct Launcher {
     fault: Arc<Mutex<Option<EngineFault>>>,
     /// Messages the engine may still send in this run (its event budget).
     messages_left: Arc<AtomicU64>,
+    /// An evicted generation's process that starts the next one in place.
+    parked: Arc<Parked>,
     /// Woken when a fault ends the run.
     trace: Trace,
 }
@@ -69,6 +74,7 @@ impl Launcher {
             finished: Arc::default(),
             fault: Arc::default(),
             messages_left,
+            parked: Arc::default(),
             trace,
         }
     }
@@ -86,6 +92,10 @@ impl Launcher {
     /// start over (`reinit`) is kept for the next run.
     pub fn finish(&self) {
         self.finished.store(true, Ordering::SeqCst);
+        if let Some(process) = self.parked.take() {
+            // Evicted and never restarted: the run is over all the same.
+            release(&self.command, process);
+        }
     }
 
     /// The fault that ended the run, if one did.
@@ -134,6 +144,41 @@ fn jitter_before_delivery() {
     std::thread::sleep(Duration::from_micros(state % 1_000));
 }
 
+/// Drives every run from now on with a fresh process for every generation,
+/// even when the engine offers to start generations in place: for
+/// comparing the two (a trace must not tell them apart).
+pub fn use_fresh_processes(fresh: bool) {
+    FRESH_PROCESSES.store(fresh, Ordering::SeqCst);
+}
+
+static FRESH_PROCESSES: AtomicBool = AtomicBool::new(false);
+
+/// The slot for an evicted process waiting for the next generation of its
+/// run. A run that ends without taking it (or panics) stops it.
+#[derive(Default)]
+struct Parked(Mutex<Option<Process>>);
+
+impl Parked {
+    fn take(&self) -> Option<Process> {
+        self.0.lock().expect("parked process lock").take()
+    }
+
+    fn put(&self, process: Process) {
+        let old = self.0.lock().expect("parked process lock").replace(process);
+        if let Some(old) = old {
+            old.stop(Stop::Kill);
+        }
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        if let Some(process) = self.take() {
+            process.stop(Stop::Kill);
+        }
+    }
+}
+
 /// One engine process and its pipes.
 struct Process {
     group: Group,
@@ -141,6 +186,8 @@ struct Process {
     output: EngineOutput,
     /// It said it takes another `init` once a run is over.
     reinit: bool,
+    /// It said it starts the next generation of a run in place.
+    generations: bool,
     /// It answered an `init`: from then on it must be quiet between inputs
     /// (before its first, what it writes is its answer to `init`).
     served: bool,
@@ -153,7 +200,7 @@ impl Process {
         }
         let (group, pipes) = Group::spawn(command).map_err(|error| format!("could not start `{command}`: {error}"))?;
         let output = EngineOutput::new(pipes.stdout, pipes.stderr);
-        Ok(Self { group, writer: pipes.stdin, output, reinit: false, served: false })
+        Ok(Self { group, writer: pipes.stdin, output, reinit: false, generations: false, served: false })
     }
 
     fn stop(self, how: Stop) {
@@ -206,6 +253,16 @@ pub fn stop_waiting_processes() {
     super::group::stop_all();
 }
 
+/// A process whose run is over: kept for the next run when it offered
+/// `reinit`, stopped otherwise.
+fn release(command: &str, process: Process) {
+    if process.reinit {
+        keep(command.to_string(), process);
+    } else {
+        process.stop(Stop::Term);
+    }
+}
+
 fn keep(command: String, process: Process) {
     let mut idle = IDLE_PROCESSES.lock().expect("process pool lock");
     if idle.len() < MAX_IDLE_PROCESSES {
@@ -240,6 +297,12 @@ const BEFORE_REPLY: &str = "it wrote again before its request was answered (one 
 /// Why an exchange stopped short of `idle`.
 type Broke = (FaultKind, String);
 
+/// What an engine offered on the `idle` that answered its `init`.
+struct Offers {
+    reinit: bool,
+    generations: bool,
+}
+
 impl ProcessEngine {
     fn start(launcher: &Launcher, generation: u32, ports: Ports, sink: InputSink) -> Self {
         #[allow(clippy::disallowed_methods)] // the simulated clock
@@ -260,9 +323,14 @@ impl ProcessEngine {
         if launcher.broke() {
             return engine; // the run is over
         }
-        // Never the process of an earlier generation of this run: that one
-        // was killed with its eviction.
-        match next_process(&launcher.command) {
+        // The process of an earlier generation of this run only when it
+        // declared that it starts generations in place (otherwise it was
+        // killed with its eviction), and never a process another run holds.
+        let parked = launcher.parked.take().map(|mut process| {
+            process.output.start_generation();
+            process
+        });
+        match parked.map_or_else(|| next_process(&launcher.command), Ok) {
             Ok(process) => engine.process = Some(process),
             Err(what) => {
                 engine.broke((FaultKind::Crashed, what));
@@ -283,9 +351,10 @@ impl ProcessEngine {
             state: Box::new(state),
         };
         match engine.exchange(&init) {
-            Ok(reinit) => {
+            Ok(Offers { reinit, generations }) => {
                 let process = engine.process.as_mut().expect("started");
                 process.reinit = reinit;
+                process.generations = generations && !FRESH_PROCESSES.load(Ordering::SeqCst);
                 process.served = true;
             }
             Err(broke) => engine.broke(broke),
@@ -294,20 +363,20 @@ impl ProcessEngine {
     }
 
     /// Sends one input and serves the engine until it is idle; returns
-    /// whether that `idle` offered `reinit`.
-    fn exchange(&mut self, message: &ToEngine) -> Result<bool, Broke> {
+    /// what that `idle` offered.
+    fn exchange(&mut self, message: &ToEngine) -> Result<Offers, Broke> {
         jitter_before_delivery();
         self.before_input()?;
         self.write(message)?;
         for _ in 0..MAX_MESSAGES_PER_INPUT {
             let message = self.read()?;
-            if let FromEngine::Idle { next_timer_ns, reinit } = message {
+            if let FromEngine::Idle { next_timer_ns, reinit, generations } = message {
                 self.next_timer = next_timer_ns.map(|ns| self.origin + Duration::from_nanos(ns));
                 // What came with the `idle` is a violation now; what comes
                 // later, before the next input goes out (`before_input`).
                 let output = &self.process_mut().output;
                 output.expect_nothing_left(AFTER_IDLE).map_err(|fault| (fault.kind, fault.what))?;
-                return Ok(reinit);
+                return Ok(Offers { reinit, generations });
             }
             self.serve(message)?;
         }
@@ -538,10 +607,14 @@ impl Drop for ProcessEngine {
             return;
         };
         let finished = self.launcher.finished.load(Ordering::SeqCst);
-        if finished && process.reinit {
-            keep(self.launcher.command.clone(), process);
-        } else if finished {
-            process.stop(Stop::Term);
+        if finished {
+            release(&self.launcher.command, process);
+        } else if process.generations {
+            // An eviction of an engine that starts its next generation in
+            // place: it waits, idle, for that generation's `init` (the
+            // harness sends it nothing else, and checks it wrote nothing
+            // since its last `idle` before it does).
+            self.launcher.parked.put(process);
         } else {
             // An eviction (or a run that ended without it): the process
             // dies, and nothing it does later can reach the world.

@@ -23,8 +23,9 @@ use turnsim_engine::{Chunk, EngineConfig, EngineEvent, Input, InputSink};
 use super::fault::shown;
 use super::{line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, ToEngine, WireCallback};
 
-/// Serves runs until stdin closes: each `init` starts one afresh, on a
-/// simulated runtime of its own. Returns an error line for the harness's
+/// Serves runs until stdin closes: each `init` (a new run, or the next
+/// generation of this one after an eviction) starts a fresh engine value on
+/// a simulated runtime of its own; nothing of the last one is kept. Returns an error line for the harness's
 /// log when the conversation breaks.
 pub fn serve() -> Result<(), String> {
     let wire = Wire::new();
@@ -60,7 +61,11 @@ async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableSt
     advance(origin, now_ns);
     let ports = wire.ports(state);
     let mut engine = turnsim_engine::session::boot(config, ports, InputSink::detached());
-    wire.write(&FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: true });
+    // Every `init` builds a fresh engine on a fresh runtime (below), so this
+    // process serves another run, or the next generation of this one.
+    let idle =
+        FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: true, generations: true };
+    wire.write(&idle);
     wire.flush();
     loop {
         let message = wire.read()?;
@@ -79,7 +84,11 @@ async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableSt
         }
         let input = wire.input(message)?;
         engine.deliver(input);
-        wire.write(&FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: false });
+        wire.write(&FromEngine::Idle {
+            next_timer_ns: wire_time(origin, engine.next_timer()),
+            reinit: false,
+            generations: false,
+        });
         wire.flush();
     }
 }

@@ -137,3 +137,61 @@ fn the_time_escape_canary_catches_an_engine_that_reads_the_real_clock() {
     assert!(text(&output).contains("DIVERGED"), "{}", text(&output));
     assert!(text(&output).contains("messenger"), "the divergence names the post: {}", text(&output));
 }
+
+/// The engine processes `run` started with `--engine-cmd` wrapping
+/// `turnsim engine`, by the `init`s each one was sent: every process's
+/// input is copied to a file of its own.
+fn replay_counting_processes(scenario: &str, seed: &str, fresh: bool) -> (String, Vec<usize>) {
+    let dir = std::env::temp_dir().join(format!(
+        "turnsim-generations-{}-{}-{seed}-{fresh}",
+        std::process::id(),
+        scenario.replace('/', "_")
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory for the copies");
+    let engine = format!("tee '{}/in-'$$ | {}", dir.display(), served());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_turnsim"));
+    command.args(["replay", scenario, "--seed", seed, "--engine-cmd", &engine]);
+    command.current_dir(workspace_root()).env_remove("MADSIM_TEST_SEED").env_remove("MADSIM_TEST_NUM");
+    if fresh {
+        command.env("TURNSIM_ENGINE_FRESH_PROCESSES", "1");
+    }
+    let output = command.output().expect("run turnsim");
+    let mut inits: Vec<usize> = std::fs::read_dir(&dir)
+        .expect("copies")
+        .map(|entry| std::fs::read_to_string(entry.expect("entry").path()).expect("a copy"))
+        .map(|input| input.lines().filter(|line| line.contains(r#""type":"init""#)).count())
+        .filter(|&inits| inits > 0)
+        .collect();
+    inits.sort_unstable();
+    let _ = std::fs::remove_dir_all(&dir);
+    let said = text(&output);
+    // The replay line names the engine command, which names the directory.
+    (said.replace(&dir.display().to_string(), "DIR"), inits)
+}
+
+#[test]
+fn generations_started_in_place_replay_as_fresh_processes_do() {
+    // Each evicts at least once; the last twice (a memory-only eviction
+    // keeps the connection across it).
+    let scenarios = [
+        "scenarios/bench-standard-story.yaml",
+        "scenarios/eviction-memory-only-keeps-the-connection.yaml",
+        "scenarios/eviction-mid-stream-chat.yaml",
+        "scenarios/explored-overlapping-evictions.yaml",
+    ];
+    for scenario in scenarios {
+        for seed in ["0", "1"] {
+            let (in_place, one_process) = replay_counting_processes(scenario, seed, false);
+            let (fresh, processes) = replay_counting_processes(scenario, seed, true);
+            assert_eq!(in_place, fresh, "{scenario} seed {seed}: generations in place replay differently");
+            assert!(processes.len() >= 2, "{scenario} seed {seed}: no eviction restarted the engine: {processes:?}");
+            assert!(processes.iter().all(|&inits| inits == 1), "fresh processes take one init each: {processes:?}");
+            assert_eq!(
+                one_process,
+                vec![processes.len()],
+                "{scenario} seed {seed}: one process serves every generation in place"
+            );
+        }
+    }
+}
