@@ -421,9 +421,9 @@ mod tests {
         let mut copies = RunsOnCopies::default();
         assert!(!copies.runs_on((1, false, false, "m".into()), &kept, &shown, false), "a tool behind the store");
         assert!(copies.runs_on((1, false, true, "m".into()), &kept, &shown, true), "loose: states left out");
-        shown.get_mut(1).map(|part| *part = tool(1, ToolState::OutputAvailable));
+        *shown.get_mut(1).expect("the tool") = tool(1, ToolState::OutputAvailable);
         assert!(copies.runs_on((1, false, false, "m".into()), &kept, &shown, false), "caught up, text run on");
-        kept.get_mut(0).map(|part| *part = text("abd"));
+        *kept.get_mut(0).expect("the text") = text("abd");
         assert!(!copies.runs_on((1, false, false, "m".into()), &kept, &shown, false), "the store took other text");
     }
 }
