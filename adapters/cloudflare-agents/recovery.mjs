@@ -415,6 +415,10 @@ export class Recovery {
         if (data?.targetUserId && leaf.id !== data.targetUserId) return this.finished(data.incidentId, "skipped", "conversation_changed");
       } else if (data?.targetAssistantId && leaf?.id !== data.targetAssistantId) {
         return this.finished(data.incidentId, "skipped", "conversation_changed");
+      } else if (leaf?.role !== "assistant") {
+        // `continueLastTurn` continues the leaf only when it is an assistant message; otherwise the
+        // turn is "skipped", and so is the incident (a user message stored since waits for its own turn).
+        return this.finished(data?.incidentId, "skipped");
       }
       return this.session.runRecoveryTurn(alarm, data?.originalRequestId);
     }

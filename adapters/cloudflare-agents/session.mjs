@@ -153,9 +153,31 @@ export class Session {
     return connection.send({ Messages: this.liveMessages() });
   }
 
-  userMessage(text, options) {
+  /**
+   * A user message over the connection. Think's WebSocket path stores it
+   * before it queues the turn (`_reconcileAndPersistIncoming`, then
+   * `_admitTurn`): the message is stored and shown to clients on arrival,
+   * even while another turn runs, and appended to the conversation as it
+   * stands (Think's session appends under its latest leaf); the turn's
+   * record is written when the turn starts. Its turn waits in the turn
+   * queue, in memory. A message the store refuses is not queued: the
+   * error goes to the clients (Think's `failureStage: "persist"`).
+   */
+  async userMessage(text, options) {
     const requestId = this.newId("r");
-    return this.enqueueTurn({ requestId, kind: "user", userText: text, options });
+    const message = { id: this.newId("m"), role: "user", parts: [{ type: "text", text }] };
+    try {
+      await this.commit([Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT))]);
+    } catch (error) {
+      if (!(error instanceof StoreRefused)) throw error;
+      this.host.observe({ event: "store-refused" });
+      await this.host.broadcast({ Error: { request_id: requestId, message: error.message } });
+      return undefined;
+    }
+    this.messages.push(message);
+    this.host.observe({ event: "user-message-stored", message_id: message.id });
+    await this.host.broadcast({ Messages: this.liveMessages() });
+    return this.enqueueTurn({ requestId, kind: "user", userText: text, userStored: true, options });
   }
 
   /** `chat()`: on_start first (before the turn is queued, as Think does), `returned` when it resolves. */
@@ -326,7 +348,8 @@ export class Session {
     const leaf = this.messages.at(-1);
     const continues = turn.continuation && leaf?.role === "assistant";
     const messageId = continues ? leaf.id : (turn.replaces ?? turn.replyId ?? this.newId("m"));
-    if (turn.replaces) this.messages = this.messages.filter((message) => message.id !== turn.replaces);
+    // The dead reply the new answer replaces keeps its place (a later message may follow it); it is not shown to the model.
+    if (turn.replaces) this.messages = this.messages.map((message) => (message.id === turn.replaces ? { ...message, parts: [] } : message));
     turn.messageId = messageId;
     this.host.observe({ event: "turn-started", request_id: turn.requestId, kind: turn.kind, message_id: messageId });
     if (!turn.recorded) await this.commit(this.turnRecordWrites(turn, false));
@@ -377,7 +400,10 @@ export class Session {
     try {
       const result = streamText({
         model: this.host.model,
-        messages: await convertToModelMessages(this.messages, { tools: this.tools, ignoreIncompleteToolCalls: true }),
+        messages: await convertToModelMessages(
+          this.messages.filter((message) => message.parts.length > 0),
+          { tools: this.tools, ignoreIncompleteToolCalls: true },
+        ),
         tools: this.tools,
         stopWhen: stepCountIs(this.config.max_steps),
         // The scenario's budget of model calls per step for 429/5xx, as the AI SDK's retry count.
