@@ -230,16 +230,23 @@ export class Recovery {
     });
     if (exhausted) return this.exhaust(incident, config, this.session.partial(), root, incident.firstSeenAt);
     const data = { originalRequestId: root, incidentId: incident.incidentId };
-    if (retryTargetUserId) {
-      return this.engine.scheduleRecovery({ incident, recoveryKind, callback: "_chatRecoveryRetry", data: { targetUserId: retryTargetUserId, ...data } });
+    // agents' `handleChatFiberRecovery` (`_replayRecoveredTurn`): any throw after the incident opened flips it
+    // to `failed`, so it is never left leaking in `attempting`; the throw goes on (the fiber row is kept).
+    try {
+      if (retryTargetUserId) {
+        return await this.engine.scheduleRecovery({ incident, recoveryKind, callback: "_chatRecoveryRetry", data: { targetUserId: retryTargetUserId, ...data } });
+      }
+      const targetAssistantId = leaf?.role === "assistant" ? leaf.id : undefined;
+      return await this.engine.scheduleRecovery({
+        incident,
+        recoveryKind,
+        callback: "_chatRecoveryContinue",
+        data: { ...(targetAssistantId ? { targetAssistantId } : {}), ...data },
+      });
+    } catch (error) {
+      await this.engine.updateIncident(incident.incidentId, "failed", error instanceof Error ? error.message : String(error));
+      throw error;
     }
-    const targetAssistantId = leaf?.role === "assistant" ? leaf.id : undefined;
-    return this.engine.scheduleRecovery({
-      incident,
-      recoveryKind,
-      callback: "_chatRecoveryContinue",
-      data: { ...(targetAssistantId ? { targetAssistantId } : {}), ...data },
-    });
   }
 
   latestUserMessageId() {
