@@ -70,14 +70,13 @@ export class Messenger {
     this.host.observe({ event: "delivery-accepted", delivery_id: checkpoint.id, request_id: requestId });
     // A re-answer after a restart answers the stored message rather than storing it twice.
     // The dead turn's reply, if it holds no text yet (reasoning only: nothing was shown), is replaced by the new answer.
-    let last = this.session.messages.at(-1);
-    let replaces;
-    if (reanswer && last?.role === "assistant" && !last.parts.some((part) => part.type === "text" && part.text)) {
-      replaces = last.id;
-      last = this.session.messages.at(-2);
-    }
-    const userStored = reanswer && last?.role === "user" && last.parts[0]?.text === checkpoint.user_text;
-    if (!userStored) replaces = undefined;
+    // The delivery's message is the last user message with its text (a message that arrived over a
+    // connection while the delivery's turn ran is stored after it), then its dead reply, if any.
+    const messages = this.session.messages;
+    const at = reanswer ? messages.findLastIndex((m) => m.role === "user" && m.parts[0]?.text === checkpoint.user_text) : -1;
+    const next = at >= 0 ? messages[at + 1] : undefined;
+    const replaces = next?.role === "assistant" && !next.parts.some((part) => part.type === "text" && part.text) ? next.id : undefined;
+    const userStored = at >= 0 && (next === undefined || next.role === "user" || replaces !== undefined);
     await this.session.enqueueTurn({ requestId, kind: "chat", userText: checkpoint.user_text, userStored, chat: collector, delivery: checkpoint.id, replaces });
     await streaming;
     await this.postOnce(checkpoint, replyFor(collector, this.session.config.messenger_post_limit_chars ?? SOFT_LIMIT_CHARS));

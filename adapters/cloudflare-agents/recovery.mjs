@@ -94,7 +94,7 @@ export class Recovery {
       scheduleRecovery: (callback, data, reason, delaySeconds) => {
         // The engine reports a schedule itself; a reschedule after a stable timeout it does not.
         if (reason === "stable_timeout_retry") this.emitRescheduled(data);
-        return this.schedule(callback, data, delaySeconds);
+        return this.schedule(callback, data, delaySeconds, reason);
       },
       setRecovering: async (active) => this.setRecovering(active),
       exhaustChatRecovery: (incident, config, partial, streamId, createdAt) =>
@@ -230,16 +230,23 @@ export class Recovery {
     });
     if (exhausted) return this.exhaust(incident, config, this.session.partial(), root, incident.firstSeenAt);
     const data = { originalRequestId: root, incidentId: incident.incidentId };
-    if (retryTargetUserId) {
-      return this.engine.scheduleRecovery({ incident, recoveryKind, callback: "_chatRecoveryRetry", data: { targetUserId: retryTargetUserId, ...data } });
+    // agents' `handleChatFiberRecovery` (`_replayRecoveredTurn`): any throw after the incident opened flips it
+    // to `failed`, so it is never left leaking in `attempting`; the throw goes on (the fiber row is kept).
+    try {
+      if (retryTargetUserId) {
+        return await this.engine.scheduleRecovery({ incident, recoveryKind, callback: "_chatRecoveryRetry", data: { targetUserId: retryTargetUserId, ...data } });
+      }
+      const targetAssistantId = leaf?.role === "assistant" ? leaf.id : undefined;
+      return await this.engine.scheduleRecovery({
+        incident,
+        recoveryKind,
+        callback: "_chatRecoveryContinue",
+        data: { ...(targetAssistantId ? { targetAssistantId } : {}), ...data },
+      });
+    } catch (error) {
+      await this.engine.updateIncident(incident.incidentId, "failed", error instanceof Error ? error.message : String(error));
+      throw error;
     }
-    const targetAssistantId = leaf?.role === "assistant" ? leaf.id : undefined;
-    return this.engine.scheduleRecovery({
-      incident,
-      recoveryKind,
-      callback: "_chatRecoveryContinue",
-      data: { ...(targetAssistantId ? { targetAssistantId } : {}), ...data },
-    });
   }
 
   latestUserMessageId() {
@@ -255,8 +262,26 @@ export class Recovery {
    * A recovery callback scheduled: a durable alarm and a timer for it. The
    * alarm wakes the session `alarm_delay_ms` after the delay Cloudflare's
    * code asks for (the platform's alarm latency is the host's, not Think's).
+   *
+   * Think enqueues the callback as a Task run with agents'
+   * `chatRecoveryTaskRunOptions`: an `initial` schedule carries the
+   * idempotency key `chat-recovery:<callback>:<incidentId>`, so it joins a
+   * run of the same callback for the same incident that is still queued or
+   * running (the key is released when the run settles: here, when its row
+   * goes). A restart that finds the stalled turn's fiber schedules its
+   * recovery again, and joins the alarm the stall left. Chained and
+   * stable-timeout schedules are unkeyed: each is a new run.
    */
-  async schedule(callback, data, delaySeconds) {
+  async schedule(callback, data, delaySeconds, reason = "initial") {
+    if (reason === "initial" && typeof data?.incidentId === "string") {
+      const joined = Object.entries(this.store().state.extra).find(
+        ([key, row]) => key.startsWith(ALARM_PREFIX) && row?.callback === callback && row?.data?.incidentId === data.incidentId,
+      );
+      if (joined) {
+        this.host.log(`recovery of ${data.incidentId} joins the scheduled run ${joined[0]} (idempotency key chat-recovery:${callback}:${data.incidentId})`);
+        return;
+      }
+    }
     const dueMs = Date.now() + delaySeconds * 1000 + (this.settings.alarm_delay_ms ?? 0);
     const alarm = { id: `${ALARM_PREFIX}${this.session.newId("a")}`, dueMs, callback, data };
     await this.session.commit([Write.put(alarm.id, alarm), Write.putAlarm(this.alarmRecord(alarm))]);
@@ -397,6 +422,10 @@ export class Recovery {
         if (data?.targetUserId && leaf.id !== data.targetUserId) return this.finished(data.incidentId, "skipped", "conversation_changed");
       } else if (data?.targetAssistantId && leaf?.id !== data.targetAssistantId) {
         return this.finished(data.incidentId, "skipped", "conversation_changed");
+      } else if (leaf?.role !== "assistant") {
+        // `continueLastTurn` continues the leaf only when it is an assistant message; otherwise the
+        // turn is "skipped", and so is the incident (a user message stored since waits for its own turn).
+        return this.finished(data?.incidentId, "skipped");
       }
       return this.session.runRecoveryTurn(alarm, data?.originalRequestId);
     }

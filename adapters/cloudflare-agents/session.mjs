@@ -104,7 +104,7 @@ export class Session {
       const stored = this.host.store.state.in_flight;
       return { present: stored?.request_id === dead.requestId, clear: { InFlight: null } };
     }
-    return { present: this.host.store.get(TURN_KEY)?.requestId === dead.requestId, clear: Write.remove(TURN_KEY) };
+    return { present: this.host.store.get(TURN_KEY)?.requestId === dead.requestId, clear: this.turnRecordCleared() };
   }
 
   /**
@@ -124,7 +124,7 @@ export class Session {
         dead.recovered = true;
       }
       const record = this.deadRecordFor(dead);
-      if (record.present) await this.commit([record.clear]);
+      if (record.present) await this.commit([record.clear].flat());
     } catch (error) {
       if (!(error instanceof StoreRefused)) throw error;
       this.host.log("recovering the interrupted turn failed:", error.message);
@@ -153,9 +153,31 @@ export class Session {
     return connection.send({ Messages: this.liveMessages() });
   }
 
-  userMessage(text, options) {
+  /**
+   * A user message over the connection. Think's WebSocket path stores it
+   * before it queues the turn (`_reconcileAndPersistIncoming`, then
+   * `_admitTurn`): the message is stored and shown to clients on arrival,
+   * even while another turn runs, and appended to the conversation as it
+   * stands (Think's session appends under its latest leaf); the turn's
+   * record is written when the turn starts. Its turn waits in the turn
+   * queue, in memory. A message the store refuses is not queued: the
+   * error goes to the clients (Think's `failureStage: "persist"`).
+   */
+  async userMessage(text, options) {
     const requestId = this.newId("r");
-    return this.enqueueTurn({ requestId, kind: "user", userText: text, options });
+    const message = { id: this.newId("m"), role: "user", parts: [{ type: "text", text }] };
+    try {
+      await this.commit([Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT))]);
+    } catch (error) {
+      if (!(error instanceof StoreRefused)) throw error;
+      this.host.observe({ event: "store-refused" });
+      await this.host.broadcast({ Error: { request_id: requestId, message: error.message } });
+      return undefined;
+    }
+    this.messages.push(message);
+    this.host.observe({ event: "user-message-stored", message_id: message.id });
+    await this.host.broadcast({ Messages: this.liveMessages() });
+    return this.enqueueTurn({ requestId, kind: "user", userText: text, userStored: true, options });
   }
 
   /** `chat()`: on_start first (before the turn is queued, as Think does), `returned` when it resolves. */
@@ -288,10 +310,14 @@ export class Session {
     const requestId = this.newId("r");
     const retry = alarm.callback === "_chatRecoveryRetry";
     this.recovery.activeRootRequestId = rootRequestId;
-    const status = await this.turns.enqueue(requestId, () =>
-      this.runTurn({ requestId, kind: "recovery", continuation: !retry, rootRequestId, retry }),
-    );
-    this.recovery.activeRootRequestId = undefined;
+    let status;
+    try {
+      status = await this.turns.enqueue(requestId, () =>
+        this.runTurn({ requestId, kind: "recovery", continuation: !retry, rootRequestId, retry }),
+      );
+    } finally {
+      this.recovery.activeRootRequestId = undefined;
+    }
     const outcome = status.status === "completed" ? status.value : "error";
     if (outcome === "completed") await this.recovery.finished(alarm.data?.incidentId, "completed");
     else if (outcome === "error") await this.recovery.finished(alarm.data?.incidentId, "failed", "recovery_error");
@@ -303,6 +329,13 @@ export class Session {
       return await this.runTurnSteps(turn);
     } catch (error) {
       if (!(error instanceof StoreRefused)) throw error;
+      // Think runs a recovery turn in a fiber (`_runChatRecoveryFiber`, a Task run): a refused start of
+      // its run row throws out of the recovery callback, which gives up with `recovery_error`
+      // (`_handleRecoveryCallbackError`, Recovery.attempt), instead of failing the turn.
+      if (turn.kind === "recovery" && !turn.streamStarted) {
+        this.host.observe({ event: "store-refused" });
+        throw error;
+      }
       return this.failTurn(turn, error.message);
     }
   }
@@ -314,11 +347,12 @@ export class Session {
     if (turn.kind === "continuation" && this.continuation.pending) this.continuation.pending.pastCoalesce = true;
     const leaf = this.messages.at(-1);
     const continues = turn.continuation && leaf?.role === "assistant";
-    const messageId = continues ? leaf.id : (turn.replaces ?? this.newId("m"));
-    if (turn.replaces) this.messages = this.messages.filter((message) => message.id !== turn.replaces);
+    const messageId = continues ? leaf.id : (turn.replaces ?? turn.replyId ?? this.newId("m"));
+    // The dead reply the new answer replaces keeps its place (a later message may follow it); it is not shown to the model.
+    if (turn.replaces) this.messages = this.messages.map((message) => (message.id === turn.replaces ? { ...message, parts: [] } : message));
     turn.messageId = messageId;
     this.host.observe({ event: "turn-started", request_id: turn.requestId, kind: turn.kind, message_id: messageId });
-    if (!turn.recorded) await this.commit([Write.put(TURN_KEY, this.turnRecord(turn, false))]);
+    if (!turn.recorded) await this.commit(this.turnRecordWrites(turn, false));
     const accumulator = new StreamAccumulator({ messageId, continuation: continues, existingParts: continues ? structuredClone(leaf.parts) : undefined });
     this.streaming = { requestId: turn.requestId, messageId, accumulator, segment: { buffered: 0, sinceFlush: 0, hasFlushedContent: false } };
     // Think's `_streamResult`: the stream of the pending continuation starts, so it moves to the active slot.
@@ -335,8 +369,10 @@ export class Session {
    */
   async storeUserMessage(text, turn) {
     const message = { id: this.newId("m"), role: "user", parts: [{ type: "text", text }] };
+    // The reply's id is drawn with the message's (the next one, as before), so the turn's record names it.
+    turn.replyId = turn.replaces ?? this.newId("m");
     this.messages.push(message);
-    await this.commit([Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)), Write.put(TURN_KEY, this.turnRecord(turn, false))]);
+    await this.commit([Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)), ...this.turnRecordWrites(turn, false)]);
     turn.recorded = true;
     this.host.observe({ event: "user-message-stored", message_id: message.id });
     await this.host.broadcast({ Messages: this.liveMessages() });
@@ -364,7 +400,10 @@ export class Session {
     try {
       const result = streamText({
         model: this.host.model,
-        messages: await convertToModelMessages(this.messages, { tools: this.tools, ignoreIncompleteToolCalls: true }),
+        messages: await convertToModelMessages(
+          this.messages.filter((message) => message.parts.length > 0),
+          { tools: this.tools, ignoreIncompleteToolCalls: true },
+        ),
         tools: this.tools,
         stopWhen: stepCountIs(this.config.max_steps),
         // The scenario's budget of model calls per step for 429/5xx, as the AI SDK's retry count.
@@ -436,7 +475,7 @@ export class Session {
     // The turn's fiber ends whatever its outcome, and agents deletes its run row as it finalizes
     // (`runFiber`; a row it cannot delete is left for recovery): a failed turn is not recovered by a restart.
     if (this.host.store.get(TURN_KEY)?.requestId === turn.requestId) {
-      await this.commit([Write.remove(TURN_KEY)]).catch((error) => this.host.log("clearing the failed turn's record:", error.message));
+      await this.commit(this.turnRecordCleared()).catch((error) => this.host.log("clearing the failed turn's record:", error.message));
     }
     if (turn.messageId) this.host.observe({ event: "turn-finished", request_id: turn.requestId, kind: turn.kind, status: "error" });
     return "error";
@@ -505,7 +544,7 @@ export class Session {
     if (segment.buffered === 0) return;
     segment.buffered = 0;
     const message = accumulator.toMessage();
-    const writes = [this.recovery.progressWrite(), Write.put(TURN_KEY, this.turnRecord(turn, hasContent(message)))];
+    const writes = [this.recovery.progressWrite(), ...this.turnRecordWrites(turn, hasContent(message))];
     if (message.parts.length > 0) {
       this.messages = accumulator.mergeInto(this.messages);
       writes.unshift(Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)));
@@ -524,7 +563,7 @@ export class Session {
     const accumulator = this.streaming.accumulator;
     if (end.stalled || end.transient) return this.interrupted(turn, accumulator, end);
     const message = settleText(accumulator.toMessage());
-    const writes = [Write.remove(TURN_KEY)];
+    const writes = this.turnRecordCleared();
     if (this.streaming.segment.buffered > 0) writes.unshift(this.recovery.progressWrite());
     if (message.parts.length > 0) writes.unshift(Write.putMessage(stored.fromUIMessage(message, REPAIR_TEXT)));
     await this.commit(writes);
@@ -571,15 +610,29 @@ export class Session {
       await this.host.broadcast({ Messages: this.liveMessages() });
       return persisted;
     };
-    const routed = await this.recovery.routeInterruption(turn, {
-      partialParts: partial.parts,
-      persistPartial,
-      backoff: !end.stalled,
-      retryAfterSeconds: end.retryAfter,
-    });
+    // Think's `_routeStreamInterruption`: a throw from the routing (a write the store refused) is logged
+    // and the routing is "failed"; the turn then ends as any stream error does (`_streamResult`'s error
+    // path): the partial persisted, the error delivered, and the finalize re-arms the barrier, so a
+    // continuation held while the stream was open can run. The incident it opened is left as it was (finding 10).
+    let routed;
+    try {
+      routed = await this.recovery.routeInterruption(turn, {
+        partialParts: partial.parts,
+        persistPartial,
+        backoff: !end.stalled,
+        retryAfterSeconds: end.retryAfter,
+      });
+    } catch (error) {
+      if (!(error instanceof StoreRefused)) throw error;
+      this.host.log("routing a stream interruption into recovery failed; delivering the terminal error:", error.message);
+      const message = end.stalled
+        ? `Chat stream stalled: no activity for ${stallMs}ms; the turn was aborted by the stall watchdog.`
+        : `The model stream failed (${end.transient}).`;
+      return this.finishTurn(turn, { error: message });
+    }
     // `_completeResumableStream(streamId, "recovering")`: the routing is done and the caller is owed its
     // interruption, so a refused record here is logged, not turned into a failure of a turn recovery now owns.
-    const writes = [Write.remove(TURN_KEY)];
+    const writes = this.turnRecordCleared();
     if (this.streaming.segment.buffered > 0) writes.unshift(this.recovery.progressWrite());
     await this.commit(writes).catch((error) => {
       if (!(error instanceof StoreRefused)) throw error;
@@ -608,6 +661,30 @@ export class Session {
   /** What a restarted process needs to know about the turn that was running. */
   turnRecord(turn, streamed) {
     return { requestId: turn.requestId, kind: turn.kind, rootRequestId: turn.rootRequestId, delivery: turn.delivery, streamed };
+  }
+
+  /**
+   * The running turn's record, written twice in one commit: agents' fiber
+   * row (`cf:turn`, the opaque entry a restarted process reads back) and
+   * the store vocabulary's `InFlight`, which the oracle reads and a
+   * `stored: in-flight` / `removed: in-flight` fault names (as the
+   * recovery records are, recovery.mjs).
+   */
+  turnRecordWrites(turn, streamed) {
+    const inFlight = {
+      request_id: turn.requestId,
+      kind: turn.kind,
+      root_request_id: turn.rootRequestId ?? turn.requestId,
+      message_id: turn.messageId ?? turn.replyId ?? "",
+      stream_started: streamed,
+      delivery_id: turn.delivery ?? null,
+    };
+    return [Write.put(TURN_KEY, this.turnRecord(turn, streamed)), { InFlight: inFlight }];
+  }
+
+  /** The turn's record goes: both of its writes (`turnRecordWrites`). */
+  turnRecordCleared() {
+    return [Write.remove(TURN_KEY), { InFlight: null }];
   }
 
   currentRequestId() {
