@@ -333,6 +333,18 @@ fn a_client_left_short_of_the_store_while_time_passes_is_caught() {
 }
 
 #[test]
+fn a_caller_left_short_of_the_store_while_time_passes_is_caught() {
+    // The attempt's one delta never reaches the caller, the store holds
+    // it, and the model stalls for 2 s before the process dies.
+    let file = scenario("recovery-scheduled-again-by-a-restart-runs-once");
+    let run = adversary::mutated(&file, 0, &RegressionSet::default(), Operator::DropCallbackEvent).expect("a site");
+    let noticed = run.violations.iter().any(|violation| {
+        violation.check == "caller-view" && violation.message.contains("while time passes; the store holds")
+    });
+    assert!(noticed, "drop-callback-event: caller-view notices: {:#?}", run.violations);
+}
+
+#[test]
 fn a_connecting_client_never_told_a_stored_failure_is_caught() {
     // Each pair survived while an error frame was asked for only by the
     // clients connected when the turn failed: the one dropped replays the

@@ -1597,6 +1597,25 @@ fn client_view_fires_when_a_client_leaves_without_a_chunk_the_store_holds() {
 }
 
 #[test]
+fn caller_view_fires_when_a_caller_shows_less_than_the_store_while_time_passes() {
+    // `recovery-scheduled-again-by-a-restart-runs-once`: the attempt's one
+    // delta, `partial `, is stored as it streams, then the model stalls
+    // for 2 s. Without that event the caller shows nothing of what the
+    // store holds of its reply for those two seconds.
+    let run = Run::committed("recovery-scheduled-again-by-a-restart-runs-once", CALLER_VIEW);
+    let mut broken = run.broken();
+    let delta = crossing_of(&broken, "the caller's delta", |what| {
+        matches!(what, Boundary::Callback { call: CallbackCall::Event { chunk: Chunk::TextDelta { .. } }, .. })
+    });
+    broken.history.crossings.remove(delta);
+    run.assert_fires(
+        CALLER_VIEW,
+        &broken,
+        "chat1 shows \"\" while time passes; the store holds \"partial \" of its reply m3",
+    );
+}
+
+#[test]
 fn client_view_fires_when_a_client_shows_less_than_the_store_while_time_passes() {
     // `client-disconnects-for-good`: the first word, stored at 50 ms,
     // never reached the client, which looks at a screen without it for

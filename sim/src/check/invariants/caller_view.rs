@@ -11,6 +11,9 @@
 //! doubled or swapped shows here, even where the stored answer ends up the
 //! same or the call ends interrupted or failed.
 //!
+//! And wherever sim time passes, an open caller shows no less of its reply
+//! than the store holds (a stored delta it was never sent shows here).
+//!
 //! And a caller is not told done of a request the engine told any other
 //! consumer failed: an `error` frame for it sent to a client, or a failure
 //! stored for it (the status a client connecting later is told). A failed
@@ -19,8 +22,9 @@
 
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::Frame;
+use turnsim_engine::{Chunk, Message, Role};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::Invariant;
 use crate::check::relay::{atoms, Follower, ModelStreams};
@@ -31,7 +35,7 @@ use crate::history::{Boundary, CallbackCall};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "caller-view",
-    rule: "a chat() caller's text at on_done, after any take-back, is the stored answer; its on_event calls relay what the model streamed for its request, in order, each piece once, all of it by a take-back or its terminal callback; no caller gets on_done for a request told failed to another consumer",
+    rule: "a chat() caller's text at on_done, after any take-back, is the stored answer; its on_event calls relay what the model streamed for its request, in order, each piece once, all of it by a take-back or its terminal callback; wherever sim time passes, an open caller shows no less of its reply than the store holds; no caller gets on_done for a request told failed to another consumer",
     check,
 };
 
@@ -55,7 +59,118 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations: Vec<Violation> = judged.into_iter().filter_map(|(_, violation)| violation).collect();
     violations.extend(misrelayed(input));
     violations.extend(done_though_failed(input));
+    violations.extend(short_while_waiting(input));
     violations
+}
+
+/// One open `chat()` caller, as the engine's calls left it.
+struct Waiting<'a> {
+    request: Option<&'a str>,
+    /// Its text: deltas since `on_start`, as the last take-back left them.
+    text: String,
+    /// Taken back since the last look (a delta only adds to the text).
+    reset: bool,
+}
+
+/// Wherever sim time passes with the engine alive, an open caller shows
+/// no less of its reply than the store holds: the stored reply's text,
+/// past what it held when the request first asked the model, begins the
+/// caller's text. A reply whose writes the store refused is not judged
+/// (what the caller was told may be what the store failed to keep).
+/// Callbacks count where the engine made them (a slow caller link only
+/// delays them).
+fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
+    let history = &input.run.history;
+    let mut made: Vec<(usize, u32, &CallbackCall)> = history
+        .iter()
+        .enumerate()
+        .filter_map(|(index, crossing)| match &crossing.what {
+            Boundary::Callback { chat, call, sent_at } => Some((sent_at.unwrap_or(index), *chat, call)),
+            _ => None,
+        })
+        .collect();
+    made.sort_by_key(|(made_at, ..)| *made_at);
+    let mut made = made.into_iter().peekable();
+    let mut callers: BTreeMap<u32, Waiting> = BTreeMap::new();
+    // Per request: its reply message, and the text it held when first asked.
+    let mut replies: BTreeMap<&str, (&str, String)> = BTreeMap::new();
+    let mut refused: BTreeSet<String> = BTreeSet::new();
+    // Messages written since the last look: only they, or a take-back,
+    // can leave a caller short of the store.
+    let mut written: BTreeSet<String> = BTreeSet::new();
+    let mut store = history.initial.clone();
+    let (mut last_us, mut alive) = (0, false);
+    for (index, crossing) in history.iter().enumerate() {
+        if crossing.at_us > last_us && alive {
+            for (chat, caller) in &mut callers {
+                let reset = std::mem::take(&mut caller.reset);
+                let Some((reply, before)) = caller.request.and_then(|request| replies.get(request)) else { continue };
+                if refused.contains(*reply) || !(reset || written.contains(*reply)) {
+                    continue;
+                }
+                let Some(stored) = store.message(reply).map(Message::text) else { continue };
+                let Some(since) = stored.strip_prefix(before.as_str()) else { continue };
+                if !caller.text.starts_with(since) {
+                    let message = format!(
+                        "chat{chat} shows {:?} while time passes; the store holds {since:?} of its reply {reply}",
+                        caller.text
+                    );
+                    return Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), message));
+                }
+            }
+            written.clear();
+        }
+        last_us = crossing.at_us;
+        while let Some((_, chat, call)) = made.next_if(|(made_at, ..)| *made_at <= index) {
+            match call {
+                CallbackCall::Start { request_id } => {
+                    callers.insert(chat, Waiting { request: Some(request_id), text: String::new(), reset: false });
+                }
+                CallbackCall::Event { chunk: Chunk::TextDelta { delta, .. } } => {
+                    if let Some(caller) = callers.get_mut(&chat) {
+                        caller.text.push_str(delta);
+                    }
+                }
+                CallbackCall::Reset { text } => {
+                    if let Some(caller) = callers.get_mut(&chat) {
+                        caller.text = text.clone();
+                        caller.reset = true;
+                    }
+                }
+                CallbackCall::Done | CallbackCall::Error { .. } | CallbackCall::Interrupted | CallbackCall::Dropped => {
+                    callers.remove(&chat);
+                }
+                CallbackCall::Event { .. } => {}
+            }
+        }
+        match &crossing.what {
+            Boundary::Boot { .. } => alive = true,
+            Boundary::Killed => alive = false,
+            Boundary::ModelRequest { request, .. } => {
+                let reply = request.messages.last().filter(|message| message.role == Role::Assistant);
+                if let Some(reply) = reply {
+                    replies.entry(request.request_id.as_str()).or_insert_with(|| (reply.id.as_str(), reply.text()));
+                }
+            }
+            Boundary::Commit { writes } => {
+                for write in writes {
+                    store.apply(write);
+                    if let Some(message) = write.message() {
+                        written.insert(message.id.clone());
+                    }
+                }
+            }
+            Boundary::CommitRefused { writes } => {
+                let messages = writes.iter().filter_map(|write| match write {
+                    Write::RemoveMessage(id) => Some(id.clone()),
+                    _ => write.message().map(|message| message.id.clone()),
+                });
+                refused.extend(messages);
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The first `on_done` for a request the engine told another consumer
