@@ -76,21 +76,20 @@ struct Waiting<'a> {
 /// no less of its reply than the store holds: the stored reply's text,
 /// past what it held when the request first asked the model, begins the
 /// caller's text. A reply whose writes the store refused is not judged
-/// (what the caller was told may be what the store failed to keep).
-/// Callbacks count where the engine made them (a slow caller link only
-/// delays them).
+/// (what the caller was told may be what the store failed to keep), nor
+/// a caller on a slow link (what it lags by is the link's).
 fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
-    let mut made: Vec<(usize, u32, &CallbackCall)> = history
+    // A caller on a slow link is not judged: a call in flight when the
+    // process died never reached it, so the history cannot say what it
+    // was sent.
+    let slow: BTreeSet<u32> = history
         .iter()
-        .enumerate()
-        .filter_map(|(index, crossing)| match &crossing.what {
-            Boundary::Callback { chat, call, sent_at } => Some((sent_at.unwrap_or(index), *chat, call)),
+        .filter_map(|crossing| match &crossing.what {
+            Boundary::Callback { chat, sent_at: Some(_), .. } => Some(*chat),
             _ => None,
         })
         .collect();
-    made.sort_by_key(|(made_at, ..)| *made_at);
-    let mut made = made.into_iter().peekable();
     let mut callers: BTreeMap<u32, Waiting> = BTreeMap::new();
     // Per request: its reply message, and the text it held when first asked.
     let mut replies: BTreeMap<&str, (&str, String)> = BTreeMap::new();
@@ -121,9 +120,10 @@ fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
             written.clear();
         }
         last_us = crossing.at_us;
-        while let Some((_, chat, call)) = made.next_if(|(made_at, ..)| *made_at <= index) {
+        if let Boundary::Callback { chat, call, sent_at: None } = &crossing.what {
+            let chat = *chat;
             match call {
-                CallbackCall::Start { request_id } => {
+                CallbackCall::Start { request_id } if !slow.contains(&chat) => {
                     callers.insert(chat, Waiting { request: Some(request_id), text: String::new(), reset: false });
                 }
                 CallbackCall::Event { chunk: Chunk::TextDelta { delta, .. } } => {
@@ -140,12 +140,17 @@ fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
                 CallbackCall::Done | CallbackCall::Error { .. } | CallbackCall::Interrupted | CallbackCall::Dropped => {
                     callers.remove(&chat);
                 }
-                CallbackCall::Event { .. } => {}
+                CallbackCall::Start { .. } | CallbackCall::Event { .. } => {}
             }
         }
         match &crossing.what {
             Boundary::Boot { .. } => alive = true,
-            Boundary::Killed => alive = false,
+            Boundary::Killed => {
+                // The process took its callers with it: a caller left open
+                // past a death is no longer streamed anything.
+                alive = false;
+                callers.clear();
+            }
             Boundary::ModelRequest { request, .. } => {
                 let reply = request.messages.last().filter(|message| message.role == Role::Assistant);
                 if let Some(reply) = reply {
