@@ -143,7 +143,8 @@ pub struct ToolPart {
 }
 
 impl ToolPart {
-    fn streaming(call_id: &str, tool_name: &str) -> Self {
+    /// A call whose input has started streaming.
+    pub fn streaming(call_id: &str, tool_name: &str) -> Self {
         Self {
             call_id: call_id.to_string(),
             tool_name: tool_name.to_string(),

@@ -24,7 +24,7 @@ use turnsim_engine::ports::{
 use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, Message, ModelEvent, Ports};
 
 use super::operators::{self as ops, Operator};
-use crate::check::views::{look_the_same, shown, ClientView};
+use crate::check::views::{look_the_same, ClientView};
 use crate::trace::{Event, Trace};
 use crate::world::Interposer;
 
@@ -540,16 +540,16 @@ impl Adversary {
     /// call it never saw changes nothing).
     fn changes_screen(&self, connection: u64, frame: &Frame) -> bool {
         let state = self.lock();
-        let before = state.screens.get(&connection).cloned().unwrap_or_default();
-        drop(state);
-        let mut after = before.clone();
-        after.apply(frame);
+        let messages = state.screens.get(&connection).map_or(&[][..], |view| view.messages.as_slice());
         match frame {
             Frame::Reset { message, .. } => {
-                let find = |view: &ClientView| view.messages.iter().find(|shown| shown.id == message.id).cloned();
-                !look_the_same(find(&before).as_ref(), find(&after).as_ref())
+                !look_the_same(messages.iter().find(|shown| shown.id == message.id), Some(message))
             }
-            _ => shown(&before.messages) != shown(&after.messages),
+            // A tool frame sets the state of the call's part, where the screen has one.
+            Frame::Tool { call_id, state, .. } => {
+                messages.iter().find_map(|shown| shown.parts.tool(call_id)).is_some_and(|tool| tool.state != *state)
+            }
+            _ => true,
         }
     }
 

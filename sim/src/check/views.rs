@@ -229,8 +229,8 @@ pub struct ClientView {
     pub recovering: bool,
     /// The crossing where the connection opened.
     pub opened_at: usize,
-    /// The requests it was sent an `error` frame for.
-    pub told_failed: BTreeSet<String>,
+    /// Whether it was sent an `error` frame.
+    pub told_a_failure: bool,
 }
 
 impl ClientView {
@@ -247,9 +247,7 @@ impl ClientView {
                 }
             }
             Frame::Recovering(recovering) => self.recovering = *recovering,
-            Frame::Error { request_id, .. } => {
-                self.told_failed.insert(request_id.clone());
-            }
+            Frame::Error { .. } => self.told_a_failure = true,
             Frame::Done { .. } | Frame::StreamResuming { .. } | Frame::ResumeNone => {}
         }
     }

@@ -65,7 +65,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 
 /// One open `chat()` caller, as the engine's calls left it.
 struct Waiting<'a> {
-    request: Option<&'a str>,
+    request: &'a str,
     /// Its text: deltas since `on_start`, as the last take-back left them.
     text: String,
     /// Taken back since the last look (a delta only adds to the text).
@@ -108,7 +108,7 @@ fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
         if crossing.at_us > last_us && alive {
             for (chat, caller) in &mut callers {
                 let reset = std::mem::take(&mut caller.reset);
-                let Some((reply, before)) = caller.request.and_then(|request| replies.get(request)) else { continue };
+                let Some((reply, before)) = replies.get(caller.request) else { continue };
                 if refused.contains(*reply) || !(reset || written.contains(*reply)) {
                     continue;
                 }
@@ -129,7 +129,7 @@ fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
             let chat = *chat;
             match call {
                 CallbackCall::Start { request_id } if !slow.contains(&chat) => {
-                    callers.insert(chat, Waiting { request: Some(request_id), text: String::new(), reset: false });
+                    callers.insert(chat, Waiting { request: request_id, text: String::new(), reset: false });
                 }
                 CallbackCall::Event { chunk: Chunk::TextDelta { delta, .. } } => {
                     if let Some(caller) = callers.get_mut(&chat) {

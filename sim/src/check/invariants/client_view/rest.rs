@@ -31,7 +31,7 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::Frame;
 use turnsim_engine::{Message, Role};
 
-use super::waiting::{Stored, Waits};
+use super::waiting::Waits;
 use super::{first_difference, INVARIANT};
 use crate::check::views::{shown, shown_message, ClientView, ClientViews, SameCopies, Shown, ShownMessage};
 use crate::check::{CheckInput, Violation};
@@ -190,10 +190,7 @@ impl Rests {
 
     /// Time passes: what each client in step shows (`waiting`).
     fn waited(&self, waits: &mut Waits, store: &Stores) -> Option<String> {
-        let tried = store.tried.as_ref().map(|tried| tried.messages.as_slice());
-        let failure = store.held.terminal_status.as_ref().map(|status| status.request_id.as_str());
-        let stored = Stored { held: &store.held.messages, tried, failure };
-        waits.look(&self.views, &stored, &self.lost, |view| self.transcript_behind(view, store))
+        waits.look(&self.views, store, &self.lost, |view| self.transcript_behind(view, store))
     }
 
     /// A whole transcript sent: it restates the store (as it stands, or as
@@ -241,11 +238,11 @@ fn in_step(views: &ClientViews, connection: u64) -> Option<&ClientView> {
 /// The store as it stands, and as the engine tried to leave it: a client
 /// may be shown what the engine meant to store when the store refused it
 /// (a take-back of text the store then kept, or an answer it lost).
-struct Stores {
-    held: DurableState,
+pub(super) struct Stores {
+    pub(super) held: DurableState,
     /// The messages with the refused commits' writes folded in too, once
     /// the store has refused any (until then, the store as it stands).
-    tried: Option<DurableState>,
+    pub(super) tried: Option<DurableState>,
 }
 
 impl Stores {

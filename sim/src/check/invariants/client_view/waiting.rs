@@ -27,7 +27,7 @@ use turnsim_engine::durable::Write;
 use turnsim_engine::ports::Frame;
 use turnsim_engine::{Message, Parts, Role};
 
-use super::rest::{part_runs_on, stateless};
+use super::rest::{part_runs_on, stateless, Stores};
 use crate::check::views::{shown_message, shown_part, ClientView, ClientViews, Shown};
 use crate::history::Boundary;
 
@@ -45,15 +45,6 @@ enum Sent {
     /// A transcript, or a connection opened or let through: judge it whole.
     Whole,
     Messages(BTreeSet<String>),
-}
-
-/// The store as the look reads it: as it stands, and as the engine tried
-/// to leave it (a refused commit's messages folded in).
-pub struct Stored<'a> {
-    pub held: &'a [Message],
-    pub tried: Option<&'a [Message]>,
-    /// The failure the store holds for clients that connect later.
-    pub failure: Option<&'a str>,
 }
 
 impl Waits {
@@ -107,7 +98,7 @@ impl Waits {
     pub fn look(
         &mut self,
         views: &ClientViews,
-        store: &Stored,
+        store: &Stores,
         lost: &BTreeSet<String>,
         whole: impl Fn(&ClientView) -> Option<String>,
     ) -> Option<String> {
@@ -122,8 +113,8 @@ impl Waits {
                     // Told some failure: which request a replayed status
                     // names is the engine's to say (the text a person reads
                     // is the same).
-                    let untold = store.failure.filter(|_| view.told_failed.is_empty());
-                    if let Some(request) = untold {
+                    let failure = store.held.terminal_status.as_ref().filter(|_| !view.told_a_failure);
+                    if let Some(request) = failure.map(|status| &status.request_id) {
                         return Some(format!(
                             "client connection c{connection} is shown the transcript while the store holds the failure of request {request} for clients that connect later, and is told no failure"
                         ));
@@ -149,28 +140,25 @@ impl Waits {
         connection: u64,
         view: &ClientView,
         id: &str,
-        store: &Stored,
+        store: &Stores,
         loose: bool,
     ) -> Option<String> {
-        let find = |messages: &[Message]| messages.iter().find(|message| message.id == id).cloned();
-        let held = find(store.held)?;
+        let held = store.held.message(id)?;
         let on_screen = view.messages.iter().find(|message| message.id == id);
-        let tried = store.tried.and_then(find);
+        let tried = store.tried.as_ref().and_then(|tried| tried.message(id));
         let fits = |copies: &mut RunsOnCopies, tried: bool, kept: &Message| match on_screen {
             Some(shown) => copies.runs_on((connection, tried, loose, id.to_string()), &kept.parts, &shown.parts, loose),
             None => kept.role == Role::Assistant && shown_message(kept).parts.is_empty(),
         };
-        if fits(&mut self.copies, false, &held)
-            || tried.as_ref().is_some_and(|tried| fits(&mut self.copies, true, tried))
-        {
+        if fits(&mut self.copies, false, held) || tried.is_some_and(|tried| fits(&mut self.copies, true, tried)) {
             return None;
         }
         let showing = on_screen.map(shown_message);
         Some(match showing {
             Some(showing) => {
-                format!("message {id} shows {:?}; the store holds {:?}", showing.parts, shown_message(&held).parts)
+                format!("message {id} shows {:?}; the store holds {:?}", showing.parts, shown_message(held).parts)
             }
-            None => format!("message {id} is not on screen; the store holds {:?}", shown_message(&held).parts),
+            None => format!("message {id} is not on screen; the store holds {:?}", shown_message(held).parts),
         })
     }
 }
@@ -351,18 +339,7 @@ mod tests {
     }
 
     fn tool(call: u8, state: ToolState) -> Part {
-        Part::Tool(ToolPart {
-            call_id: format!("tc-{call}"),
-            tool_name: "lookup".into(),
-            state,
-            input_text: String::new(),
-            input: None,
-            output: None,
-            error_text: None,
-            approval: None,
-            repaired: false,
-            dynamic: false,
-        })
+        Part::Tool(ToolPart { state, ..ToolPart::streaming(&format!("tc-{call}"), "lookup") })
     }
 
     /// One edit of one side: (which side, what, where, with what).
