@@ -287,13 +287,7 @@ impl Message {
     /// Only the parts still streaming are edited: the others stay shared
     /// with the copies the store and the last request hold.
     pub fn settle_text(&mut self) {
-        let streaming = |part: &Part| {
-            matches!(
-                part,
-                Part::Text { state: TextState::Streaming, .. } | Part::Reasoning { state: TextState::Streaming, .. }
-            )
-        };
-        self.parts.edit_where(streaming, |part| {
+        self.parts.edit_streaming_text(|part| {
             if let Part::Text { state, .. } | Part::Reasoning { state, .. } = part {
                 *state = TextState::Done;
             }

@@ -492,6 +492,37 @@ struct Inner {
     crossings: Vec<Crossing>,
     watchers: Vec<Watcher>,
     overflowed: bool,
+    _alive: Alive,
+}
+
+thread_local! {
+    /// Traces made on this thread and not dropped yet, wherever dropped.
+    static MADE_HERE: Arc<AtomicUsize> = Arc::default();
+}
+
+/// Counts its trace among its thread's live ones until the trace drops: a
+/// run that ends and leaves its trace alive has leaked (something still
+/// holds the world), which [`live_traces_made_here`] shows.
+struct Alive(Arc<AtomicUsize>);
+
+impl Default for Alive {
+    fn default() -> Self {
+        let count = MADE_HERE.with(Arc::clone);
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count)
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// How many traces made on this thread are still alive: after a run
+/// returns, none of its own should be.
+pub fn live_traces_made_here() -> usize {
+    MADE_HERE.with(|count| count.load(Ordering::SeqCst))
 }
 
 impl Inner {
@@ -634,6 +665,16 @@ impl Trace {
         let watcher = Watcher { matches, remaining: nth.max(1), fire: Some(fire), fence, busy };
         self.inner.lock().expect("trace lock").watchers.push(watcher);
         fired
+    }
+
+    /// Drops every watcher still waiting: its task (on no node a
+    /// tear-down kills) then wakes to a closed channel and ends. Left
+    /// waiting, the task and the trace would hold each other (the task holds
+    /// the trace; the trace holds the sender, which holds the task's waker)
+    /// and keep the run's memory forever: an eviction waiting for a tool
+    /// state that never came leaked the whole run, in every `explore` case.
+    pub fn drop_watchers(&self) {
+        self.inner.lock().expect("trace lock").watchers.clear();
     }
 
     pub fn overflowed(&self) -> bool {

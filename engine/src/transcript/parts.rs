@@ -18,12 +18,17 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Part, ToolPart, ToolState};
+use super::{Part, TextState, ToolPart, ToolState};
 
 /// Parts per chunk: small, so an edit copies few parts.
 const CHUNK_PARTS: usize = 8;
 /// Chunks per group: an edit copies this many chunk pointers.
 const GROUP_CHUNKS: usize = 16;
+/// Bits of a group's own call id filter. A group holds up to 128 calls,
+/// which fill a chunk-sized 64-bit filter; this one stays sparse (about one
+/// group in ten looked into in vain), so finding a call in a long session
+/// skips a group with one test instead of sixteen.
+const GROUP_FILTER_BITS: usize = 1024;
 
 /// Up to `CHUNK_PARTS` parts, and an index of their tool call ids.
 #[derive(Clone, Default)]
@@ -71,6 +76,9 @@ struct ToolIndex {
     /// Per part: a nonzero hash of its call id, or zero for a part that is
     /// not a tool call.
     hashes: [u32; CHUNK_PARTS],
+    /// Whether a text or reasoning part here is still streaming: settling a
+    /// turn's text then visits only these chunks, not a long session's all.
+    streaming_text: bool,
 }
 
 impl Chunk {
@@ -89,13 +97,18 @@ impl Chunk {
 
     fn tool_index(&self) -> &ToolIndex {
         self.tool_index.get_or_init(|| {
-            let mut index = ToolIndex { filter: 0, states: ToolStates::default(), hashes: [0; CHUNK_PARTS] };
+            let mut index =
+                ToolIndex { filter: 0, states: ToolStates::default(), hashes: [0; CHUNK_PARTS], streaming_text: false };
             for (offset, part) in self.parts.iter().enumerate() {
-                if let Part::Tool(tool) = part {
-                    let hash = CallHash::of(&tool.call_id);
-                    index.filter |= hash.bit;
-                    index.states.0 |= ToolStates::bit(tool.state);
-                    index.hashes[offset] = hash.short;
+                match part {
+                    Part::Tool(tool) => {
+                        let hash = CallHash::of(&tool.call_id);
+                        index.filter |= hash.bit;
+                        index.states.0 |= ToolStates::bit(tool.state);
+                        index.hashes[offset] = hash.short;
+                    }
+                    part if is_streaming_text(part) => index.streaming_text = true,
+                    _ => {}
                 }
             }
             index
@@ -116,10 +129,12 @@ impl PartialEq for Chunk {
     }
 }
 
-/// A call id's FNV-1a hash, as a filter bit and a nonzero short hash.
+/// A call id's FNV-1a hash, as a chunk filter bit, a group filter bit
+/// (other bits of the hash) and a nonzero short hash.
 #[derive(Clone, Copy)]
 struct CallHash {
     bit: u64,
+    group_bit: u16,
     short: u32,
 }
 
@@ -128,7 +143,8 @@ impl CallHash {
         let hash = call_id
             .bytes()
             .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
-        Self { bit: 1 << (hash % 64), short: (hash >> 32) as u32 | 1 }
+        let group_bit = ((hash >> 6) % GROUP_FILTER_BITS as u64) as u16;
+        Self { bit: 1 << (hash % 64), group_bit, short: (hash >> 32) as u32 | 1 }
     }
 }
 
@@ -142,12 +158,16 @@ struct Group {
 
 #[derive(Clone, Copy)]
 struct GroupIndex {
+    /// The call id filter of the whole group: bit `CallHash::group_bit`.
+    filter: [u64; GROUP_FILTER_BITS / 64],
     /// Each chunk's call id filter.
     filters: [u64; GROUP_CHUNKS],
     /// Each chunk's tool states.
     states: [ToolStates; GROUP_CHUNKS],
     /// The tool states of the whole group.
     all_states: ToolStates,
+    /// One bit per chunk holding a streaming text or reasoning part.
+    streaming_text: u16,
 }
 
 impl Group {
@@ -167,15 +187,25 @@ impl Group {
     fn index(&self) -> &GroupIndex {
         self.index.get_or_init(|| {
             let mut index = GroupIndex {
+                filter: [0; GROUP_FILTER_BITS / 64],
                 filters: [0; GROUP_CHUNKS],
                 states: [ToolStates::default(); GROUP_CHUNKS],
                 all_states: ToolStates::default(),
+                streaming_text: 0,
             };
             for (at, chunk) in self.chunks.iter().enumerate() {
                 let chunk = chunk.tool_index();
                 index.filters[at] = chunk.filter;
                 index.states[at] = chunk.states;
                 index.all_states.0 |= chunk.states.0;
+                index.streaming_text |= u16::from(chunk.streaming_text) << at;
+            }
+            let calls = self.chunks.iter().flat_map(|chunk| &chunk.parts);
+            for part in calls {
+                if let Part::Tool(tool) = part {
+                    let bit = CallHash::of(&tool.call_id).group_bit as usize;
+                    index.filter[bit / 64] |= 1 << (bit % 64);
+                }
             }
             index
         })
@@ -188,8 +218,17 @@ impl Group {
         (0..self.chunks.len()).filter(move |&at| any && index.states[at].meets(states))
     }
 
+    /// Whether the group may hold a tool part of the call.
+    fn may_hold(&self, hash: CallHash) -> bool {
+        let bit = hash.group_bit as usize;
+        self.index().filter[bit / 64] & (1 << (bit % 64)) != 0
+    }
+
     /// Chunk and offset of the first tool part of the call in this group.
     fn find_tool(&self, call_id: &str, hash: CallHash) -> Option<(usize, usize)> {
+        if !self.may_hold(hash) {
+            return None;
+        }
         let filters = &self.index().filters;
         (0..self.chunks.len())
             .filter(|&at| filters[at] & hash.bit != 0)
@@ -401,7 +440,7 @@ impl Parts {
     pub fn tool_positions(&self, call_id: &str) -> Vec<usize> {
         let hash = CallHash::of(call_id);
         let mut positions = Vec::new();
-        for (group_at, group) in self.groups.iter().enumerate() {
+        for (group_at, group) in self.groups.iter().enumerate().filter(|(_, group)| group.may_hold(hash)) {
             let filters = &group.index().filters;
             for chunk_at in (0..group.chunks.len()).filter(|&at| filters[at] & hash.bit != 0) {
                 let chunk = &group.chunks[chunk_at];
@@ -470,6 +509,29 @@ impl Parts {
         selected.len()
     }
 
+    /// Edits every text or reasoning part still streaming, looking only
+    /// inside the chunks whose index says they hold one; only their paths
+    /// are copied. Returns how many it edited.
+    pub fn edit_streaming_text(&mut self, mut edit: impl FnMut(&mut Part)) -> usize {
+        let selected: Vec<usize> = self
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(group_at, group)| {
+                let flagged = group.index().streaming_text;
+                (0..group.chunks.len()).filter(move |&at| flagged & (1 << at) != 0).flat_map(move |chunk_at| {
+                    let first = (group_at * GROUP_CHUNKS + chunk_at) * CHUNK_PARTS;
+                    first..first + group.chunks[chunk_at].parts.len()
+                })
+            })
+            .filter(|&index| is_streaming_text(&self[index]))
+            .collect();
+        for &index in &selected {
+            edit(self.get_mut(index).expect("a selected index is in range"));
+        }
+        selected.len()
+    }
+
     /// Every part, for editing: copies everything shared, so the engine
     /// edits through [`Parts::get_mut`] or [`Parts::edit_where`] instead.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Part> {
@@ -488,6 +550,10 @@ impl Parts {
     pub fn to_vec(&self) -> Vec<Part> {
         self.iter().cloned().collect()
     }
+}
+
+fn is_streaming_text(part: &Part) -> bool {
+    matches!(part, Part::Text { state: TextState::Streaming, .. } | Part::Reasoning { state: TextState::Streaming, .. })
 }
 
 fn is_tool_of(part: &Part, call_id: &str) -> bool {
@@ -651,6 +717,38 @@ mod tests {
         assert_eq!(copy[0], text(5));
         assert_eq!(copy[CHUNK_PARTS], Part::Text { id: "t77".into(), text: "77!".into(), state: TextState::Done });
         assert_eq!(original[0], text(0));
+    }
+
+    #[test]
+    fn settling_streaming_text_edits_every_streaming_part_and_copies_only_their_chunks() {
+        let streaming =
+            |index: usize| Part::Text { id: format!("t{index}"), text: index.to_string(), state: TextState::Streaming };
+        let reasoning = Part::Reasoning { id: "r".into(), text: "why".into(), state: TextState::Streaming };
+        // Streaming parts in the first chunk, in a later group, and the last part.
+        let at = [1, GROUP_PARTS + 3, 2 * GROUP_PARTS + 4];
+        let mut built: Parts =
+            (0..=at[2]).map(|index| if at.contains(&index) { streaming(index) } else { text(index) }).collect();
+        built.insert(5, reasoning);
+        let original = built.clone();
+        let mut settled = 0;
+        let edited = built.edit_streaming_text(|part| {
+            if let Part::Text { state, .. } | Part::Reasoning { state, .. } = part {
+                *state = TextState::Done;
+                settled += 1;
+            }
+        });
+        assert_eq!((edited, settled), (4, 4));
+        assert!(built.iter().all(|part| !is_streaming_text(part)));
+        assert_eq!(original.iter().filter(|part| is_streaming_text(part)).count(), 4, "the original is untouched");
+        // Only the chunks that held a streaming part were copied.
+        let changed = built.changed_since(&original);
+        let chunk_of = |index: usize| (index / CHUNK_PARTS) * CHUNK_PARTS;
+        let expected: Vec<Range<usize>> = [chunk_of(1), chunk_of(GROUP_PARTS + 4), chunk_of(2 * GROUP_PARTS + 5)]
+            .into_iter()
+            .map(|first| first..(first + CHUNK_PARTS).min(built.len()))
+            .collect();
+        assert_eq!(changed, expected);
+        assert_eq!(built.edit_streaming_text(|_| panic!("nothing is streaming any more")), 0);
     }
 
     fn tool(call_id: &str, output: &str) -> Part {

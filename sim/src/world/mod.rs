@@ -331,6 +331,7 @@ impl World {
     /// runtime; left alive they would keep each run's memory forever.
     async fn tear_down(&self, nodes: &[madsim::task::NodeId]) {
         self.switchboard.clear();
+        self.trace.drop_watchers();
         let handle = Handle::current();
         for node in nodes {
             handle.kill(*node);

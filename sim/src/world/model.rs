@@ -64,44 +64,39 @@ impl MockModel {
     }
 }
 
-/// Each call's stream: where it goes, and whether it is over for the engine.
+/// Each open call's stream: where it goes. A call leaves the map when its
+/// stream is over for the engine (ended, or let go of), and a stream whose
+/// engine process is gone is dropped when next seen, so the world's
+/// settle test looks only at the streams still open, not at every call of a
+/// long session.
 #[derive(Clone, Default)]
-struct Streams(Arc<Mutex<BTreeMap<u32, Stream>>>);
-
-struct Stream {
-    sink: InputSink,
-    /// Ended, or let go of by the engine.
-    over: bool,
-}
+struct Streams(Arc<Mutex<BTreeMap<u32, InputSink>>>);
 
 impl Streams {
     fn open(&self, call: u32, sink: InputSink) {
-        self.0.lock().expect("streams lock").insert(call, Stream { sink, over: false });
+        self.0.lock().expect("streams lock").insert(call, sink);
     }
 
     fn close(&self, call: u32) {
-        if let Some(stream) = self.0.lock().expect("streams lock").get_mut(&call) {
-            stream.over = true;
-        }
+        self.0.lock().expect("streams lock").remove(&call);
     }
 
     /// Delivers `event` unless the engine let go of the call or its process
     /// is gone (as a send on a dropped HTTP stream fails).
     fn send(&self, call: u32, event: ModelEvent) -> bool {
         let streams = self.0.lock().expect("streams lock");
-        let Some(stream) = streams.get(&call).filter(|stream| !stream.over) else {
-            return false;
-        };
-        stream.sink.send(Input::Model { call, event })
+        streams.get(&call).is_some_and(|sink| sink.send(Input::Model { call, event }))
     }
 
     fn is_abandoned(&self, call: u32) -> bool {
         let streams = self.0.lock().expect("streams lock");
-        streams.get(&call).is_none_or(|stream| stream.over || stream.sink.is_closed())
+        streams.get(&call).is_none_or(InputSink::is_closed)
     }
 
     fn any_open(&self) -> bool {
-        self.0.lock().expect("streams lock").values().any(|stream| !stream.over && !stream.sink.is_closed())
+        let mut streams = self.0.lock().expect("streams lock");
+        streams.retain(|_, sink| !sink.is_closed());
+        !streams.is_empty()
     }
 }
 

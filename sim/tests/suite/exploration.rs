@@ -65,3 +65,42 @@ fn exploration_is_deterministic_for_a_seed_at_any_jobs() {
         "the same sweep found different failures at --jobs 1 and 2"
     );
 }
+
+/// A run leaves nothing of itself alive. A fault waiting for a moment that
+/// never came (here an eviction at a tool state no call reaches) kept its
+/// task and the run's trace holding each other, so every such run leaked
+/// its world; `explore` generates them by the thousand and grew without
+/// bound. The count is of this thread's traces, so tests running beside
+/// this one do not move it.
+#[test]
+fn a_run_whose_fault_never_fires_leaves_nothing_alive() {
+    let yaml = "name: fault-never-fires
+seeds: 1
+engine:
+  tools:
+    lookup: { kind: client }
+model:
+  - [ { tool: { id: tc-0, name: lookup } }, { finish: { reason: tool-calls } } ]
+  - [ { text: \"Done.\" }, { finish: { reason: stop } } ]
+client:
+  tools:
+    lookup: { answer_after_ms: [10, 20], error: \"not found\", auto_continue: true }
+actions:
+  - at_ms: 0
+    user_message: { text: \"go\" }
+faults:
+  - evict:
+      when: { tool: tc-0, state: output-available }
+      restart_after_ms: 100
+      optional: true
+";
+    let file = turnsim::scenario::parse_scenario(std::path::Path::new("fault-never-fires.yaml"), yaml)
+        .expect("the scenario parses");
+    let before = turnsim::trace::live_traces_made_here();
+    for seed in 0..3 {
+        let (record, violations) = run_one(&file, seed, &RegressionSet::default());
+        assert!(violations.is_empty(), "seed {seed}: {violations:?}");
+        assert!(record.fired_faults.is_empty(), "seed {seed}: the fault must never fire: {:?}", record.fired_faults);
+    }
+    assert_eq!(turnsim::trace::live_traces_made_here(), before, "a finished run's trace is still alive");
+}

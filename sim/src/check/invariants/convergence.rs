@@ -86,10 +86,19 @@ fn left_streaming(input: &CheckInput) -> Option<Violation> {
         (index, rest)
     });
     let end = (input.run.end == RunEnd::Quiescent).then_some((history.crossings.len(), true));
+    // The calls that may still be held open, in call order: a call that is
+    // not held open at one rest never is again (its cancel, end, error or
+    // the process's death stays behind it), so each rest looks only at the
+    // calls still open, not at every call of a long session.
+    let mut open: Vec<&crate::check::facts::CallFact> = Vec::new();
+    let mut started = facts.calls.iter().peekable();
     for (index, rest) in rests.chain(end) {
         if rest {
-            let held = facts.calls.iter().filter(|call| !errored.contains(&call.call) && held_open(input, call, index));
-            for call in held {
+            while let Some(call) = started.next_if(|call| call.at < index) {
+                open.push(call);
+            }
+            open.retain(|call| !errored.contains(&call.call) && held_open(input, call, index));
+            for call in &open {
                 let request = request_of.get(&call.call).copied().unwrap_or_default();
                 let why = if latest.is_some_and(|latest| latest > call.call) {
                     format!("model call #{} was started after it", latest.unwrap_or_default())
