@@ -256,14 +256,16 @@ impl DurableState {
     }
 
     fn put_message(&mut self, message: &Message) {
-        match self.messages.iter_mut().find(|existing| existing.id == message.id) {
+        match self.messages.iter_mut().rev().find(|existing| existing.id == message.id) {
             Some(existing) => *existing = message.clone(),
             None => self.messages.push(message.clone()),
         }
     }
 
+    /// Ids are unique (a put replaces its earlier copy), and the messages
+    /// asked for are mostly the latest: looked for from the end.
     pub fn message(&self, id: &str) -> Option<&Message> {
-        self.messages.iter().find(|message| message.id == id)
+        self.messages.iter().rev().find(|message| message.id == id)
     }
 }
 

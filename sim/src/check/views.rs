@@ -47,6 +47,12 @@ pub fn shown(messages: &[Message]) -> Vec<ShownMessage> {
     messages.iter().map(shown_message).filter(visible).collect()
 }
 
+/// Whether a message shows at all: [`shown`] leaves out an assistant
+/// message with nothing visible.
+pub fn shows(message: &Message) -> bool {
+    message.role != Role::Assistant || message.parts.iter().any(is_visible)
+}
+
 /// One message as shown.
 pub fn shown_message(message: &Message) -> ShownMessage {
     let parts = message.parts.iter().filter_map(shown_part).collect();

@@ -165,13 +165,18 @@ fn unknown_texts(
 ) -> Vec<String> {
     let mut unknown = Vec::new();
     for message in request.messages.iter().filter(|message| message.role == Role::Assistant) {
-        let stored_message = stored.message(&message.id);
+        // Looked up only for a changed text: a long session's requests
+        // carry every earlier message, nearly all of them unchanged.
+        let mut stored_message = None;
         for at in seen.changed(message) {
             let Some((reasoning, text)) = text_of(&message.parts[at]).filter(|(_, text)| !text.is_empty()) else {
                 continue;
             };
-            if !kept.holds(reasoning, text) && !stored_message.is_some_and(|stored| holds(stored, at, reasoning, text))
-            {
+            if kept.holds(reasoning, text) {
+                continue;
+            }
+            let stored_message = *stored_message.get_or_insert_with(|| stored.message(&message.id));
+            if !stored_message.is_some_and(|stored| holds(stored, at, reasoning, text)) {
                 let kind = if reasoning { "reasoning" } else { "text" };
                 let id = &message.id;
                 unknown

@@ -229,21 +229,24 @@ fn schedules_a_recovery(write: &Write) -> Option<String> {
 
 /// Where two shown transcripts first differ, in words.
 pub fn first_difference(showing: &[ShownMessage], stored: &[ShownMessage]) -> Option<String> {
+    first_difference_after(showing, stored, 0)
+}
+
+/// [`first_difference`] of two lists that start after `passed` messages
+/// shown alike.
+pub fn first_difference_after(showing: &[ShownMessage], stored: &[ShownMessage], passed: usize) -> Option<String> {
     for (at, (shown, kept)) in showing.iter().zip(stored).enumerate() {
         if shown.id != kept.id {
-            return Some(format!("message {} is {} on screen but {} in the store", at + 1, shown.id, kept.id));
+            return Some(format!("message {} is {} on screen but {} in the store", passed + at + 1, shown.id, kept.id));
         }
         if shown.parts != kept.parts {
             return Some(format!("message {} shows {:?}; the store holds {:?}", shown.id, shown.parts, kept.parts));
         }
     }
-    match showing.len().cmp(&stored.len()) {
+    let (showing, stored) = (passed + showing.len(), passed + stored.len());
+    match showing.cmp(&stored) {
         std::cmp::Ordering::Equal => None,
-        std::cmp::Ordering::Less => {
-            Some(format!("the store holds {} messages, the client shows {}", stored.len(), showing.len()))
-        }
-        std::cmp::Ordering::Greater => {
-            Some(format!("the client shows {} messages, the store holds {}", showing.len(), stored.len()))
-        }
+        std::cmp::Ordering::Less => Some(format!("the store holds {stored} messages, the client shows {showing}")),
+        std::cmp::Ordering::Greater => Some(format!("the client shows {showing} messages, the store holds {stored}")),
     }
 }

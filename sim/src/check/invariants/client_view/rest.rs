@@ -32,8 +32,8 @@ use turnsim_engine::ports::Frame;
 use turnsim_engine::{Message, Role};
 
 use super::waiting::Waits;
-use super::{first_difference, INVARIANT};
-use crate::check::views::{shown, shown_message, ClientView, ClientViews, SameCopies, Shown, ShownMessage};
+use super::{first_difference_after, INVARIANT};
+use crate::check::views::{shown_message, shows, ClientView, ClientViews, SameCopies, Shown, ShownMessage};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 use crate::world::RunEnd;
@@ -218,16 +218,31 @@ impl Rests {
     /// A message whose writes the store refused while its request ran
     /// is compared without its tools' states, as at its terminal frame.
     fn transcript_behind(&self, view: &ClientView, store: &Stores) -> Option<String> {
-        let loosen = |messages: &[Message]| -> Vec<ShownMessage> {
+        self.behind_of(view, &store.tried().messages)?;
+        self.behind_of(view, &store.held.messages)
+    }
+
+    /// [`behind`] of the client's transcript and `stored`, past the first
+    /// messages both hold as the very same copies (a long session's settled
+    /// ones, which show alike): a look costs what changed, not the session.
+    /// A reply a request streams into that the store does not hold yet is
+    /// ahead of it by that stream wherever it stands: at the end, or in its
+    /// place before a user message stored while it streamed.
+    fn behind_of(&self, view: &ClientView, stored: &[Message]) -> Option<String> {
+        let alike = view.messages.iter().zip(stored).take_while(|(shown, kept)| shown == kept).count();
+        let loosen = |messages: &mut dyn Iterator<Item = &Message>| -> Vec<ShownMessage> {
             let loose = |message: ShownMessage| match self.lost.contains(&message.id) {
                 true => stateless_message(&message),
                 false => message,
             };
-            shown(messages).into_iter().map(loose).collect()
+            messages.filter(|message| shows(message)).map(shown_message).map(loose).collect()
         };
-        let showing = loosen(&view.messages);
-        behind(&showing, &loosen(&store.tried().messages))?;
-        behind(&showing, &loosen(&store.held.messages))
+        let unstored_stream = |message: &&Message| {
+            self.owner.contains_key(&message.id) && !stored.iter().rev().any(|kept| kept.id == message.id)
+        };
+        let showing = loosen(&mut view.messages[alike..].iter().filter(|message| !unstored_stream(message)));
+        let passed = stored[..alike].iter().filter(|message| shows(message)).count();
+        behind(&showing, &loosen(&mut stored[alike..].iter()), passed)
     }
 }
 
@@ -286,14 +301,15 @@ fn describe(message: Option<&ShownMessage>) -> String {
 
 /// Where a screen is not the store, nor ahead of it by a stream in
 /// progress: `None` when every stored message is on screen in its place
-/// with each stored part as stored, or run on.
-pub fn behind(showing: &[ShownMessage], stored: &[ShownMessage]) -> Option<String> {
+/// with each stored part as stored, or run on. Both lists start after
+/// `passed` messages shown alike (positions in what it says count them).
+pub fn behind(showing: &[ShownMessage], stored: &[ShownMessage], passed: usize) -> Option<String> {
     for (at, kept) in stored.iter().enumerate() {
         let Some(shown) = showing.get(at) else {
-            return first_difference(showing, stored);
+            return first_difference_after(showing, stored, passed);
         };
         if shown.id != kept.id || kept.parts.len() > shown.parts.len() {
-            return first_difference(showing, stored);
+            return first_difference_after(showing, stored, passed);
         }
         if !parts_run_on(&kept.parts, &shown.parts) {
             return Some(format!("message {} shows {:?}; the store holds {:?}", shown.id, shown.parts, kept.parts));
