@@ -5,6 +5,7 @@
 
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { FakeHarness, DEFAULT_CONFIG, killAll, textChunks } from "./fake-harness.mjs";
 
@@ -40,6 +41,15 @@ async function startTurn(harness, text) {
   await harness.input({ type: "connect", connection: 1 });
   return harness.input({ type: "user_message", text, options: { stall_timeout_ms: null } });
 }
+
+test("its init reply declares what capabilities.json says it implements", TIMEOUT, async () => {
+  const listed = JSON.parse(readFileSync(new URL("../ai-sdk-chat/capabilities.json", import.meta.url), "utf8")).capabilities;
+  const harness = new FakeHarness(ENGINE);
+  const [idle] = await harness.init({ config: CONFIG });
+  assert.deepEqual(idle.capabilities, Object.keys(listed).filter((name) => listed[name]));
+  assert.deepEqual(idle.capabilities, [], "no recovery, no messenger, none of the built-in engine's references' choices");
+  await harness.close();
+});
 
 test("one turn with a client tool: the result continues it once, into the same message", TIMEOUT, async () => {
   const harness = new FakeHarness(ENGINE);

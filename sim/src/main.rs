@@ -172,7 +172,12 @@ enum Command {
     Adversary(turnsim::adversary::cli::AdversaryArgs),
     /// Serve the built-in engine over the engine protocol on stdin/stdout
     /// (what `--engine-cmd` starts; see docs/protocol.md).
-    Engine,
+    Engine {
+        /// Declare only these capabilities (comma-separated; every one when
+        /// not given): the suite as an engine without the others sees it.
+        #[arg(long, value_enum, value_delimiter = ',', num_args = 0..)]
+        capabilities: Option<Vec<turnsim::capability::Capability>>,
+    },
     /// Print the JSON Schema of the scenario format (for editor validation).
     Schema,
     /// List scenarios, invariants, regressions, fault kinds or the adversary's operators.
@@ -201,7 +206,7 @@ fn main() -> ExitCode {
         turnsim::protocol::proxy::use_fresh_processes(true);
     }
     let result = match arguments.command {
-        Command::Engine => return cli::engine::serve(),
+        Command::Engine { capabilities } => return cli::engine::serve(capabilities),
         Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions } => {
             cli::run::run(paths, seeds, seed_start, jobs, shard, format, RegressionSet::of(regressions))
         }
