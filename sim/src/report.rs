@@ -291,6 +291,21 @@ pub fn github(files: &[ScenarioFile], results: &SweepResults, regressions: &Regr
     out
 }
 
+/// One `::notice` per scenario not run, on its file, with what it needs.
+pub fn github_not_applicable(not_applicable: &[NotApplicable]) -> String {
+    let mut out = String::new();
+    for skipped in not_applicable {
+        let _ = writeln!(
+            out,
+            "::notice file={},line=1,title={}::{}",
+            workflow_property(&skipped.file.path.display().to_string()),
+            workflow_property("turnsim: not applicable"),
+            workflow_data(&skipped.reason())
+        );
+    }
+    out
+}
+
 /// Escapes a workflow command's message.
 fn workflow_data(text: &str) -> String {
     text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")

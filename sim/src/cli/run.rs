@@ -70,7 +70,10 @@ pub fn run(
         }
         RunFormat::Json => output::emit(&format!("{}\n", report::json(&summary))),
         RunFormat::Junit => output::emit(&report::junit(&plan.files, &results, &plan.regressions, &not_applicable)),
-        RunFormat::Github => output::emit(&report::github(&plan.files, &results, &plan.regressions)),
+        RunFormat::Github => {
+            output::emit(&report::github(&plan.files, &results, &plan.regressions));
+            output::emit(&report::github_not_applicable(&not_applicable));
+        }
     }
     if matches!(format, RunFormat::Text) {
         if plan.files.len() > 1 {

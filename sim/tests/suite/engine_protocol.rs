@@ -225,6 +225,24 @@ fn a_scenario_that_needs_what_the_engine_does_not_declare_is_not_applicable() {
     let skipped = &report["not_applicable_scenarios"][0];
     assert_eq!(skipped["scenario"], NEEDS_MESSENGER, "{report}");
     assert_eq!(skipped["missing"], serde_json::json!(["messenger"]), "{report}");
+
+    let junit =
+        turnsim(&["run", NEEDS_MESSENGER, NEEDS_NOTHING, "--seeds", "1", "--format", "junit", "--engine-cmd", &engine]);
+    let xml = String::from_utf8_lossy(&junit.stdout);
+    assert!(xml.contains(r#"<skipped message="not applicable: needs messenger"#), "a skipped case: {xml}");
+    let github = turnsim(&[
+        "run",
+        NEEDS_MESSENGER,
+        NEEDS_NOTHING,
+        "--seeds",
+        "1",
+        "--format",
+        "github",
+        "--engine-cmd",
+        &engine,
+    ]);
+    let notices = String::from_utf8_lossy(&github.stdout);
+    assert!(notices.contains(&format!("::notice file={NEEDS_MESSENGER},line=1")), "a notice: {notices}");
 }
 
 #[test]
