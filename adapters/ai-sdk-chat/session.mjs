@@ -275,6 +275,9 @@ export class Session {
       this.host.observe({ event: "tool-ready", call_id: part.toolCallId, tool_name: name, state: part.state });
     }
     if (part.state !== "input-streaming") this.host.broadcast({ Tool: { call_id: part.toolCallId, tool_name: name, state: part.state } });
+    // A `tool` frame says an approval was answered, not how: clients are
+    // shown the decision with the transcript, as the built-in engine does.
+    if (part.state === "approval-responded") this.host.broadcast({ Messages: this.liveMessages() });
   }
 
   /**

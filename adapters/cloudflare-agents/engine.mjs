@@ -12,4 +12,11 @@ import { Session } from "./session.mjs";
 // Every piece of a run's state lives in the Session (a new run calls the
 // factory again), and the generation after an eviction evaluates this
 // module and the engine's own modules afresh: one process serves them all.
-runEngine((host) => new Session(host), { reinit: true, module: import.meta.url });
+// The protocol's capabilities (docs/protocol.md) it implements: all but
+// `provider-retries`. A 429/5xx after the stream started goes into Think's
+// recovery (this app's `classifyChatError`), which keeps the partial, and a
+// zero-token finish is stored as the answer: opencode's take-back-and-retry
+// is the built-in engine's (docs/cloudflare-agents-findings.md, divergences).
+const capabilities = ["recovery", "messenger", "store-refusal-fails-turn", "dangling-call-repair", "coalesce"];
+
+runEngine((host) => new Session(host), { reinit: true, module: import.meta.url, capabilities });

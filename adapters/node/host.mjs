@@ -19,7 +19,7 @@ import { Wire } from "./wire.mjs";
 import { Store } from "./store.mjs";
 import { ModelProxy } from "./model.mjs";
 
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
 /**
  * @typedef {object} Engine What an engine module gives `runEngine`: every
@@ -215,15 +215,23 @@ export const MAX_GENERATIONS = 400;
  * next run's `init` calls `makeEngine` again (new host, clock at zero,
  * generator reseeded, timers dropped), so every piece of an engine's state
  * must live in what `makeEngine` builds; module state would leak.
+ *
+ * With `capabilities` (names from the protocol's vocabulary, docs/protocol.md),
+ * the engine declares what it implements at every `init`; the harness does not
+ * run a scenario that needs anything else, and reports it as not applicable.
+ * Without it the engine declares nothing and is held to every scenario.
  * @param {(host: Host) => Engine | Promise<Engine>} makeEngine
- * @param {{reinit?: boolean, module?: string}} [options]
+ * @param {{reinit?: boolean, module?: string, capabilities?: string[]}} [options]
  */
-export async function runEngine(makeEngine, { reinit = false, module } = {}) {
+export async function runEngine(makeEngine, { reinit = false, module, capabilities } = {}) {
   if (loading) {
     // A fresh instance of the engine's module, evaluated for a generation:
     // it hands over its factory; the loop that loaded it runs it.
     loading.makeEngine = makeEngine;
     return;
+  }
+  if (capabilities !== undefined && !(Array.isArray(capabilities) && capabilities.every((name) => typeof name === "string"))) {
+    exitWith("runEngine: `capabilities` is a list of capability names");
   }
   process.on("unhandledRejection", crash);
   const wire = new Wire();
@@ -244,7 +252,7 @@ export async function runEngine(makeEngine, { reinit = false, module } = {}) {
       makeEngine = await loadGeneration(module, instances);
     }
     const fresh = module !== undefined && instances < MAX_GENERATIONS;
-    const offers = { reinit: fresh || (reinit && !module), generations: fresh };
+    const offers = { reinit: fresh || (reinit && !module), generations: fresh, capabilities };
     message = await oneRun(wire, message, makeEngine, offers);
   }
 }
@@ -363,6 +371,7 @@ async function settle(host, handle, offers = null) {
   const idle = { type: "idle", next_timer_ns: clock.nextDueNs() };
   if (offers?.reinit) idle.reinit = true;
   if (offers?.generations) idle.generations = true;
+  if (offers?.capabilities) idle.capabilities = offers.capabilities;
   host.effect(idle);
   host.wire.flush();
 }

@@ -1,10 +1,12 @@
 // The AI SDK `Chat` engine under the fake harness: one turn with a client
 // tool continued once, two parallel results continued once (the SDK's
 // `sendAutomaticallyWhen` decides, after the second), a result that opts
-// out of continuing, and the user message and answer stored.
+// out of continuing, the user message and answer stored, the capabilities
+// it declares, and an answered approval shown with its decision.
 
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { FakeHarness, DEFAULT_CONFIG, killAll, textChunks } from "./fake-harness.mjs";
 
@@ -40,6 +42,15 @@ async function startTurn(harness, text) {
   await harness.input({ type: "connect", connection: 1 });
   return harness.input({ type: "user_message", text, options: { stall_timeout_ms: null } });
 }
+
+test("its init reply declares what capabilities.json says it implements", TIMEOUT, async () => {
+  const listed = JSON.parse(readFileSync(new URL("../ai-sdk-chat/capabilities.json", import.meta.url), "utf8")).capabilities;
+  const harness = new FakeHarness(ENGINE);
+  const [idle] = await harness.init({ config: CONFIG });
+  assert.deepEqual(idle.capabilities, Object.keys(listed).filter((name) => listed[name]));
+  assert.deepEqual(idle.capabilities, [], "no recovery, no messenger, none of the built-in engine's references' choices");
+  await harness.close();
+});
 
 test("one turn with a client tool: the result continues it once, into the same message", TIMEOUT, async () => {
   const harness = new FakeHarness(ENGINE);
@@ -115,5 +126,19 @@ test("a chat() call is answered through its callback once, however often it is d
   const again = await harness.input({ type: "chat", chat: 2, key: "k1", text: "hello", options: { stall_timeout_ms: null } });
   assert.deepEqual(callbacks(again, 2), ["returned"], "the same key again is let go unused");
   assert.deepEqual(requests(again), [], "and calls no model");
+  await harness.close();
+});
+
+test("an answered approval is shown to clients with its decision, at once", TIMEOUT, async () => {
+  const harness = new FakeHarness(ENGINE);
+  await harness.init({ config: { ...DEFAULT_CONFIG, tools: { deploy: "approval" } } });
+  await harness.input({ type: "connect", connection: 1 });
+  await harness.input({ type: "user_message", text: "deploy it", options: { stall_timeout_ms: null } });
+  await stream(harness, 1, [toolCall("tc-1", "deploy"), ...toolsFinish]);
+  await harness.input({ type: "model_end", call: 1, end: { kind: "closed" } });
+  const answered = await harness.input({ type: "approval", call_id: "tc-1", approved: false, auto_continue: false });
+  assert.deepEqual(frames(answered, "Tool").map((tool) => tool.state), ["approval-responded"]);
+  const shown = frames(answered, "Messages").at(-1)?.flatMap((message) => message.parts).find((part) => part.call_id === "tc-1");
+  assert.equal(shown?.approval?.approved, false, "the transcript sent with it shows the denial");
   await harness.close();
 });

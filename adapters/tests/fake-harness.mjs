@@ -13,7 +13,7 @@ import { createInterface } from "node:readline";
 import { apply } from "../node/store.mjs";
 
 /** The protocol version this harness speaks (`docs/protocol.md`). */
-const PROTOCOL_VERSION = 4;
+const PROTOCOL_VERSION = 5;
 
 const REQUESTS = new Set(["commit", "model_request", "fault_point", "post", "exhausted"]);
 const EFFECTS = new Set(["send", "model_cancel", "server_tool", "callback", "observe", "idle"]);

@@ -33,6 +33,14 @@ test("init is answered with idle and no timer", async () => {
   assert.equal(await harness.close(), 0, "the engine exits cleanly when stdin closes");
 });
 
+test("capabilities given to runEngine are declared on the idle that answers init, and only there", async () => {
+  const harness = new FakeHarness([...PROBE, "--capabilities=recovery,messenger"]);
+  const messages = await harness.init();
+  assert.deepEqual(messages, [{ type: "idle", next_timer_ns: null, reinit: true, capabilities: ["recovery", "messenger"] }]);
+  assert.equal(idleOf(await say(harness, "chain")).capabilities, undefined, "a later idle declares nothing");
+  await harness.close();
+});
+
 test("lockstep: nothing is written after idle until the next input", async () => {
   const harness = await probe();
   const messages = await say(harness, "chain");
@@ -93,7 +101,7 @@ test("randomness and ids come from the seed", async () => {
 test("a u64 seed beyond 2^53 is read exactly", async () => {
   const draw = async (seed) => {
     const harness = new FakeHarness(PROBE);
-    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":4,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
+    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":5,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
     await harness.readMessage();
     const [drawn] = posts(await say(harness, "random"));
     await harness.close();

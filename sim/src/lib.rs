@@ -12,8 +12,10 @@ compile_error!(
 );
 
 pub mod adversary;
+pub mod applicable;
 mod assert;
 pub mod bench;
+pub mod capability;
 pub mod check;
 pub mod cli;
 pub mod coverage;

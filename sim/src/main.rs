@@ -45,6 +45,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run every scenario over its seeds and check every invariant.
+    ///
+    /// A scenario that needs a capability the engine does not declare is
+    /// not run: it is reported as not applicable, apart from pass and fail
+    /// (docs/protocol.md, Capabilities). A run where none applies fails.
     Run {
         /// Scenario files or directories of them.
         #[arg(required = true)]
@@ -86,6 +90,9 @@ enum Command {
         regressions: Vec<Regression>,
     },
     /// Run each seed twice and report the first event where the traces differ.
+    ///
+    /// A scenario the engine's capabilities do not cover is skipped and
+    /// counted as not applicable, as `run` does.
     CheckDeterminism {
         /// Scenario files or directories of them.
         #[arg(required = true)]
@@ -96,6 +103,9 @@ enum Command {
     },
     /// Generate random scenarios, run them, shrink the first failure and
     /// write it as a YAML scenario.
+    ///
+    /// Its scenarios name no `needs`: over an engine that lacks a
+    /// capability, a case that exercises it fails like any other.
     Explore {
         /// Cases to try.
         #[arg(long, default_value_t = 2000)]
@@ -123,6 +133,9 @@ enum Command {
     },
     /// Evict the engine after each durable write of each scenario's run (one
     /// run per write boundary) and check every invariant.
+    ///
+    /// A scenario the engine's capabilities do not cover is skipped and
+    /// counted as not applicable, as `run` does.
     CrashPoints {
         /// Scenario files or directories of them.
         #[arg(required = true)]
@@ -172,7 +185,12 @@ enum Command {
     Adversary(turnsim::adversary::cli::AdversaryArgs),
     /// Serve the built-in engine over the engine protocol on stdin/stdout
     /// (what `--engine-cmd` starts; see docs/protocol.md).
-    Engine,
+    Engine {
+        /// Declare only these capabilities (comma-separated; every one when
+        /// not given): the suite as an engine without the others sees it.
+        #[arg(long, value_enum, value_delimiter = ',', num_args = 0..)]
+        capabilities: Option<Vec<turnsim::capability::Capability>>,
+    },
     /// Print the JSON Schema of the scenario format (for editor validation).
     Schema,
     /// List scenarios, invariants, regressions, fault kinds or the adversary's operators.
@@ -201,7 +219,7 @@ fn main() -> ExitCode {
         turnsim::protocol::proxy::use_fresh_processes(true);
     }
     let result = match arguments.command {
-        Command::Engine => return cli::engine::serve(),
+        Command::Engine { capabilities } => return cli::engine::serve(capabilities),
         Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions } => {
             cli::run::run(paths, seeds, seed_start, jobs, shard, format, RegressionSet::of(regressions))
         }

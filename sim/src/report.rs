@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use turnsim_engine::RegressionSet;
 
+use crate::applicable::NotApplicable;
+use crate::capability::Capability;
 use crate::runner::{replay_command, Outcome, SweepResults};
 use crate::scenario::ScenarioFile;
 
@@ -16,7 +18,51 @@ pub struct Summary {
     pub runs: usize,
     pub passed: usize,
     pub failed: usize,
+    /// Scenarios not run: each needs a capability the engine does not declare.
+    pub not_applicable: usize,
     pub failures: Vec<FailureReport>,
+    pub not_applicable_scenarios: Vec<NotApplicableReport>,
+}
+
+#[derive(Serialize)]
+pub struct NotApplicableReport {
+    pub scenario: String,
+    /// What the scenario needs and the engine does not declare.
+    pub missing: Vec<Capability>,
+}
+
+impl Summary {
+    /// The summary with the scenarios that were not run.
+    pub fn with_not_applicable(mut self, not_applicable: &[NotApplicable]) -> Self {
+        self.not_applicable = not_applicable.len();
+        self.not_applicable_scenarios = not_applicable
+            .iter()
+            .map(|skipped| NotApplicableReport {
+                scenario: skipped.file.path.display().to_string(),
+                missing: skipped.missing.clone(),
+            })
+            .collect();
+        self
+    }
+
+    /// `suite: 3 passed, 1 failed`, and `; 2 scenarios not applicable` when
+    /// any were not run.
+    pub fn line(&self) -> String {
+        let mut line = format!("suite: {} passed, {} failed", self.passed, self.failed);
+        if self.not_applicable > 0 {
+            line.push_str(&format!("; {} not applicable", plural(self.not_applicable as u64, "scenario")));
+        }
+        line
+    }
+}
+
+/// One line per scenario not run, with what it needs that the engine lacks.
+pub fn not_applicable_lines(not_applicable: &[NotApplicable]) -> String {
+    let mut out = String::new();
+    for skipped in not_applicable {
+        let _ = writeln!(out, "N/A  {} ({})", skipped.file.path.display(), skipped.reason());
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -45,7 +91,15 @@ pub fn summarise(files: &[ScenarioFile], results: &SweepResults, regressions: &R
         .collect();
     let (runs, failed) = (results.total_runs(), results.failures.len());
     let scenarios = results.runs.iter().filter(|runs| **runs > 0).count();
-    Summary { scenarios, runs, passed: runs - failed, failed, failures }
+    Summary {
+        scenarios,
+        runs,
+        passed: runs - failed,
+        failed,
+        not_applicable: 0,
+        failures,
+        not_applicable_scenarios: Vec::new(),
+    }
 }
 
 /// One line per scenario; for a failing one, its first failing seed in full
@@ -134,13 +188,27 @@ pub fn json(summary: &Summary) -> String {
 /// did not run is absent, so merged shard reports have no phantom passes);
 /// a failing one carries the failing seeds, each with its check, message
 /// and replay command. Counts come from the same cases, so they agree.
-pub fn junit(files: &[ScenarioFile], results: &SweepResults, regressions: &RegressionSet) -> String {
+///
+/// A scenario not applicable to the engine is a skipped case, its reason the message.
+pub fn junit(
+    files: &[ScenarioFile],
+    results: &SweepResults,
+    regressions: &RegressionSet,
+    not_applicable: &[NotApplicable],
+) -> String {
     let mut suite = quick_junit::TestSuite::new("scenarios");
     for (index, file) in files.iter().enumerate() {
         if results.runs[index] > 0 {
             let failures: Vec<&Outcome> = results.failures_of(index).collect();
             suite.add_test_case(junit_case(file, results.runs[index], &failures, regressions));
         }
+    }
+    for skipped in not_applicable {
+        let mut status = quick_junit::TestCaseStatus::skipped();
+        status.set_message(format!("not applicable: {}", skipped.reason()));
+        let mut case = quick_junit::TestCase::new(skipped.file.path.display().to_string(), status);
+        case.set_classname("turnsim");
+        suite.add_test_case(case);
     }
     let mut report = quick_junit::Report::new("turnsim");
     report.add_test_suite(suite);
@@ -218,6 +286,21 @@ pub fn github(files: &[ScenarioFile], results: &SweepResults, regressions: &Regr
             workflow_property(&file.path.display().to_string()),
             workflow_property(&title),
             workflow_data(&message)
+        );
+    }
+    out
+}
+
+/// One `::notice` per scenario not run, on its file, with what it needs.
+pub fn github_not_applicable(not_applicable: &[NotApplicable]) -> String {
+    let mut out = String::new();
+    for skipped in not_applicable {
+        let _ = writeln!(
+            out,
+            "::notice file={},line=1,title={}::{}",
+            workflow_property(&skipped.file.path.display().to_string()),
+            workflow_property("turnsim: not applicable"),
+            workflow_data(&skipped.reason())
         );
     }
     out

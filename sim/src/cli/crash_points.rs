@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use turnsim_engine::RegressionSet;
 
-use super::flags::{load_some, usage_error};
+use super::flags::{load_applicable, usage_error};
 use super::replay::print_replay;
+use crate::applicable::Split;
 use crate::outln;
 use crate::runner;
 use crate::scenario::{load_scenario, ScenarioError, ScenarioFile};
@@ -66,7 +67,7 @@ impl Sweep {
 
 pub fn crash_points(paths: &[PathBuf], seed: u64, mode: Sweep) -> Result<ExitCode, ScenarioError> {
     use crate::crash_points::{refusal_sweep, sweep, sweep_at_commit, sweep_memory_only, CrashOutcome};
-    let files = load_some(paths)?;
+    let Split { applicable: files, not_applicable } = load_applicable(paths)?;
     let what = mode.what();
     let run_sweep = |file: &ScenarioFile| -> Vec<CrashOutcome> {
         let regressions = &mode.regressions;
@@ -103,7 +104,9 @@ pub fn crash_points(paths: &[PathBuf], seed: u64, mode: Sweep) -> Result<ExitCod
     if runs == 0 {
         return Err(usage_error("no crash points: the scenarios made no durable writes"));
     }
-    outln!("crash-points: {} passed, {failed} failed", runs - failed);
+    crate::output::emit(&crate::report::not_applicable_lines(&not_applicable));
+    let not_applicable = super::determinism::not_applicable_note(not_applicable.len());
+    outln!("crash-points: {} passed, {failed} failed{not_applicable}", runs - failed);
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

@@ -3,9 +3,13 @@
 
 use std::process::ExitCode;
 
-/// Serves until stdin closes; 2 when the protocol broke.
-pub fn serve() -> ExitCode {
-    match crate::protocol::serve::serve() {
+use crate::capability::Capability;
+
+/// Serves until stdin closes, declaring `capabilities` (every one when
+/// `None`); 2 when the protocol broke.
+pub fn serve(capabilities: Option<Vec<Capability>>) -> ExitCode {
+    let capabilities = capabilities.unwrap_or_else(|| Capability::ALL.to_vec());
+    match crate::protocol::serve::serve(&capabilities) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("turnsim engine: {error}");

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use crate::applicable::Split;
 use crate::scenario::{load_paths, ScenarioError, ScenarioFile};
 
 fn default_jobs() -> usize {
@@ -34,6 +35,21 @@ pub fn load_some(paths: &[PathBuf]) -> Result<Vec<ScenarioFile>, ScenarioError> 
         return Err(usage_error(&format!("no scenario files (*.yaml, *.yml) in {}", shown.join(" "))));
     }
     Ok(files)
+}
+
+/// The scenarios under `paths`, split by whether they apply to the engine
+/// (`crate::applicable`). None applicable is an error too: a run over
+/// nothing is not a green run.
+pub fn load_applicable(paths: &[PathBuf]) -> Result<Split, ScenarioError> {
+    let split = crate::applicable::split(load_some(paths)?);
+    if split.applicable.is_empty() {
+        return Err(usage_error(&format!(
+            "nothing to run: each of the {} needs a capability the engine does not declare (it declares {})",
+            crate::report::plural(split.not_applicable.len() as u64, "scenario"),
+            crate::applicable::engine_declares()
+        )));
+    }
+    Ok(split)
 }
 
 pub fn env_u64(name: &str) -> Result<Option<u64>, ScenarioError> {

@@ -8,9 +8,10 @@ use clap::ValueEnum;
 
 use turnsim_engine::{Regression, RegressionSet};
 
-use super::flags::{env_u64, jobs_flag, load_some, usage_error};
+use super::flags::{env_u64, jobs_flag, load_applicable, usage_error};
 use super::interrupted_exit;
 use super::progress::Progress;
+use crate::applicable::Split;
 use crate::runner::{self, Plan, Shard};
 use crate::scenario::ScenarioError;
 use crate::{errln, outln, output, report};
@@ -32,7 +33,7 @@ pub fn run(
     format: RunFormat,
     regressions: RegressionSet,
 ) -> Result<ExitCode, ScenarioError> {
-    let files = load_some(&paths)?;
+    let Split { applicable: files, not_applicable } = load_applicable(&paths)?;
     let plan = Plan {
         seeds: seeds.or(env_u64("MADSIM_TEST_NUM")?),
         seed_start: seed_start.or(env_u64("MADSIM_TEST_SEED")?),
@@ -47,8 +48,12 @@ pub fn run(
         return Err(usage_error("nothing to run: 0 seeds selected (check `--seeds`, `MADSIM_TEST_NUM` and `--shard`)"));
     }
     let seeds_from = plan.seed_start.map_or("each file's seed_start".to_string(), |start| start.to_string());
+    let not_run = match not_applicable.len() {
+        0 => String::new(),
+        count => format!(" ({count} not applicable)"),
+    };
     errln!(
-        "turnsim: {}, {}, seeds from {seeds_from}, {}{}",
+        "turnsim: {}{not_run}, {}, seeds from {seeds_from}, {}{}",
         report::plural(plan.files.len() as u64, "scenario"),
         report::plural(total, "run"),
         report::plural(plan.jobs as u64, "job"),
@@ -57,12 +62,18 @@ pub fn run(
     let progress = Progress::new(total, "runs");
     let results = runner::sweep(&plan, &|_, _| progress.step());
     progress.finish();
-    let summary = report::summarise(&plan.files, &results, &plan.regressions);
+    let summary = report::summarise(&plan.files, &results, &plan.regressions).with_not_applicable(&not_applicable);
     match format {
-        RunFormat::Text => output::emit(&report::text(&plan.files, &results, &plan.regressions)),
+        RunFormat::Text => {
+            output::emit(&report::text(&plan.files, &results, &plan.regressions));
+            output::emit(&report::not_applicable_lines(&not_applicable));
+        }
         RunFormat::Json => output::emit(&format!("{}\n", report::json(&summary))),
-        RunFormat::Junit => output::emit(&report::junit(&plan.files, &results, &plan.regressions)),
-        RunFormat::Github => output::emit(&report::github(&plan.files, &results, &plan.regressions)),
+        RunFormat::Junit => output::emit(&report::junit(&plan.files, &results, &plan.regressions, &not_applicable)),
+        RunFormat::Github => {
+            output::emit(&report::github(&plan.files, &results, &plan.regressions));
+            output::emit(&report::github_not_applicable(&not_applicable));
+        }
     }
     if matches!(format, RunFormat::Text) {
         if plan.files.len() > 1 {
@@ -72,7 +83,7 @@ pub fn run(
         if runner::interrupted() {
             outln!("interrupted after {} of {}", summary.runs, report::plural(total, "run"));
         }
-        outln!("suite: {} passed, {} failed", summary.passed, summary.failed);
+        outln!("{}", summary.line());
     }
     if runner::interrupted() {
         return Ok(interrupted_exit());

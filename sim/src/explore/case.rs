@@ -193,6 +193,7 @@ impl Case {
             converge_within_ms: crate::scenario::DEFAULT_CONVERGE_WITHIN_MS,
             max_events: crate::scenario::limits::DEFAULT_MAX_EVENTS,
             buggify: self.buggify,
+            needs: Vec::new(),
             engine: EngineSpec {
                 stall_timeout_ms: if self.watchdog || stalls { 2_000 } else { 0 },
                 recovery: RecoverySpec::default(),

@@ -3,6 +3,7 @@
 //! driven in lockstep under the simulated clock. [`proxy`] is the
 //! harness's end, [`serve`] the built-in engine's.
 
+pub mod declared;
 pub mod fault;
 mod group;
 pub mod output;
@@ -14,7 +15,7 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{ExhaustedContext, FaultSite, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, ModelEvent, StreamError, ToolOutcome, ToolResult, TurnOptions};
 
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// A message to the engine. Every one but `reply` carries the sim time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -216,6 +217,11 @@ pub enum FromEngine {
         /// fresh `init`) with nothing of this one left in its memory.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         generations: bool,
+        /// On the `idle` that answers `init`: the capabilities the engine
+        /// implements (`crate::capability`); absent, every one. Names, not
+        /// the enum: an unknown name is a protocol fault that names it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capabilities: Option<Vec<String>>,
     },
 }
 

@@ -29,6 +29,7 @@ use super::{
     line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, ToEngine, WireCallback, WireEnd,
     PROTOCOL_VERSION,
 };
+use crate::capability::Declared;
 use crate::trace::{sim_now, Trace};
 
 /// Messages one input may set off before the engine counts as busy-looping.
@@ -301,6 +302,7 @@ type Broke = (FaultKind, String);
 struct Offers {
     reinit: bool,
     generations: bool,
+    capabilities: Option<Vec<String>>,
 }
 
 impl ProcessEngine {
@@ -350,8 +352,8 @@ impl ProcessEngine {
             config: Box::new(launcher.config.clone()),
             state: Box::new(state),
         };
-        match engine.exchange(&init) {
-            Ok(Offers { reinit, generations }) => {
+        match engine.exchange(&init).and_then(|offers| engine.declared(offers)) {
+            Ok(Offers { reinit, generations, .. }) => {
                 let process = engine.process.as_mut().expect("started");
                 process.reinit = reinit;
                 process.generations = generations && !FRESH_PROCESSES.load(Ordering::SeqCst);
@@ -362,6 +364,16 @@ impl ProcessEngine {
         engine
     }
 
+    /// Reads and records the capabilities an `init` reply declared: an
+    /// unknown name, or a declaration that differs from an earlier
+    /// `init`'s, is a protocol fault.
+    fn declared(&self, offers: Offers) -> Result<Offers, Broke> {
+        let in_reply = |error: String| (FaultKind::Protocol, format!("its `init` reply: {error}"));
+        let declared = Declared::from_names(offers.capabilities.as_deref()).map_err(in_reply)?;
+        super::declared::record(&self.launcher.command, declared).map_err(in_reply)?;
+        Ok(offers)
+    }
+
     /// Sends one input and serves the engine until it is idle; returns
     /// what that `idle` offered.
     fn exchange(&mut self, message: &ToEngine) -> Result<Offers, Broke> {
@@ -370,13 +382,13 @@ impl ProcessEngine {
         self.write(message)?;
         for _ in 0..MAX_MESSAGES_PER_INPUT {
             let message = self.read()?;
-            if let FromEngine::Idle { next_timer_ns, reinit, generations } = message {
+            if let FromEngine::Idle { next_timer_ns, reinit, generations, capabilities } = message {
                 self.next_timer = next_timer_ns.map(|ns| self.origin + Duration::from_nanos(ns));
                 // What came with the `idle` is a violation now; what comes
                 // later, before the next input goes out (`before_input`).
                 let output = &self.process_mut().output;
                 output.expect_nothing_left(AFTER_IDLE).map_err(|fault| (fault.kind, fault.what))?;
-                return Ok(Offers { reinit, generations });
+                return Ok(Offers { reinit, generations, capabilities });
             }
             self.serve(message)?;
         }

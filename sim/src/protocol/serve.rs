@@ -22,12 +22,15 @@ use turnsim_engine::{Chunk, EngineConfig, EngineEvent, Input, InputSink};
 
 use super::fault::shown;
 use super::{line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, ToEngine, WireCallback};
+use crate::capability::Capability;
 
 /// Serves runs until stdin closes: each `init` (a new run, or the next
 /// generation of this one after an eviction) starts a fresh engine value on
 /// a simulated runtime of its own; nothing of the last one is kept. Returns an error line for the harness's
 /// log when the conversation breaks.
-pub fn serve() -> Result<(), String> {
+/// Serves the built-in engine, declaring `capabilities` at every `init`
+/// (every one it has, unless told to declare fewer).
+pub fn serve(capabilities: &[Capability]) -> Result<(), String> {
     let wire = Wire::new();
     let mut next = wire.read();
     loop {
@@ -49,12 +52,18 @@ pub fn serve() -> Result<(), String> {
         // Seeded as the harness's world is, so the simulated wall clock (the
         // engine's durable timestamps) reads the same on both sides.
         let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
-        next = runtime.block_on(one_run(wire.clone(), now_ns, *config, *state));
+        next = runtime.block_on(one_run(wire.clone(), now_ns, *config, *state, capabilities));
     }
 }
 
 /// One run: boot, then inputs until the next `init` (returned) or the end.
-async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableState) -> Result<ToEngine, String> {
+async fn one_run(
+    wire: Wire,
+    now_ns: u64,
+    config: EngineConfig,
+    state: DurableState,
+    capabilities: &[Capability],
+) -> Result<ToEngine, String> {
     wire.unmute();
     #[allow(clippy::disallowed_methods)] // the simulated clock
     let origin = tokio::time::Instant::now();
@@ -63,8 +72,12 @@ async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableSt
     let mut engine = turnsim_engine::session::boot(config, ports, InputSink::detached());
     // Every `init` builds a fresh engine on a fresh runtime (below), so this
     // process serves another run, or the next generation of this one.
-    let idle =
-        FromEngine::Idle { next_timer_ns: wire_time(origin, engine.next_timer()), reinit: true, generations: true };
+    let idle = FromEngine::Idle {
+        next_timer_ns: wire_time(origin, engine.next_timer()),
+        reinit: true,
+        generations: true,
+        capabilities: Some(capabilities.iter().map(|capability| capability.name().to_string()).collect()),
+    };
     wire.write(&idle);
     wire.flush();
     loop {
@@ -88,6 +101,7 @@ async fn one_run(wire: Wire, now_ns: u64, config: EngineConfig, state: DurableSt
             next_timer_ns: wire_time(origin, engine.next_timer()),
             reinit: false,
             generations: false,
+            capabilities: None,
         });
         wire.flush();
     }

@@ -21,6 +21,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turnsim_engine::{EngineConfig, RecoveryConfig, ServerToolStart, ToolKind};
 
+use crate::capability::Capability;
+
 pub use error::ScenarioError;
 pub use expectations::{
     ConnectionExpectation, Count, EventRef, HookCounts, Presence, Snapshot, StoreExpectation, Timing, ToolExpectation,
@@ -93,6 +95,11 @@ pub struct Scenario {
     /// Let the seed push the engine through its BUGGIFY fault points.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub buggify: bool,
+    /// The capabilities an engine must declare for this scenario to apply
+    /// to it (`docs/protocol.md`); over one that lacks any, the scenario is
+    /// not run and is reported as not applicable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<Capability>,
     #[serde(default)]
     pub engine: EngineSpec,
     /// What the store holds when the engine first boots: a transcript (ids

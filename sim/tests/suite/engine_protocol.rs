@@ -195,3 +195,100 @@ fn generations_started_in_place_replay_as_fresh_processes_do() {
         }
     }
 }
+
+/// `turnsim engine` declaring only `capabilities` (none when empty).
+fn served_declaring(capabilities: &str) -> String {
+    format!("{} --capabilities {capabilities}", served())
+}
+
+const NEEDS_MESSENGER: &str = "scenarios/messenger-done.yaml";
+const NEEDS_RECOVERY: &str = "scenarios/stall-recovers.yaml";
+const NEEDS_NOTHING: &str = "scenarios/barrier-late-sibling.yaml";
+
+#[test]
+fn a_scenario_that_needs_what_the_engine_does_not_declare_is_not_applicable() {
+    let engine = served_declaring("recovery");
+    let output =
+        turnsim(&["run", NEEDS_MESSENGER, NEEDS_RECOVERY, NEEDS_NOTHING, "--seeds", "2", "--engine-cmd", &engine]);
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(said.contains(&format!("N/A  {NEEDS_MESSENGER} (needs messenger, which the engine does not declare)")));
+    assert!(said.contains(&format!("PASS {NEEDS_RECOVERY} (2 seeds)")), "a declared need runs: {said}");
+    assert!(said.contains(&format!("PASS {NEEDS_NOTHING} (2 seeds)")), "no need runs: {said}");
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.trim_end().ends_with("suite: 4 passed, 0 failed; 1 scenario not applicable"), "{said}");
+
+    let json =
+        turnsim(&["run", NEEDS_MESSENGER, NEEDS_NOTHING, "--seeds", "1", "--format", "json", "--engine-cmd", &engine]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("a JSON report");
+    assert_eq!((report["runs"].as_u64(), report["not_applicable"].as_u64()), (Some(1), Some(1)), "{report}");
+    let skipped = &report["not_applicable_scenarios"][0];
+    assert_eq!(skipped["scenario"], NEEDS_MESSENGER, "{report}");
+    assert_eq!(skipped["missing"], serde_json::json!(["messenger"]), "{report}");
+
+    let junit =
+        turnsim(&["run", NEEDS_MESSENGER, NEEDS_NOTHING, "--seeds", "1", "--format", "junit", "--engine-cmd", &engine]);
+    let xml = String::from_utf8_lossy(&junit.stdout);
+    assert!(xml.contains(r#"<skipped message="not applicable: needs messenger"#), "a skipped case: {xml}");
+    let github = turnsim(&[
+        "run",
+        NEEDS_MESSENGER,
+        NEEDS_NOTHING,
+        "--seeds",
+        "1",
+        "--format",
+        "github",
+        "--engine-cmd",
+        &engine,
+    ]);
+    let notices = String::from_utf8_lossy(&github.stdout);
+    assert!(notices.contains(&format!("::notice file={NEEDS_MESSENGER},line=1")), "a notice: {notices}");
+}
+
+#[test]
+fn an_engine_that_declares_nothing_is_held_to_every_scenario() {
+    // The built-in engine served with its declaration taken off every line.
+    let engine = format!(r#"{} | sed -u 's/,"capabilities":\[[^]]*\]//'"#, served());
+    let output = turnsim(&["run", NEEDS_MESSENGER, NEEDS_NOTHING, "--seeds", "2", "--engine-cmd", &engine]);
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(said.contains(&format!("PASS {NEEDS_MESSENGER} (2 seeds)")), "{said}");
+    assert!(!said.contains("N/A") && !said.contains("not applicable"), "{said}");
+    assert!(String::from_utf8_lossy(&output.stdout).trim_end().ends_with("suite: 4 passed, 0 failed"), "{said}");
+}
+
+#[test]
+fn a_run_where_no_scenario_applies_fails() {
+    let output = turnsim(&["run", NEEDS_MESSENGER, NEEDS_RECOVERY, "--engine-cmd", &served_declaring("")]);
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(2), "a run over nothing is not green: {said}");
+    assert!(said.contains("nothing to run: each of the 2 scenarios needs a capability the engine does not declare"));
+    assert!(said.contains("it declares no capability"), "{said}");
+    let determinism = turnsim(&["check-determinism", NEEDS_MESSENGER, "--engine-cmd", &served_declaring("recovery")]);
+    assert_eq!(determinism.status.code(), Some(2), "{}", text(&determinism));
+}
+
+#[test]
+fn check_determinism_and_crash_points_skip_what_does_not_apply() {
+    let engine = served_declaring("recovery");
+    let determinism =
+        turnsim(&["check-determinism", NEEDS_MESSENGER, NEEDS_NOTHING, "--seeds", "1", "--engine-cmd", &engine]);
+    let said = text(&determinism);
+    assert_eq!(determinism.status.code(), Some(0), "{said}");
+    assert!(said.contains("determinism: 1 passed, 0 failed; 1 scenario not applicable"), "{said}");
+    let crash = turnsim(&["crash-points", NEEDS_MESSENGER, NEEDS_NOTHING, "--engine-cmd", &engine]);
+    let said = text(&crash);
+    assert!(said.contains(&format!("N/A  {NEEDS_MESSENGER}")), "{said}");
+    assert!(said.contains("; 1 scenario not applicable"), "{said}");
+}
+
+#[test]
+fn an_unknown_capability_in_the_init_reply_is_a_protocol_fault_naming_it() {
+    let engine =
+        r#"read line; echo '{"type":"idle","next_timer_ns":null,"capabilities":["recovery","teleport"]}'; sleep 5"#;
+    fails_with(engine, "engine-protocol");
+    let output = turnsim(&["run", NEEDS_MESSENGER, "--seeds", "1", "--engine-cmd", engine]);
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(1), "the runs fail on the fault: {said}");
+    assert!(said.contains("unknown capability `teleport`"), "{said}");
+}

@@ -16,6 +16,18 @@ fn unknown_key_is_rejected_with_its_line_and_column() {
 }
 
 #[test]
+fn an_unknown_need_is_rejected_with_its_line_and_column() {
+    let path = workspace_root().join("scenarios").join("bad.yaml");
+    let error = parse_scenario(&path, "name: bad\nneeds: [messenger, teleport]\n").expect_err("unknown capability");
+    assert_eq!((error.line, error.column), (Some(2), Some(20)), "location of the unknown name: {error}");
+    assert!(error.message.contains("unknown variant `teleport`"), "message: {}", error.message);
+    assert!(error.message.contains("`provider-retries`"), "the vocabulary is listed: {}", error.message);
+    let file = parse_scenario(&path, "name: good\nneeds: [recovery, messenger]\n").expect("known capabilities");
+    let needs: Vec<&str> = file.scenario.needs.iter().map(|need| need.name()).collect();
+    assert_eq!(needs, ["recovery", "messenger"]);
+}
+
+#[test]
 fn an_action_must_do_exactly_one_thing() {
     let path = workspace_root().join("scenarios").join("bad.yaml");
     let yaml = "name: bad\nactions:\n  - at_ms: 0\n    user_message: { text: hi }\n    evict: {}\n";

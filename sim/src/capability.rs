@@ -1,0 +1,143 @@
+//! Capabilities: what an engine implements beyond the protocol's core, named
+//! from a small closed vocabulary (`docs/protocol.md`). An engine declares
+//! its own in the `idle` that answers `init`; a scenario names what it needs
+//! (`needs:`). A scenario whose needs the engine does not declare is not
+//! run: it is reported as not applicable, apart from pass and fail.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One behaviour a scenario may need and an engine may lack.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capability {
+    /// Stall and eviction recovery: incidents and alarms, the exhausted
+    /// hook, and boot recovery of the turns a dead process left.
+    Recovery,
+    /// Messenger deliveries answered with posts, checkpointed per delivery.
+    Messenger,
+    /// A 429/5xx after the stream started, and an empty `unknown` or
+    /// zero-token finish, taken back and retried (opencode's retries).
+    ProviderRetries,
+    /// A refused commit fails the turn it belongs to.
+    StoreRefusalFailsTurn,
+    /// A tool call left without a result is repaired before the next
+    /// inference.
+    DanglingCallRepair,
+    /// A completed batch's continuation waits out `engine.coalesce_ms`
+    /// before it fires.
+    Coalesce,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 6] = [
+        Capability::Recovery,
+        Capability::Messenger,
+        Capability::ProviderRetries,
+        Capability::StoreRefusalFailsTurn,
+        Capability::DanglingCallRepair,
+        Capability::Coalesce,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Recovery => "recovery",
+            Capability::Messenger => "messenger",
+            Capability::ProviderRetries => "provider-retries",
+            Capability::StoreRefusalFailsTurn => "store-refusal-fails-turn",
+            Capability::DanglingCallRepair => "dangling-call-repair",
+            Capability::Coalesce => "coalesce",
+        }
+    }
+
+    /// The capability `name` names, or an error that lists the vocabulary.
+    pub fn parse(name: &str) -> Result<Capability, String> {
+        Capability::ALL
+            .into_iter()
+            .find(|capability| capability.name() == name)
+            .ok_or_else(|| format!("unknown capability `{name}` (the protocol's are: {})", names(&Capability::ALL)))
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
+/// `recovery, messenger`.
+pub fn names<'a>(capabilities: impl IntoIterator<Item = &'a Capability>) -> String {
+    capabilities.into_iter().map(|capability| capability.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// What an engine declared. One that declared nothing is judged as having
+/// every capability: it is held to every scenario, as the built-in engine is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Declared {
+    Everything,
+    Only(BTreeSet<Capability>),
+}
+
+impl Declared {
+    /// The names of an `idle`'s `capabilities` field (absent: everything).
+    /// An unknown name is an error naming it.
+    pub fn from_names(names: Option<&[String]>) -> Result<Declared, String> {
+        let Some(names) = names else {
+            return Ok(Declared::Everything);
+        };
+        names.iter().map(|name| Capability::parse(name)).collect::<Result<_, _>>().map(Declared::Only)
+    }
+
+    pub fn has(&self, capability: Capability) -> bool {
+        match self {
+            Declared::Everything => true,
+            Declared::Only(declared) => declared.contains(&capability),
+        }
+    }
+
+    /// Which of `needs` this engine lacks, in the vocabulary's order.
+    pub fn missing(&self, needs: &[Capability]) -> Vec<Capability> {
+        let needed: BTreeSet<Capability> = needs.iter().copied().collect();
+        needed.into_iter().filter(|capability| !self.has(*capability)).collect()
+    }
+}
+
+impl fmt::Display for Declared {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Declared::Everything => formatter.write_str("every capability (it declares none)"),
+            Declared::Only(declared) if declared.is_empty() => formatter.write_str("no capability"),
+            Declared::Only(declared) => formatter.write_str(&names(declared)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_are_named() {
+        for capability in Capability::ALL {
+            assert_eq!(Capability::parse(capability.name()), Ok(capability));
+            let serialised = serde_json::to_string(&capability).expect("serialises");
+            assert_eq!(serialised, format!("\"{}\"", capability.name()));
+        }
+        let error = Capability::parse("teleport").expect_err("unknown");
+        assert!(error.contains("`teleport`") && error.contains("recovery"), "{error}");
+    }
+
+    #[test]
+    fn an_engine_that_declares_nothing_lacks_nothing() {
+        let needs = [Capability::Messenger, Capability::Recovery, Capability::Messenger];
+        assert_eq!(Declared::from_names(None).expect("none").missing(&needs), vec![]);
+        let some = Declared::from_names(Some(&["recovery".to_string()])).expect("known");
+        assert_eq!(some.missing(&needs), vec![Capability::Messenger]);
+        assert!(Declared::from_names(Some(&["recovery".to_string(), "x".to_string()])).is_err());
+    }
+}
