@@ -446,3 +446,25 @@ fn a_model_call_left_streaming_after_the_engine_moved_on_is_caught_by_converges(
         );
     }
 }
+
+#[test]
+fn a_tool_frame_echoing_a_clients_own_answer_is_no_site() {
+    // `continuation-single-client-tool`: c1 is sent tc-client-1 waiting,
+    // then, after it sends the result itself, the tool frame saying so.
+    // Its screen shows its own answer once sent: dropping the echo changes
+    // nothing it shows, so only the first tool frame is a site.
+    let file = scenario("continuation-single-client-tool");
+    let baseline = adversary::run(&file, 0, &RegressionSet::default(), Mode::Count);
+    assert!(baseline.violations.is_empty(), "the unmutated run passes");
+    let echoed = baseline.record.history.crossings.iter().any(|crossing| {
+        matches!(
+            &crossing.what,
+            turnsim::history::Boundary::Frame {
+                frame: turnsim_engine::ports::Frame::Tool { state: turnsim_engine::ToolState::OutputAvailable, .. },
+                ..
+            }
+        )
+    });
+    assert!(echoed, "the engine echoes the result to c1");
+    assert_eq!(baseline.sites.get(&Operator::DropToolFrame), Some(&1), "the echo is no site");
+}

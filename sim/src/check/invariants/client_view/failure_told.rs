@@ -19,9 +19,11 @@
 //!
 //! And a client streamed a request is told how it ended: by the time the
 //! run settles, each open connection in step has been sent a `done` or
-//! `error` frame after the last chunk it was streamed. A UI shows a stream
-//! never ended as still answering. A process that dies ends its streams
-//! with it (a connection it kept is the next process's to restate).
+//! `error` frame after the last chunk it was streamed, or a whole
+//! transcript (the store restated: nothing streams on that screen any
+//! more), or `resume-none`. A UI shows a stream never ended as still
+//! answering. A process that dies ends its streams with it (a connection
+//! it kept is the next process's to restate).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -47,7 +49,7 @@ pub fn failure_untold(input: &CheckInput) -> Option<Violation> {
     let mut last_error: BTreeMap<u64, usize> = BTreeMap::new();
     let mut last_input = 0;
     // Per connection, the request of the last chunk it was streamed, until
-    // a `done` or `error` frame.
+    // a frame that ends it.
     let mut streaming: BTreeMap<u64, &str> = BTreeMap::new();
     for (index, crossing) in history.iter().enumerate() {
         if matches!(crossing.what, Boundary::Killed) {
@@ -76,7 +78,7 @@ pub fn failure_untold(input: &CheckInput) -> Option<Violation> {
                 last_error.insert(*connection, index);
                 streaming.remove(connection);
             }
-            Boundary::Frame { connection, frame: Frame::Done { .. } } => {
+            Boundary::Frame { connection, frame: Frame::Done { .. } | Frame::Messages(_) | Frame::ResumeNone } => {
                 streaming.remove(connection);
             }
             Boundary::Frame { connection, frame: Frame::Chunk { request_id, .. } } => {
@@ -118,7 +120,7 @@ fn never_ended(streaming: &BTreeMap<u64, &str>, views: &Connections) -> Option<S
     let (connection, request_id) =
         streaming.iter().find(|(connection, _)| views.in_step().any(|open| open == **connection))?;
     Some(format!(
-        "client connection c{connection} is streamed request {request_id} and never sent a done or error frame after it, though the run settled"
+        "client connection c{connection} is streamed request {request_id} and never sent a done or error frame (nor the transcript) after it, though the run settled"
     ))
 }
 
