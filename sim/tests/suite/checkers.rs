@@ -1752,6 +1752,17 @@ fn client_view_fires_when_a_streamed_request_is_never_told_its_end() {
         &broken,
         "and never sent a done or error frame (nor the transcript) after it, though the run settled",
     );
+    // The store restated ends it too (a late resume ack answered with the
+    // transcript, as the built-in engine does): nothing streams on screen.
+    let mut restated = broken.clone();
+    let at = restated.history.crossings.len();
+    let transcript = Frame::Messages(restated.history.final_store().messages);
+    insert_crossings(&mut restated, at, vec![Boundary::Frame { connection: 1, frame: transcript }]);
+    let told = run.check(CLIENT_VIEW, &restated);
+    assert!(
+        told.iter().all(|violation| !violation.message.contains("never sent a done or error frame")),
+        "a stream the transcript restated is not owed its end: {told:#?}"
+    );
     // A process that dies ends its streams with it.
     let mut killed = broken.clone();
     let at = killed.history.crossings.len();
