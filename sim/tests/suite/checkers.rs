@@ -1800,6 +1800,24 @@ fn client_view_takes_a_clients_own_result_as_shown_but_holds_other_clients_to_th
     run.assert_fires(CLIENT_VIEW, &other, "client connection c1");
 }
 
+#[test]
+fn client_view_fires_when_a_client_is_never_asked_to_approve_a_call_it_was_streamed() {
+    // `recovery-parked-for-an-approval`: c1 is streamed the finished call
+    // tc-delete of `delete_file`, which needs approval, and is sent the
+    // tool frame asking for it. Without that frame it shows the call
+    // input-available, with nothing to approve, while time passes.
+    let run = Run::committed("recovery-parked-for-an-approval", CLIENT_VIEW);
+    let mut broken = run.broken();
+    remove_crossings(&mut broken, "the approval request", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Tool { state: ToolState::ApprovalRequested, .. }, .. })
+    });
+    run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        "client connection c1 is streamed the finished call tc-delete of delete_file, which needs approval",
+    );
+}
+
 // ---------------------------------------------------------------- resume-handshake
 
 const RESUME_HANDSHAKE: &str = "resume-handshake";
