@@ -108,14 +108,20 @@ pub enum Boundary {
         delivery: String,
         text: String,
     },
+    /// A client's tool result; `connection`: the one it was sent over.
     ToolResult {
         result: ToolResult,
         auto_continue: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        connection: Option<u64>,
     },
+    /// A client's approval or denial; `connection`: the one it was sent over.
     Approval {
         call_id: String,
         approved: bool,
         auto_continue: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        connection: Option<u64>,
     },
     /// A chunk of model call `call` (calls numbered from 1 in request order).
     ModelChunk {

@@ -685,6 +685,11 @@ impl Trace {
         std::mem::take(&mut self.inner.lock().expect("trace lock").events)
     }
 
+    /// What `read` makes of the last crossing recorded, if any.
+    pub fn last_crossing<T>(&self, read: impl FnOnce(&Boundary) -> T) -> Option<T> {
+        self.inner.lock().expect("trace lock").crossings.last().map(|crossing| read(&crossing.what))
+    }
+
     /// Crossings recorded so far: the history index of the next one.
     pub fn crossing_count(&self) -> usize {
         self.inner.lock().expect("trace lock").crossings.len()

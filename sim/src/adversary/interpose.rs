@@ -24,7 +24,7 @@ use turnsim_engine::ports::{
 use turnsim_engine::{Chunk, Engine, EngineEvent, Input, InputSink, Message, ModelEvent, Ports};
 
 use super::operators::{self as ops, Operator};
-use crate::check::views::{look_the_same, ClientView};
+use crate::check::views::{look_the_same, Answer, ClientView};
 use crate::trace::{Event, Trace};
 use crate::world::Interposer;
 
@@ -205,6 +205,10 @@ impl Engine for Wrapped {
                     adversary.lock().ended_calls.insert(call);
                 }
                 Input::Model { call, event }
+            }
+            answer @ (Input::ToolResult { .. } | Input::Approval { .. }) => {
+                adversary.answer_sent();
+                answer
             }
             other => other,
         };
@@ -532,6 +536,16 @@ impl Adversary {
             }
             Frame::Messages(messages) => vec![Frame::Messages(self.rewrite_messages_shown(connection, messages))],
             other => vec![other],
+        }
+    }
+
+    /// A client's answer, just taken (and recorded with the connection it
+    /// came over): its screen shows it from now on, as the client view does.
+    fn answer_sent(&self) {
+        let Some(crossing) = self.trace.get().and_then(|trace| trace.last_crossing(Clone::clone)) else { return };
+        let Some((connection, call_id, answer)) = Answer::of(&crossing) else { return };
+        if let Some(screen) = self.lock().screens.get_mut(&connection) {
+            screen.answer(call_id, answer);
         }
     }
 

@@ -6,8 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::ports::Frame;
+use turnsim_engine::transcript::Approval;
 use turnsim_engine::transcript::{normalise_input, TextState};
-use turnsim_engine::{Chunk, Message, Part, Parts, Role, ToolPart, ToolState};
+use turnsim_engine::{Chunk, Message, Part, Parts, Role, ToolOutcome, ToolPart, ToolState};
 
 use crate::history::{Boundary, CallbackCall, History};
 
@@ -258,6 +259,43 @@ impl ClientView {
         }
     }
 
+    /// The view after the client sent an answer itself: a UI shows its own
+    /// answer once it sends it (the AI SDK's `addToolOutput` and
+    /// `addToolApprovalResponse` set the part in its last message), where
+    /// that part waits for it. An engine's echo of it then changes nothing.
+    pub fn answer(&mut self, call_id: &str, answer: Answer) {
+        let Some(tool) = self.messages.last_mut().and_then(|message| message.parts.tool_mut(call_id)) else {
+            return;
+        };
+        match answer {
+            Answer::Result(outcome) => {
+                let waits = matches!(
+                    tool.state,
+                    ToolState::InputAvailable | ToolState::ApprovalRequested | ToolState::ApprovalResponded
+                );
+                if !waits {
+                    return;
+                }
+                match outcome {
+                    ToolOutcome::Output(output) => {
+                        tool.state = ToolState::OutputAvailable;
+                        tool.output = Some(output.clone());
+                    }
+                    ToolOutcome::Error(text) => {
+                        tool.state = ToolState::OutputError;
+                        tool.error_text = text.clone();
+                    }
+                }
+            }
+            Answer::Approval(approved) if tool.state == ToolState::ApprovalRequested => {
+                tool.state = ToolState::ApprovalResponded;
+                let id = tool.approval.as_ref().map(|approval| approval.id.clone()).unwrap_or_default();
+                tool.approval = Some(Approval { id, approved: Some(approved) });
+            }
+            Answer::Approval(_) => {}
+        }
+    }
+
     /// The message with `id`; a new assistant message the first time it streams.
     fn message(&mut self, id: &str) -> &mut Message {
         let at = match self.messages.iter().position(|message| message.id == id) {
@@ -268,6 +306,29 @@ impl ClientView {
             }
         };
         &mut self.messages[at]
+    }
+}
+
+/// A client's own answer to a call, as it sent it.
+#[derive(Clone, Copy, Debug)]
+pub enum Answer<'a> {
+    Result(&'a ToolOutcome),
+    Approval(bool),
+}
+
+impl<'a> Answer<'a> {
+    /// The answer an input carries, the call it answers and the connection
+    /// it was sent over.
+    pub fn of(crossing: &'a Boundary) -> Option<(u64, &'a str, Self)> {
+        match crossing {
+            Boundary::ToolResult { result, connection: Some(connection), .. } => {
+                Some((*connection, &result.call_id, Self::Result(&result.outcome)))
+            }
+            Boundary::Approval { call_id, approved, connection: Some(connection), .. } => {
+                Some((*connection, call_id, Self::Approval(*approved)))
+            }
+            _ => None,
+        }
     }
 }
 
@@ -367,6 +428,13 @@ impl ClientViews {
             }
             Boundary::ResumeAck { connection, request_id } if self.held.get(connection) == Some(request_id) => {
                 self.held.remove(connection);
+            }
+            Boundary::ToolResult { .. } | Boundary::Approval { .. } => {
+                if let Some((connection, call_id, answer)) = Answer::of(crossing) {
+                    if let Some(view) = self.open.get_mut(&connection) {
+                        view.answer(call_id, answer);
+                    }
+                }
             }
             Boundary::Frame { connection, frame } => {
                 if let Frame::StreamResuming { request_id } = frame {

@@ -484,14 +484,15 @@ impl Client {
         };
         let tool_result = ToolResult { call_id: result.id.clone(), outcome };
         let auto_continue = result.auto_continue;
-        let send = move |engine: &EngineLink| engine.tool_result(tool_result.clone(), auto_continue);
+        let send =
+            move |engine: &EngineLink, connection| engine.tool_result(tool_result.clone(), auto_continue, connection);
         self.transmit(&result.id, what, auto_continue, send);
     }
 
     pub fn send_scripted_approval(&self, approval: &ApprovalAction) {
         let what = format!("approval approved={}", approval.approved);
         let (id, approved, auto_continue) = (approval.id.clone(), approval.approved, approval.auto_continue);
-        let send = move |engine: &EngineLink| engine.approval(&id, approved, auto_continue);
+        let send = move |engine: &EngineLink, connection| engine.approval(&id, approved, auto_continue, connection);
         self.transmit(&approval.id, what, auto_continue, send);
     }
 
@@ -504,7 +505,7 @@ impl Client {
         call_id: &str,
         what: String,
         auto_continue: bool,
-        send: impl Fn(&EngineLink) -> bool + Send + 'static,
+        send: impl Fn(&EngineLink, u64) -> bool + Send + 'static,
     ) -> bool {
         if !self.to_engine.is_active() {
             return self.deliver(call_id, &what, auto_continue, &send);
@@ -535,10 +536,11 @@ impl Client {
         });
     }
 
-    /// One delivery to the engine, traced as sent or failed.
-    fn deliver(&self, call_id: &str, what: &str, auto_continue: bool, send: &dyn Fn(&EngineLink) -> bool) -> bool {
-        let engine = self.switchboard.engine().filter(|_| self.is_connected());
-        let sent = engine.is_some_and(|engine| send(&engine));
+    /// One delivery to the engine over the open connection, traced as sent
+    /// or failed.
+    fn deliver(&self, call_id: &str, what: &str, auto_continue: bool, send: &dyn Fn(&EngineLink, u64) -> bool) -> bool {
+        let engine = self.switchboard.engine().zip(self.current_connection());
+        let sent = engine.is_some_and(|(engine, connection)| send(&engine, connection));
         if sent {
             self.trace.record(Event::ClientSent {
                 call_id: call_id.to_string(),
@@ -556,19 +558,24 @@ impl Client {
         let id = call_id.to_string();
         match answer.reply.clone() {
             Reply::Approve(approved) => {
-                let send = move |engine: &EngineLink| engine.approval(&id, approved, auto_continue);
+                let send =
+                    move |engine: &EngineLink, connection| engine.approval(&id, approved, auto_continue, connection);
                 self.transmit(call_id, format!("approval approved={approved}"), auto_continue, send)
             }
             Reply::Output(output) => {
                 let what = format!("output {output}");
                 let result = ToolResult { call_id: id, outcome: ToolOutcome::Output(output) };
-                let send = move |engine: &EngineLink| engine.tool_result(result.clone(), auto_continue);
+                let send = move |engine: &EngineLink, connection| {
+                    engine.tool_result(result.clone(), auto_continue, connection)
+                };
                 self.transmit(call_id, what, auto_continue, send)
             }
             Reply::Error(error) => {
                 let what = format!("error {error:?}");
                 let result = ToolResult { call_id: id, outcome: ToolOutcome::Error(Some(error)) };
-                let send = move |engine: &EngineLink| engine.tool_result(result.clone(), auto_continue);
+                let send = move |engine: &EngineLink, connection| {
+                    engine.tool_result(result.clone(), auto_continue, connection)
+                };
                 self.transmit(call_id, what, auto_continue, send)
             }
             Reply::Never => false,

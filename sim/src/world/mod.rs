@@ -483,7 +483,7 @@ fn engine_node(
             async move {
                 // A new process: whatever killed the last one is behind it.
                 switchboard.revive();
-                let (observer, trace) = (ports.observer.clone(), switchboard.trace());
+                let (observer, trace, answers) = (ports.observer.clone(), switchboard.trace(), switchboard.answers());
                 let boot = move |sink| {
                     let engine = match booter {
                         Booter::BuiltIn => turnsim_engine::session::boot(config, ports, sink),
@@ -494,7 +494,7 @@ fn engine_node(
                         Some(interposer) => interposer.engine(engine),
                         None => engine,
                     };
-                    taken::Taken::wrap(engine, trace)
+                    taken::Taken::wrap(engine, trace, answers)
                 };
                 let handle = SessionHandle::drive(boot, move || observer.idle());
                 switchboard.install(handle);

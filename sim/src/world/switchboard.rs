@@ -8,6 +8,7 @@ use tokio::sync::Notify;
 use turnsim_engine::ports::{Connection, StreamCallback};
 use turnsim_engine::{Activity, SessionHandle, ToolResult, TurnOptions};
 
+use super::taken::SentAnswers;
 use crate::history::Boundary;
 use crate::trace::Trace;
 
@@ -18,11 +19,18 @@ pub struct Switchboard {
     generation: Arc<std::sync::atomic::AtomicU64>,
     installed: Arc<Notify>,
     trace: Trace,
+    answers: SentAnswers,
 }
 
 impl Switchboard {
     pub fn new(trace: Trace) -> Self {
-        Self { engine: Default::default(), generation: Default::default(), installed: Default::default(), trace }
+        let (engine, generation, installed) = Default::default();
+        Self { engine, generation, installed, trace, answers: SentAnswers::default() }
+    }
+
+    /// Who sent each answer still in the live process's inbox.
+    pub fn answers(&self) -> SentAnswers {
+        self.answers.clone()
     }
 
     pub fn install(&self, handle: SessionHandle) {
@@ -38,6 +46,7 @@ impl Switchboard {
     /// A new engine process is starting: the last one's death is behind it.
     pub fn revive(&self) {
         self.trace.engine_revived();
+        self.answers.clear();
     }
 
     pub fn clear(&self) {
@@ -52,7 +61,8 @@ impl Switchboard {
         }
         let handle = self.engine.lock().expect("switchboard lock").clone().filter(SessionHandle::is_alive)?;
         let generation = self.generation.load(std::sync::atomic::Ordering::SeqCst);
-        Some(EngineLink { handle, trace: self.trace.clone(), generation, current: self.generation.clone() })
+        let (trace, current, answers) = (self.trace.clone(), self.generation.clone(), self.answers.clone());
+        Some(EngineLink { handle, trace, generation, current, answers })
     }
 
     /// The live engine, waiting for the process to (re)start if it is down.
@@ -79,6 +89,7 @@ pub struct EngineLink {
     /// The switchboard's generation when this link was made, and its now.
     generation: u64,
     current: Arc<std::sync::atomic::AtomicU64>,
+    answers: SentAnswers,
 }
 
 impl EngineLink {
@@ -129,12 +140,25 @@ impl EngineLink {
         self.handle.deliver(delivery, text)
     }
 
-    pub fn tool_result(&self, result: ToolResult, auto_continue: bool) -> bool {
-        self.handle.tool_result(result, auto_continue)
+    /// A client's result, sent over `connection`.
+    pub fn tool_result(&self, result: ToolResult, auto_continue: bool, connection: u64) -> bool {
+        let call_id = result.call_id.clone();
+        self.answers.sent(&call_id, connection);
+        let taken = self.handle.tool_result(result, auto_continue);
+        if !taken {
+            self.answers.unsent(&call_id);
+        }
+        taken
     }
 
-    pub fn approval(&self, call_id: &str, approved: bool, auto_continue: bool) -> bool {
-        self.handle.approval(call_id, approved, auto_continue)
+    /// A client's approval or denial, sent over `connection`.
+    pub fn approval(&self, call_id: &str, approved: bool, auto_continue: bool, connection: u64) -> bool {
+        self.answers.sent(call_id, connection);
+        let taken = self.handle.approval(call_id, approved, auto_continue);
+        if !taken {
+            self.answers.unsent(call_id);
+        }
+        taken
     }
 
     pub fn activity(&self) -> Activity {

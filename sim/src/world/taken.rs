@@ -3,6 +3,9 @@
 //! process that dies was never seen by any engine, and the oracle must not
 //! judge the engine as if it had been.
 
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
 use tokio::time::Instant;
 use turnsim_engine::{Engine, Input, ModelEvent, StreamError};
 
@@ -13,11 +16,56 @@ use crate::trace::Trace;
 pub struct Taken {
     engine: Box<dyn Engine>,
     trace: Trace,
+    answers: SentAnswers,
 }
 
 impl Taken {
-    pub fn wrap(engine: Box<dyn Engine>, trace: Trace) -> Box<dyn Engine> {
-        Box::new(Self { engine, trace })
+    pub fn wrap(engine: Box<dyn Engine>, trace: Trace, answers: SentAnswers) -> Box<dyn Engine> {
+        Box::new(Self { engine, trace, answers })
+    }
+}
+
+/// The connection each tool result or approval in the process's inbox was
+/// sent over, per call in sending order: the engine's input does not say,
+/// and the history records it (a client shows its own answer once it
+/// sends it, as a UI does).
+#[derive(Clone, Default)]
+pub struct SentAnswers(Arc<Mutex<BTreeMap<String, VecDeque<u64>>>>);
+
+impl SentAnswers {
+    /// An answer to `call_id` leaves over `connection`.
+    pub fn sent(&self, call_id: &str, connection: u64) {
+        self.lock().entry(call_id.to_string()).or_default().push_back(connection);
+    }
+
+    /// The answer just sent never reached an inbox.
+    pub fn unsent(&self, call_id: &str) {
+        let mut sent = self.lock();
+        if let Some(queue) = sent.get_mut(call_id) {
+            queue.pop_back();
+            if queue.is_empty() {
+                sent.remove(call_id);
+            }
+        }
+    }
+
+    /// A new process: whatever the last one's inbox held died with it.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn taken(&self, call_id: &str) -> Option<u64> {
+        let mut sent = self.lock();
+        let queue = sent.get_mut(call_id)?;
+        let connection = queue.pop_front();
+        if queue.is_empty() {
+            sent.remove(call_id);
+        }
+        connection
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, VecDeque<u64>>> {
+        self.0.lock().expect("sent answers lock")
     }
 }
 
@@ -28,7 +76,7 @@ impl Engine for Taken {
             // takes nothing more.
             return;
         }
-        if let Some(crossed) = boundary(&input) {
+        if let Some(crossed) = boundary(&input, &self.answers) {
             self.trace.cross(crossed);
         }
         self.engine.deliver(input);
@@ -41,7 +89,7 @@ impl Engine for Taken {
 
 /// What the history records of an input (a `chat()` call is recorded when
 /// the caller makes it; timers are the engine's own).
-fn boundary(input: &Input) -> Option<Boundary> {
+fn boundary(input: &Input, answers: &SentAnswers) -> Option<Boundary> {
     Some(match input {
         Input::Connect { connection_id, .. } => Boundary::Connect { connection: *connection_id },
         Input::Disconnect { connection_id } => Boundary::Disconnect { connection: *connection_id },
@@ -51,12 +99,17 @@ fn boundary(input: &Input) -> Option<Boundary> {
         }
         Input::UserMessage { text, .. } => Boundary::UserMessage { text: text.clone() },
         Input::Deliver { delivery_id, text } => Boundary::Deliver { delivery: delivery_id.clone(), text: text.clone() },
-        Input::ToolResult { result, auto_continue } => {
-            Boundary::ToolResult { result: result.clone(), auto_continue: *auto_continue }
-        }
-        Input::Approval { call_id, approved, auto_continue } => {
-            Boundary::Approval { call_id: call_id.clone(), approved: *approved, auto_continue: *auto_continue }
-        }
+        Input::ToolResult { result, auto_continue } => Boundary::ToolResult {
+            result: result.clone(),
+            auto_continue: *auto_continue,
+            connection: answers.taken(&result.call_id),
+        },
+        Input::Approval { call_id, approved, auto_continue } => Boundary::Approval {
+            call_id: call_id.clone(),
+            approved: *approved,
+            auto_continue: *auto_continue,
+            connection: answers.taken(call_id),
+        },
         Input::Model { call, event: ModelEvent::Chunk(chunk) } => {
             Boundary::ModelChunk { call: *call, chunk: chunk.clone() }
         }

@@ -27,6 +27,7 @@ fn scenario_with_a_site(operator: Operator) -> &'static str {
         | Operator::RecoveringLeftOn
         | Operator::WrongToolOutputShown => "bench-standard-story",
         Operator::DropReset => "client-joins-mid-stream",
+        Operator::DropToolFrame => "continuation-single-client-tool",
         Operator::DropErrorFrame => "crash-as-a-failed-turn-is-recorded",
         Operator::ErrorAsDone => "max-steps-ends-a-tool-loop",
         Operator::DropTerminalCallback | Operator::DuplicateTerminalCallback | Operator::DropCallbackEvent => {
@@ -311,10 +312,11 @@ fn a_client_left_short_of_the_store_while_time_passes_is_caught() {
     // error frames and its disconnect: the frame never sent left the
     // screen behind the store while time passed, and then the process
     // died (the connection with it) or a later transcript restated it.
-    // The seed is one where the chunk lost is one the store took.
+    // The seed is one where the chunk lost is one the store took. (Two
+    // more `drop-tool-frame` pairs once here dropped the echo of the
+    // client's own result: its screen shows that answer since it sent it,
+    // so those echoes are no site.)
     let pairs = [
-        (Operator::DropToolFrame, "eviction-between-result-and-continuation", 0),
-        (Operator::DropToolFrame, "crash-with-a-deferred-continuation", 0),
         (Operator::DropToolFrame, "server-tool-ran-before-an-eviction-runs-once", 0),
         (Operator::DropFrame, "recovery-scheduled-again-by-a-restart-runs-once", 0),
         (Operator::DropFrame, "messenger-eviction-mid-reply", 1),
@@ -445,4 +447,26 @@ fn a_model_call_left_streaming_after_the_engine_moved_on_is_caught_by_converges(
             run.violations
         );
     }
+}
+
+#[test]
+fn a_tool_frame_echoing_a_clients_own_answer_is_no_site() {
+    // `continuation-single-client-tool`: c1 is sent tc-client-1 waiting,
+    // then, after it sends the result itself, the tool frame saying so.
+    // Its screen shows its own answer once sent: dropping the echo changes
+    // nothing it shows, so only the first tool frame is a site.
+    let file = scenario("continuation-single-client-tool");
+    let baseline = adversary::run(&file, 0, &RegressionSet::default(), Mode::Count);
+    assert!(baseline.violations.is_empty(), "the unmutated run passes");
+    let echoed = baseline.record.history.crossings.iter().any(|crossing| {
+        matches!(
+            &crossing.what,
+            turnsim::history::Boundary::Frame {
+                frame: turnsim_engine::ports::Frame::Tool { state: turnsim_engine::ToolState::OutputAvailable, .. },
+                ..
+            }
+        )
+    });
+    assert!(echoed, "the engine echoes the result to c1");
+    assert_eq!(baseline.sites.get(&Operator::DropToolFrame), Some(&1), "the echo is no site");
 }

@@ -1704,6 +1704,120 @@ fn client_view_fires_when_a_callers_failed_turn_is_not_told_to_a_client() {
     run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 is never sent an error frame for request");
 }
 
+#[test]
+fn client_view_fires_when_recovery_gives_up_untold_though_the_store_records_no_failure() {
+    // `recovery-exhausted-one-terminal-frame`, with the terminal status
+    // left out of every commit (an engine that keeps its failures opaque,
+    // as the Cloudflare port does): the hook's call alone shows that
+    // recovery gave up, and the client connected then is owed an error frame.
+    let run = Run::committed("recovery-exhausted-one-terminal-frame", CLIENT_VIEW);
+    let mut broken = run.broken();
+    for crossing in &mut broken.history.crossings {
+        if let Boundary::Commit { writes } = &mut crossing.what {
+            writes.retain(|write| !matches!(write, Write::Terminal(Some(_))));
+        }
+    }
+    let mut told = broken.clone();
+    run.assert_passes(CLIENT_VIEW, &told, "an engine whose store records no terminal status, but tells the client");
+    remove_crossings(&mut broken, "error frame", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Error { .. }, .. })
+    });
+    run.assert_fires(CLIENT_VIEW, &broken, "client connection c1 is never sent an error frame after recovery gave up");
+    // Told before the hook, in another handler, is not told of this failure.
+    let hook = crossing_of(&told, "on_exhausted", |what| matches!(what, Boundary::Exhausted { .. }));
+    let error =
+        crossing_of(&told, "error frame", |what| matches!(what, Boundary::Frame { frame: Frame::Error { .. }, .. }));
+    let frame = told.history.crossings.remove(error);
+    told.history.crossings.insert(0, frame);
+    assert!(hook > 0, "the hook comes after the run's first input");
+    run.assert_fires(CLIENT_VIEW, &told, "after recovery gave up");
+}
+
+#[test]
+fn client_view_fires_when_a_streamed_request_is_never_told_its_end() {
+    // `three-messages-queued-each-answered-in-turn`: the last answer
+    // streamed to c1 ends with its `done` frame. Without it a UI shows the
+    // answer still streaming once the run has settled.
+    let run = Run::committed("three-messages-queued-each-answered-in-turn", CLIENT_VIEW);
+    let mut broken = run.broken();
+    let last_done = broken
+        .history
+        .crossings
+        .iter()
+        .rposition(|crossing| matches!(crossing.what, Boundary::Frame { frame: Frame::Done { .. }, .. }))
+        .expect("the clean history has a done frame");
+    broken.history.crossings.remove(last_done);
+    run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        "and never sent a done or error frame (nor the transcript) after it, though the run settled",
+    );
+    // The store restated ends it too (a late resume ack answered with the
+    // transcript, as the built-in engine does): nothing streams on screen.
+    let mut restated = broken.clone();
+    let at = restated.history.crossings.len();
+    let transcript = Frame::Messages(restated.history.final_store().messages);
+    insert_crossings(&mut restated, at, vec![Boundary::Frame { connection: 1, frame: transcript }]);
+    let told = run.check(CLIENT_VIEW, &restated);
+    assert!(
+        told.iter().all(|violation| !violation.message.contains("never sent a done or error frame")),
+        "a stream the transcript restated is not owed its end: {told:#?}"
+    );
+    // A process that dies ends its streams with it.
+    let mut killed = broken.clone();
+    let at = killed.history.crossings.len();
+    insert_crossings(&mut killed, at, vec![Boundary::Killed]);
+    let stream_told = run.check(CLIENT_VIEW, &killed);
+    assert!(
+        stream_told.iter().all(|violation| !violation.message.contains("never sent a done or error frame")),
+        "a stream cut by the process's death is not owed its end: {stream_told:#?}"
+    );
+}
+
+#[test]
+fn client_view_takes_a_clients_own_result_as_shown_but_holds_other_clients_to_the_echo() {
+    // `continuation-single-client-tool`: c1 sends tc-client-1's result and
+    // is sent the tool frame saying it is output-available. The history
+    // records that the result came over c1, so c1 shows it without the
+    // frame, as a UI shows its own answer; a client that did not send it
+    // (here: the result said to come over another connection) is left
+    // showing the call waiting.
+    let run = Run::committed("continuation-single-client-tool", CLIENT_VIEW);
+    let answered = crossing_of(&run.record, "the tool result", |what| matches!(what, Boundary::ToolResult { .. }));
+    assert!(
+        matches!(run.record.history.crossings[answered].what, Boundary::ToolResult { connection: Some(1), .. }),
+        "the history records the connection the result came over"
+    );
+    let mut own = run.broken();
+    remove_crossings(&mut own, "the echo of the result", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Tool { state: ToolState::OutputAvailable, .. }, .. })
+    });
+    run.assert_passes(CLIENT_VIEW, &own, "a client without the echo of its own result");
+    let mut other = own.clone();
+    if let Boundary::ToolResult { connection, .. } = &mut other.history.crossings[answered].what {
+        *connection = Some(2);
+    }
+    run.assert_fires(CLIENT_VIEW, &other, "client connection c1");
+}
+
+#[test]
+fn client_view_fires_when_a_client_is_never_asked_to_approve_a_call_it_was_streamed() {
+    // `recovery-parked-for-an-approval`: c1 is streamed the finished call
+    // tc-delete of `delete_file`, which needs approval, and is sent the
+    // tool frame asking for it. Without that frame it shows the call
+    // input-available, with nothing to approve, while time passes.
+    let run = Run::committed("recovery-parked-for-an-approval", CLIENT_VIEW);
+    let mut broken = run.broken();
+    remove_crossings(&mut broken, "the approval request", |what| {
+        matches!(what, Boundary::Frame { frame: Frame::Tool { state: ToolState::ApprovalRequested, .. }, .. })
+    });
+    run.assert_fires(
+        CLIENT_VIEW,
+        &broken,
+        "client connection c1 is streamed the finished call tc-delete of delete_file, which needs approval",
+    );
+}
+
 // ---------------------------------------------------------------- resume-handshake
 
 const RESUME_HANDSHAKE: &str = "resume-handshake";

@@ -207,7 +207,7 @@ fn answers_to(history: &History, call_ids: &[&str]) -> (usize, bool) {
     let mut opted_in = false;
     for (index, crossing) in history.iter().enumerate() {
         let (call_id, auto_continue) = match &crossing.what {
-            Boundary::ToolResult { result, auto_continue } => (result.call_id.as_str(), *auto_continue),
+            Boundary::ToolResult { result, auto_continue, .. } => (result.call_id.as_str(), *auto_continue),
             Boundary::Approval { call_id, auto_continue, .. } => (call_id.as_str(), *auto_continue),
             _ => continue,
         };

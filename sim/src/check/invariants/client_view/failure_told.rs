@@ -10,6 +10,20 @@
 //! process that dies first tells nobody (a connection it kept is told by
 //! the next one on connect), and a request that never ran (its message
 //! refused before any model request or frame for it) is no turn to fail.
+//!
+//! Recovery giving up is a failure too, whatever the engine stores: once
+//! the host's `on_exhausted` hook is called, every connection in step then
+//! is sent an `error` frame (the terminal recovery message; which request
+//! it names is the engine's to say) since the last input before the hook,
+//! by the time the engine next rests.
+//!
+//! And a client streamed a request is told how it ended: by the time the
+//! run settles, each open connection in step has been sent a `done` or
+//! `error` frame after the last chunk it was streamed, or a whole
+//! transcript (the store restated: nothing streams on that screen any
+//! more), or `resume-none`. A UI shows a stream never ended as still
+//! answering. A process that dies ends its streams with it (a connection
+//! it kept is the next process's to restate).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +33,7 @@ use turnsim_engine::ports::Frame;
 use super::INVARIANT;
 use crate::check::{CheckInput, Violation};
 use crate::history::{Boundary, CallbackCall, History};
+use crate::world::RunEnd;
 
 /// The first client left untold of a failed turn, if any.
 pub fn failure_untold(input: &CheckInput) -> Option<Violation> {
@@ -28,23 +43,49 @@ pub fn failure_untold(input: &CheckInput) -> Option<Violation> {
     let mut views = Connections::default();
     let mut told: BTreeMap<u64, BTreeSet<&str>> = BTreeMap::new();
     let mut owed: Vec<(u64, &str, usize)> = Vec::new();
+    // Recovery gave up: (connection, incident) owed an error frame since
+    // the last input, and where each connection was last sent one.
+    let mut gave_up: Vec<(u64, &str)> = Vec::new();
+    let mut last_error: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut last_input = 0;
+    // Per connection, the request of the last chunk it was streamed, until
+    // a frame that ends it.
+    let mut streaming: BTreeMap<u64, &str> = BTreeMap::new();
     for (index, crossing) in history.iter().enumerate() {
         if matches!(crossing.what, Boundary::Killed) {
             owed.clear();
+            gave_up.clear();
+            streaming.clear();
         }
         if crossing.what.is_input() {
-            if let Some(text) = untold(&owed, &views, &told) {
+            let text = untold(&owed, &views, &told).or_else(|| unheard(&gave_up, &views, &last_error, last_input));
+            if let Some(text) = text {
                 return Some(Violation::at(INVARIANT.name, input.event_of(index), text));
             }
             owed.clear();
+            gave_up.clear();
+            last_input = index;
         }
         views.step(&crossing.what);
         match &crossing.what {
-            Boundary::Connect { connection } => {
+            Boundary::Connect { connection } | Boundary::Disconnect { connection } => {
                 told.remove(connection);
+                last_error.remove(connection);
+                streaming.remove(connection);
             }
             Boundary::Frame { connection, frame: Frame::Error { request_id, .. } } => {
                 told.entry(*connection).or_default().insert(request_id);
+                last_error.insert(*connection, index);
+                streaming.remove(connection);
+            }
+            Boundary::Frame { connection, frame: Frame::Done { .. } | Frame::Messages(_) | Frame::ResumeNone } => {
+                streaming.remove(connection);
+            }
+            Boundary::Frame { connection, frame: Frame::Chunk { request_id, .. } } => {
+                streaming.insert(*connection, request_id);
+            }
+            Boundary::Exhausted { context, .. } => {
+                gave_up.extend(views.in_step().map(|connection| (connection, context.incident_id.as_str())));
             }
             _ => {}
         }
@@ -53,7 +94,34 @@ pub fn failure_untold(input: &CheckInput) -> Option<Violation> {
         }
     }
     let at = input.event_of(history.crossings.len().saturating_sub(1));
-    untold(&owed, &views, &told).map(|text| Violation::at(INVARIANT.name, at, text))
+    let text = untold(&owed, &views, &told).or_else(|| unheard(&gave_up, &views, &last_error, last_input));
+    text.or_else(|| never_ended(&streaming, &views).filter(|_| input.run.end == RunEnd::Quiescent))
+        .map(|text| Violation::at(INVARIANT.name, at, text))
+}
+
+/// A connection still open, owed the terminal recovery message, and sent
+/// no error frame since the input before the hook.
+fn unheard(
+    gave_up: &[(u64, &str)],
+    views: &Connections,
+    last_error: &BTreeMap<u64, usize>,
+    since: usize,
+) -> Option<String> {
+    let (connection, incident) = gave_up.iter().find(|(connection, _)| {
+        views.open.contains(connection) && last_error.get(connection).is_none_or(|&at| at < since)
+    })?;
+    Some(format!(
+        "client connection c{connection} is never sent an error frame after recovery gave up on incident {incident} (on_exhausted was called)"
+    ))
+}
+
+/// An open connection in step left streaming a request when the run settled.
+fn never_ended(streaming: &BTreeMap<u64, &str>, views: &Connections) -> Option<String> {
+    let (connection, request_id) =
+        streaming.iter().find(|(connection, _)| views.in_step().any(|open| open == **connection))?;
+    Some(format!(
+        "client connection c{connection} is streamed request {request_id} and never sent a done or error frame (nor the transcript) after it, though the run settled"
+    ))
 }
 
 /// The open connections, and those held for a resume ack (as

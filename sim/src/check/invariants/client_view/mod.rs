@@ -3,8 +3,11 @@
 //! tool states, take-backs) equals the store's at the end of the run, and
 //! at every rest of the connection (`rest`: each `done` or `error` frame,
 //! and its disconnect), and it shows no less than the store wherever time
-//! passes (`waiting`). A turn that failed is told to every client
-//! connected then (`failure_told`). A
+//! passes (`waiting`). A turn that failed, or whose recovery gave up, is
+//! told to every client connected then, and a stream is told its end
+//! (`failure_told`); a client streamed a call that needs approval is asked
+//! for it wherever time passes (`rest`). A client shows its own answer to a tool once it sends
+//! it, as a UI does (`views::ClientView::answer`). A
 //! retried attempt's text left on screen, a tool state never sent, a repair
 //! the client never heard of: each shows here. And a client is not left
 //! showing a recovery under way once the run has settled: with nothing
@@ -34,7 +37,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "client-view",
-    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript when the run settles, at every `done` or `error` frame it gets (the finished request's messages) and when it disconnects (the store, or ahead of it by a stream in progress); wherever sim time passes, no stored message shows less on screen than the store holds, and a client that connects while the store holds a failure for later clients is told it; a turn that failed is told to every client connected then as an `error` frame; a client shows a recovery under way exactly while the store holds one attempting, and not once the run has settled; a `done` frame says a stream continued the answer before it exactly when the model was asked to continue; between rests, a client is streamed what the model streamed, in order, each piece once, and all of it by a `done` frame, a take-back, or its leaving",
+    rule: "every connected client's transcript, rebuilt from the frames it was sent, is the stored transcript when the run settles, at every `done` or `error` frame it gets (the finished request's messages) and when it disconnects (the store, or ahead of it by a stream in progress); wherever sim time passes, no stored message shows less on screen than the store holds, a client streamed the finished call of a tool that needs approval is asked for it (not left showing it input-available), and a client that connects while the store holds a failure for later clients is told it; a turn that failed, or whose recovery gave up (`on_exhausted`), is told to every client connected then as an `error` frame; a client streamed a request is sent a `done` or `error` frame (or the transcript, or `resume-none`) after it by the time the run settles; a client shows its own tool result or approval once it sends it; a client shows a recovery under way exactly while the store holds one attempting, and not once the run has settled; a `done` frame says a stream continued the answer before it exactly when the model was asked to continue; between rests, a client is streamed what the model streamed, in order, each piece once, and all of it by a `done` frame, a take-back, or its leaving",
     check,
 };
 

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::Frame;
-use turnsim_engine::{Message, Role};
+use turnsim_engine::{Chunk, Message, Role, ToolState};
 
 use super::waiting::Waits;
 use super::{first_difference_after, INVARIANT};
@@ -45,16 +45,28 @@ pub fn misshown_at_rest(input: &CheckInput) -> Option<Violation> {
     let mut store = Stores { held: history.initial.clone(), tried: None };
     let mut waits = Waits::default();
     let (mut last_us, mut alive) = (0, false);
+    let config = input.scenario.scenario.engine_config();
     for (index, crossing) in history.iter().enumerate() {
         if crossing.at_us > last_us && alive {
-            if let Some(text) = rest.waited(&mut waits, &store) {
+            if let Some(text) = rest.unasked().or_else(|| rest.waited(&mut waits, &store)) {
                 return Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
             }
         }
         last_us = crossing.at_us;
         match &crossing.what {
             Boundary::Boot { .. } => alive = true,
-            Boundary::Killed => alive = false,
+            Boundary::Killed => {
+                alive = false;
+                rest.to_ask.clear();
+            }
+            Boundary::Connect { connection } | Boundary::Disconnect { connection } => {
+                rest.to_ask.remove(connection);
+            }
+            Boundary::Frame { connection, frame: Frame::Chunk { chunk: Chunk::ToolCall { id, name, .. }, .. } }
+                if config.tool_kind(name).needs_approval() =>
+            {
+                rest.to_ask.entry(*connection).or_default().insert(id.clone());
+            }
             _ => {}
         }
         let text = match &crossing.what {
@@ -92,7 +104,7 @@ pub fn misshown_at_rest(input: &CheckInput) -> Option<Violation> {
     }
     // A settled run rests for good: time passes on what it left on screen.
     let settled = alive && input.run.end == RunEnd::Quiescent;
-    let text = rest.waited(&mut waits, &store).filter(|_| settled)?;
+    let text = rest.unasked().or_else(|| rest.waited(&mut waits, &store)).filter(|_| settled)?;
     Some(Violation::at(INVARIANT.name, input.event_of(history.crossings.len().saturating_sub(1)), text))
 }
 
@@ -106,6 +118,9 @@ struct Rests {
     replies: BTreeMap<String, Vec<String>>,
     /// Messages the store refused a write of while their request ran.
     lost: BTreeSet<String>,
+    /// Per connection, the calls to tools that need approval whose
+    /// finished call it was streamed (`unasked`).
+    to_ask: BTreeMap<u64, BTreeSet<String>>,
     /// Each connection's copy of a message last found to look as stored
     /// (against the store as it stands, or as the engine tried to leave it).
     same: SameCopies<(u64, bool, String)>,
@@ -148,7 +163,7 @@ impl Rests {
     /// request still owns shows as stored (or as the engine tried to store
     /// it).
     fn ended(&mut self, connection: u64, request_id: &str, store: &Stores, failed: bool) -> Option<String> {
-        let Self { views, owner, replies, lost, same } = self;
+        let Self { views, owner, replies, lost, same, .. } = self;
         let view = in_step(views, connection)?;
         let replies = replies.get(request_id)?;
         let mut owned = replies.iter().filter(|reply| owner.get(*reply).is_some_and(|owner| owner == request_id));
@@ -191,6 +206,28 @@ impl Rests {
     /// Time passes: what each client in step shows (`waiting`).
     fn waited(&self, waits: &mut Waits, store: &Stores) -> Option<String> {
         waits.look(&self.views, store, &self.lost, |view| self.transcript_behind(view, store))
+    }
+
+    /// Time passes: a client streamed the finished call of a tool that
+    /// needs approval is asked for it (the call shown `approval-requested`,
+    /// or further along), not left showing it `input-available` with no
+    /// request to answer. A message whose writes the store refused while
+    /// its request ran is left aside: an engine may ask only for what the
+    /// store kept.
+    fn unasked(&self) -> Option<String> {
+        self.to_ask.iter().find_map(|(connection, calls)| {
+            let view = in_step(&self.views, *connection)?;
+            calls.iter().find_map(|call_id| {
+                let message = view.messages.iter().find(|message| message.parts.tool(call_id).is_some())?;
+                let tool = message.parts.tool(call_id)?;
+                (tool.state == ToolState::InputAvailable && !self.lost.contains(&message.id)).then(|| {
+                    format!(
+                        "client connection c{connection} is streamed the finished call {call_id} of {}, which needs approval, and shows it input-available while time passes: it is never asked to approve it",
+                        tool.tool_name
+                    )
+                })
+            })
+        })
     }
 
     /// A whole transcript sent: it restates the store (as it stands, or as

@@ -12,9 +12,9 @@
 //! failure by then.
 //!
 //! Two things a client may show short of the store: the decision on an
-//! approval it sent itself (the boundary does not say which connection
-//! sent it, and a UI shows its own answer), and, for a message whose
-//! writes the store refused while its request ran, its tools' states.
+//! approval (a tool frame carries the state, not the decision: only a
+//! transcript or the client's own answer shows it), and, for a message
+//! whose writes the store refused while its request ran, its tools' states.
 //!
 //! Only what changed since the last look is judged: the messages written
 //! since, and those a connection was sent something of. Each (connection,
