@@ -69,6 +69,15 @@ pub fn run(args: AdversaryArgs) -> Result<ExitCode, ScenarioError> {
     if files.is_empty() {
         return Err(usage(&format!("nothing to mutate: no scenario files (canaries aside) in {}", shown(&args.paths))));
     }
+    // A scenario whose needs the engine does not declare says nothing of
+    // the checks: its unmutated run is not the engine's to pass.
+    let crate::applicable::Split { applicable: files, not_applicable } = crate::applicable::split(files);
+    if files.is_empty() {
+        return Err(usage(&format!(
+            "nothing to mutate: each of the {} needs a capability the engine does not declare",
+            report::plural(not_applicable.len() as u64, "scenario")
+        )));
+    }
     let seeds = seeds(&args)?;
     let operators = if args.operators.is_empty() { ALL_OPERATORS.to_vec() } else { args.operators.clone() };
     let equivalents = args.equivalents.as_deref().map(Equivalents::load).transpose()?.unwrap_or_default();
@@ -86,6 +95,11 @@ pub fn run(args: AdversaryArgs) -> Result<ExitCode, ScenarioError> {
         report::plural(jobs as u64, "job"),
         canaries_skipped(&canaries)
     );
+    // On stderr, beside the header: stdout carries the matrix (JSON too).
+    let skipped = report::not_applicable_lines(&not_applicable);
+    if !skipped.is_empty() {
+        errln!("{}", skipped.trim_end());
+    }
     let plan = SweepPlan { files: &files, seeds, operators: operators.clone(), jobs, regressions };
     let trials = super::sweep(&plan, &|| {});
     let matrix = Matrix::of(&files, seeds, &operators, &trials, &equivalents, &plan.regressions);

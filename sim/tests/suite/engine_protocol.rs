@@ -246,6 +246,31 @@ fn a_scenario_that_needs_what_the_engine_does_not_declare_is_not_applicable() {
 }
 
 #[test]
+fn the_adversary_measures_only_the_scenarios_that_apply() {
+    let engine = served_declaring("recovery");
+    let output = turnsim(&[
+        "adversary",
+        NEEDS_MESSENGER,
+        NEEDS_NOTHING,
+        "--seeds",
+        "1",
+        "--operator",
+        "drop-frame",
+        "--format",
+        "json",
+        "--engine-cmd",
+        &engine,
+    ]);
+    let said = text(&output);
+    let skipped = format!("N/A  {NEEDS_MESSENGER} (needs messenger, which the engine does not declare)");
+    assert!(String::from_utf8_lossy(&output.stderr).contains(&skipped), "{said}");
+    let matrix: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the matrix, whole, on stdout");
+    assert_eq!(matrix["scenarios"].as_u64(), Some(1), "only the scenario that applies is mutated: {matrix}");
+    let only_messenger = turnsim(&["adversary", NEEDS_MESSENGER, "--seeds", "1", "--engine-cmd", &engine]);
+    assert_eq!(only_messenger.status.code(), Some(2), "nothing applies: {}", text(&only_messenger));
+}
+
+#[test]
 fn an_engine_that_declares_nothing_is_held_to_every_scenario() {
     // The built-in engine served with its declaration taken off every line.
     let engine = format!(r#"{} | sed -u 's/,"capabilities":\[[^]]*\]//'"#, served());
