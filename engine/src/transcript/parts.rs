@@ -129,12 +129,10 @@ impl PartialEq for Chunk {
     }
 }
 
-/// A call id's FNV-1a hash, as a chunk filter bit, a group filter bit
-/// (other bits of the hash) and a nonzero short hash.
+/// A call id's FNV-1a hash, as a filter bit and a nonzero short hash.
 #[derive(Clone, Copy)]
 struct CallHash {
     bit: u64,
-    group_bit: u16,
     short: u32,
 }
 
@@ -143,8 +141,14 @@ impl CallHash {
         let hash = call_id
             .bytes()
             .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
-        let group_bit = ((hash >> 6) % GROUP_FILTER_BITS as u64) as u16;
-        Self { bit: 1 << (hash % 64), group_bit, short: (hash >> 32) as u32 | 1 }
+        Self { bit: 1 << (hash % 64), short: (hash >> 32) as u32 | 1 }
+    }
+
+    /// The call's bit in a group's filter, from its short hash (other bits
+    /// of the hash than the chunk filter's): a group's index is built from
+    /// its chunks' indexes without hashing a call id again.
+    fn group_bit(short: u32) -> usize {
+        (short >> 1) as usize % GROUP_FILTER_BITS
     }
 }
 
@@ -158,7 +162,7 @@ struct Group {
 
 #[derive(Clone, Copy)]
 struct GroupIndex {
-    /// The call id filter of the whole group: bit `CallHash::group_bit`.
+    /// The call id filter of the whole group: bit [`CallHash::group_bit`].
     filter: [u64; GROUP_FILTER_BITS / 64],
     /// Each chunk's call id filter.
     filters: [u64; GROUP_CHUNKS],
@@ -199,11 +203,7 @@ impl Group {
                 index.states[at] = chunk.states;
                 index.all_states.0 |= chunk.states.0;
                 index.streaming_text |= u16::from(chunk.streaming_text) << at;
-            }
-            let calls = self.chunks.iter().flat_map(|chunk| &chunk.parts);
-            for part in calls {
-                if let Part::Tool(tool) = part {
-                    let bit = CallHash::of(&tool.call_id).group_bit as usize;
+                for bit in chunk.hashes.iter().filter(|&&short| short != 0).map(|&short| CallHash::group_bit(short)) {
                     index.filter[bit / 64] |= 1 << (bit % 64);
                 }
             }
@@ -220,7 +220,7 @@ impl Group {
 
     /// Whether the group may hold a tool part of the call.
     fn may_hold(&self, hash: CallHash) -> bool {
-        let bit = hash.group_bit as usize;
+        let bit = CallHash::group_bit(hash.short);
         self.index().filter[bit / 64] & (1 << (bit % 64)) != 0
     }
 

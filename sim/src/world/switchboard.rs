@@ -143,18 +143,19 @@ impl EngineLink {
     /// A client's result, sent over `connection`.
     pub fn tool_result(&self, result: ToolResult, auto_continue: bool, connection: u64) -> bool {
         let call_id = result.call_id.clone();
-        self.answers.sent(&call_id, connection);
-        let taken = self.handle.tool_result(result, auto_continue);
-        if !taken {
-            self.answers.unsent(&call_id);
-        }
-        taken
+        self.answer(&call_id, connection, || self.handle.tool_result(result, auto_continue))
     }
 
     /// A client's approval or denial, sent over `connection`.
     pub fn approval(&self, call_id: &str, approved: bool, auto_continue: bool, connection: u64) -> bool {
+        self.answer(call_id, connection, || self.handle.approval(call_id, approved, auto_continue))
+    }
+
+    /// Puts an answer to `call_id` in the inbox with `send`, noting who
+    /// sent it first (the engine may take it at once).
+    fn answer(&self, call_id: &str, connection: u64, send: impl FnOnce() -> bool) -> bool {
         self.answers.sent(call_id, connection);
-        let taken = self.handle.approval(call_id, approved, auto_continue);
+        let taken = send();
         if !taken {
             self.answers.unsent(call_id);
         }

@@ -256,6 +256,18 @@ fn an_engine_over_the_protocol_gets_the_same_matrix_as_in_process() {
     assert_eq!(in_process, matrix(Some(&served)), "the same matrix over the protocol");
 }
 
+/// `operator` applies to `stem` at `seed`, and `check` notices, saying `says`.
+fn assert_caught_by(stem: &str, seed: u64, operator: Operator, check: &str, says: &str) {
+    let run = adversary::mutated(&scenario(stem), seed, &RegressionSet::default(), operator).expect("a site");
+    assert!(run.applied.is_some(), "{} on {stem}: the operator applied", operator.name());
+    assert!(
+        run.violations.iter().any(|violation| violation.check == check && violation.message.contains(says)),
+        "{} on {stem}: {check} says {says:?}: {:#?}",
+        operator.name(),
+        run.violations
+    );
+}
+
 #[test]
 fn a_server_tool_started_twice_is_caught_before_its_result_is_stored() {
     // A wrong engine runs the side effect twice while the stream goes on,
@@ -265,14 +277,7 @@ fn a_server_tool_started_twice_is_caught_before_its_result_is_stored() {
         "server-tool-ran-before-a-503-mid-stream-is-kept",
         "server-tool-ran-before-an-eviction-runs-once",
     ] {
-        let file = scenario(stem);
-        let run = adversary::mutated(&file, 0, &RegressionSet::default(), Operator::ServerToolTwice).expect("a site");
-        assert!(run.applied.is_some(), "{stem}: the operator applied");
-        assert!(
-            run.violations.iter().any(|violation| violation.check == "no-lost-work"),
-            "{stem}: no-lost-work catches the second run: {:#?}",
-            run.violations
-        );
+        assert_caught_by(stem, 0, Operator::ServerToolTwice, "no-lost-work", "");
     }
 }
 
@@ -323,14 +328,7 @@ fn a_client_left_short_of_the_store_while_time_passes_is_caught() {
         (Operator::DropFrame, "eviction-memory-only-keeps-the-connection", 1),
     ];
     for (operator, stem, seed) in pairs {
-        let file = scenario(stem);
-        let run = adversary::mutated(&file, seed, &RegressionSet::default(), operator).expect("a site");
-        assert!(run.applied.is_some(), "{stem}: {} applied", operator.name());
-        let noticed = run.violations.iter().any(|violation| {
-            violation.check == "client-view"
-                && violation.message.contains("shows less than the store while time passes")
-        });
-        assert!(noticed, "{} on {stem}: client-view notices while time passes: {:#?}", operator.name(), run.violations);
+        assert_caught_by(stem, seed, operator, "client-view", "shows less than the store while time passes");
     }
 }
 
@@ -338,12 +336,8 @@ fn a_client_left_short_of_the_store_while_time_passes_is_caught() {
 fn a_caller_left_short_of_the_store_while_time_passes_is_caught() {
     // The attempt's one delta never reaches the caller, the store holds
     // it, and the model stalls for 2 s before the process dies.
-    let file = scenario("recovery-scheduled-again-by-a-restart-runs-once");
-    let run = adversary::mutated(&file, 0, &RegressionSet::default(), Operator::DropCallbackEvent).expect("a site");
-    let noticed = run.violations.iter().any(|violation| {
-        violation.check == "caller-view" && violation.message.contains("while time passes; the store holds")
-    });
-    assert!(noticed, "drop-callback-event: caller-view notices: {:#?}", run.violations);
+    let stem = "recovery-scheduled-again-by-a-restart-runs-once";
+    assert_caught_by(stem, 0, Operator::DropCallbackEvent, "caller-view", "while time passes; the store holds");
 }
 
 #[test]
@@ -356,12 +350,7 @@ fn a_connecting_client_never_told_a_stored_failure_is_caught() {
         ("explored-store-outage-during-a-recovery", 460_211_584_752_782_551),
     ];
     for (stem, seed) in pairs {
-        let file = scenario(stem);
-        let run = adversary::mutated(&file, seed, &RegressionSet::default(), Operator::DropErrorFrame).expect("a site");
-        let noticed = run.violations.iter().any(|violation| {
-            violation.check == "client-view" && violation.message.contains("for clients that connect later")
-        });
-        assert!(noticed, "drop-error-frame on {stem}: client-view notices: {:#?}", run.violations);
+        assert_caught_by(stem, seed, Operator::DropErrorFrame, "client-view", "for clients that connect later");
     }
 }
 
@@ -369,12 +358,8 @@ fn a_connecting_client_never_told_a_stored_failure_is_caught() {
 fn a_post_never_made_of_a_delivery_recorded_completed_is_caught() {
     // The engine is told the later answer showed, and records the
     // delivery completed: the surface only ever showed the apology.
-    let file = scenario("messenger-answered-again-keeps-a-later-reply");
-    let run = adversary::mutated(&file, 0, &RegressionSet::default(), Operator::DropPost).expect("a site");
-    let noticed = run.violations.iter().any(|violation| {
-        violation.check == "messenger-once" && violation.message.contains("is recorded completed owing")
-    });
-    assert!(noticed, "drop-post: messenger-once notices: {:#?}", run.violations);
+    let stem = "messenger-answered-again-keeps-a-later-reply";
+    assert_caught_by(stem, 0, Operator::DropPost, "messenger-once", "is recorded completed owing");
 }
 
 #[test]
@@ -419,15 +404,7 @@ fn a_relay_broken_between_rests_is_caught_by_the_consumer_views() {
         ),
     ];
     for (operator, stem, check, says) in pairs {
-        let file = scenario(stem);
-        let run = adversary::mutated(&file, 0, &RegressionSet::default(), operator).expect("a site");
-        assert!(run.applied.is_some(), "{} on {stem}: the operator applied", operator.name());
-        assert!(
-            run.violations.iter().any(|violation| violation.check == check && violation.message.contains(says)),
-            "{} on {stem}: {check} says {says:?}: {:#?}",
-            operator.name(),
-            run.violations
-        );
+        assert_caught_by(stem, 0, operator, check, says);
     }
 }
 
@@ -437,15 +414,8 @@ fn a_model_call_left_streaming_after_the_engine_moved_on_is_caught_by_converges(
     // the call the engine gave up on at a stall, left parked without a
     // cancel, was closed later by the process dying or never asked after.
     for stem in ["crash-as-a-newer-message-is-stored", "bench-standard-story", "store-refuses-a-flush-mid-stream"] {
-        let file = scenario(stem);
-        let run = adversary::mutated(&file, 0, &RegressionSet::default(), Operator::DropCancel).expect("a site");
-        assert!(run.applied.is_some(), "{stem}: the operator applied");
-        assert!(
-            run.violations.iter().any(|violation| violation.check == "converges"
-                && violation.message.contains("without a cancel, though the turn of request r1 ended")),
-            "{stem}: converges catches the call left open: {:#?}",
-            run.violations
-        );
+        let says = "without a cancel, though the turn of request r1 ended";
+        assert_caught_by(stem, 0, Operator::DropCancel, "converges", says);
     }
 }
 

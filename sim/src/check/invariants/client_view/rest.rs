@@ -218,8 +218,8 @@ impl Rests {
         self.to_ask.iter().find_map(|(connection, calls)| {
             let view = in_step(&self.views, *connection)?;
             calls.iter().find_map(|call_id| {
-                let message = view.messages.iter().find(|message| message.parts.tool(call_id).is_some())?;
-                let tool = message.parts.tool(call_id)?;
+                let (message, tool) =
+                    view.messages.iter().find_map(|message| Some((message, message.parts.tool(call_id)?)))?;
                 (tool.state == ToolState::InputAvailable && !self.lost.contains(&message.id)).then(|| {
                     format!(
                         "client connection c{connection} is streamed the finished call {call_id} of {}, which needs approval, and shows it input-available while time passes: it is never asked to approve it",
@@ -255,7 +255,9 @@ impl Rests {
     /// A message whose writes the store refused while its request ran
     /// is compared without its tools' states, as at its terminal frame.
     fn transcript_behind(&self, view: &ClientView, store: &Stores) -> Option<String> {
-        self.behind_of(view, &store.tried().messages)?;
+        if let Some(tried) = &store.tried {
+            self.behind_of(view, &tried.messages)?;
+        }
         self.behind_of(view, &store.held.messages)
     }
 
