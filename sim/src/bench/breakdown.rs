@@ -4,6 +4,12 @@
 //! share, each invariant, the expectations) on the measuring thread's CPU
 //! clock, and each part's cost per traced event is compared between the
 //! two forms. A check whose figure grows is the one to make a fold.
+//!
+//! Beside the parts, what crosses the boundary per event (the history's
+//! JSON): a session's later requests and commits carry its whole
+//! transcript, so a check that reads each crossing once still costs more
+//! per event as the session grows; this is the yardstick to judge a
+//! part's growth by.
 
 use std::time::Duration;
 
@@ -38,6 +44,10 @@ impl PartCost {
 pub struct Breakdown {
     pub shape: String,
     pub parts: Vec<PartCost>,
+    /// Bytes of the boundary history's JSON per traced event, short form.
+    pub short_bytes_per_event: f64,
+    /// The same, long form.
+    pub long_bytes_per_event: f64,
 }
 
 /// Both growth shapes, part by part.
@@ -53,15 +63,24 @@ pub fn measure() -> Vec<Breakdown> {
     shapes
         .into_iter()
         .map(|(shape, short, long)| {
+            let (short_bytes_per_event, long_bytes_per_event) = (boundary_bytes(&short), boundary_bytes(&long));
             let (short, long) = (per_event(&short), per_event(&long));
             let parts = short
                 .into_iter()
                 .zip(long)
                 .map(|((part, short_ns), (_, long_ns))| PartCost { part, short_ns, long_ns })
                 .collect();
-            Breakdown { shape, parts }
+            Breakdown { shape, parts, short_bytes_per_event, long_bytes_per_event }
         })
         .collect()
+}
+
+/// Bytes of what crossed the engine's boundary (the history as JSON) per
+/// traced event, in the form's first seed.
+fn boundary_bytes(file: &ScenarioFile) -> f64 {
+    let record = crate::world::run(file, 0, &RegressionSet::default());
+    let bytes = serde_json::to_vec(&record.history.crossings).expect("the history serialises").len();
+    bytes as f64 / record.events.len().max(1) as f64
 }
 
 /// Nanoseconds per traced event of each part, over consecutive seeds for
@@ -129,7 +148,15 @@ pub fn text(breakdowns: &[Breakdown]) -> String {
         let (short, long): (f64, f64) =
             breakdown.parts.iter().fold((0.0, 0.0), |(s, l), p| (s + p.short_ns, l + p.long_ns));
         text.push_str(&format!("  {:<26} {:>7.0} ns {:>7.0} ns {:>7.2}x\n", "all", short, long, long / short));
+        let (short_bytes, long_bytes) = (breakdown.short_bytes_per_event, breakdown.long_bytes_per_event);
+        text.push_str(&format!(
+            "  {:<26} {:>7.0} B  {:>7.0} B  {:>7.2}x\n",
+            "boundary JSON per event",
+            short_bytes,
+            long_bytes,
+            long_bytes / short_bytes.max(f64::MIN_POSITIVE)
+        ));
     }
-    text.push_str("(CPU time per traced event, one thread)\n");
+    text.push_str("(CPU time per traced event, one thread; the last line is what crossed the boundary per event)\n");
     text
 }
