@@ -10,8 +10,11 @@ import { runEngine } from "../node/index.mjs";
 import { Session } from "./session.mjs";
 
 // Every piece of a run's state lives in the Session (a new run calls the
-// factory again), and the generation after an eviction evaluates this
-// module and the engine's own modules afresh: one process serves them all.
+// factory again), and the engine's own modules hold none (constants,
+// functions and classes only; tests/cloudflare-agents.test.mjs keeps it so):
+// the generation after an eviction calls the factory again too, after the
+// SDK's reset, instead of evaluating these modules afresh. One process
+// serves them all.
 // The protocol's capabilities (docs/protocol.md) it implements: all but
 // `provider-retries`. A 429/5xx after the stream started goes into Think's
 // recovery (this app's `classifyChatError`), which keeps the partial, and a
@@ -19,4 +22,4 @@ import { Session } from "./session.mjs";
 // is the built-in engine's (docs/cloudflare-agents-findings.md, divergences).
 const capabilities = ["recovery", "messenger", "store-refusal-fails-turn", "dangling-call-repair", "coalesce"];
 
-runEngine((host) => new Session(host), { reinit: true, module: import.meta.url, capabilities });
+runEngine((host) => new Session(host), { reinit: true, module: import.meta.url, moduleState: false, capabilities });

@@ -211,6 +211,15 @@ export const MAX_GENERATIONS = 400;
  * generation after an eviction in place, instead of in a new process) and
  * `reinit` (a new run calls `makeEngine` again, as below).
  *
+ * With `module` and `moduleState: false`, the engine vouches that its own
+ * modules hold no state (constants, functions and classes only: all of its
+ * memory lives in what `makeEngine` builds, as `reinit` already requires):
+ * the next generation calls `makeEngine` again on the instance the process
+ * has, after the same reset (globals put back, timers dropped, generator
+ * reseeded, old host retired). Evaluating a fresh instance is most of what
+ * an eviction costs in place (the module hooks' thread, compiling, and the
+ * engine's code running cold again).
+ *
  * With `reinit` alone, the process offers to be reused across runs: the
  * next run's `init` calls `makeEngine` again (new host, clock at zero,
  * generator reseeded, timers dropped), so every piece of an engine's state
@@ -221,9 +230,9 @@ export const MAX_GENERATIONS = 400;
  * run a scenario that needs anything else, and reports it as not applicable.
  * Without it the engine declares nothing and is held to every scenario.
  * @param {(host: Host) => Engine | Promise<Engine>} makeEngine
- * @param {{reinit?: boolean, module?: string, capabilities?: string[]}} [options]
+ * @param {{reinit?: boolean, module?: string, moduleState?: boolean, capabilities?: string[]}} [options]
  */
-export async function runEngine(makeEngine, { reinit = false, module, capabilities } = {}) {
+export async function runEngine(makeEngine, { reinit = false, module, moduleState = true, capabilities } = {}) {
   if (loading) {
     // A fresh instance of the engine's module, evaluated for a generation:
     // it hands over its factory; the loop that loaded it runs it.
@@ -245,11 +254,14 @@ export async function runEngine(makeEngine, { reinit = false, module, capabiliti
     inits += 1;
     if (module && inits === 1) rememberGlobals();
     // A later generation of a run, in the process that served the one
-    // before: a fresh instance of the engine's modules. (A new run calls
-    // `makeEngine` again on the instance it has, as `reinit` does.)
+    // before: a fresh instance of the engine's modules, or, when they keep
+    // no state, only the globals put back. (A new run calls `makeEngine`
+    // again on the instance it has, as `reinit` does.)
     if (module && inits > 1 && message.generation > 1) {
-      instances += 1;
-      makeEngine = await loadGeneration(module, instances);
+      if (moduleState) {
+        instances += 1;
+        makeEngine = await loadGeneration(module, instances);
+      } else forgetGlobals();
     }
     const fresh = module !== undefined && instances < MAX_GENERATIONS;
     const offers = { reinit: fresh || (reinit && !module), generations: fresh, capabilities };

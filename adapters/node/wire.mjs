@@ -7,6 +7,8 @@
 // engine's own work is done.
 
 import { readSync, writeSync } from "node:fs";
+import { Buffer } from "node:buffer";
+import { StringDecoder } from "node:string_decoder";
 
 const CHUNK_BYTES = 1 << 16;
 
@@ -16,8 +18,10 @@ export class Wire {
     this._out = output;
     /** One read's landing place, reused. */
     this._chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-    /** Bytes read and not yet taken as a line. */
-    this._pending = [];
+    /** Decodes reads as they come: a character split across two reads is held back until whole. */
+    this._decoder = new StringDecoder("utf8");
+    /** Text read and not yet taken as a line. */
+    this._pending = "";
     this._closed = false;
     /** Lines written and not yet flushed. */
     this._outgoing = "";
@@ -26,34 +30,22 @@ export class Wire {
   /** The next line as raw text, without its newline; null once stdin closed. */
   readLine() {
     for (;;) {
-      const line = this._takeLine();
-      if (line !== undefined) return line;
+      const newline = this._pending.indexOf("\n");
+      if (newline >= 0) {
+        const line = this._pending.slice(0, newline);
+        this._pending = this._pending.slice(newline + 1);
+        return line;
+      }
       if (this._closed) return null;
       const read = readBlocking(this._in, this._chunk);
       if (read === 0) {
         this._closed = true;
-        if (this._pending.length > 0) this._pending.push(Buffer.from("\n"));
+        this._pending += this._decoder.end();
+        if (this._pending.length > 0) this._pending += "\n";
         continue;
       }
-      this._pending.push(Buffer.from(this._chunk.subarray(0, read)));
+      this._pending += this._decoder.write(this._chunk.subarray(0, read));
     }
-  }
-
-  /** A whole line from what was read, if there is one. */
-  _takeLine() {
-    const pending = this._pending;
-    for (let at = 0; at < pending.length; at++) {
-      const newline = pending[at].indexOf(0x0a);
-      if (newline < 0) continue;
-      const last = pending[at];
-      const parts = pending.slice(0, at);
-      parts.push(last.subarray(0, newline));
-      const line = parts.length === 1 ? parts[0].toString("utf8") : Buffer.concat(parts).toString("utf8");
-      const rest = last.subarray(newline + 1);
-      this._pending = rest.length > 0 ? [rest, ...pending.slice(at + 1)] : pending.slice(at + 1);
-      return line;
-    }
-    return undefined;
   }
 
   /**
@@ -68,9 +60,20 @@ export class Wire {
   /** Writes every queued line. */
   flush() {
     if (this._outgoing.length === 0) return;
-    const bytes = Buffer.from(this._outgoing, "utf8");
+    const text = this._outgoing;
     this._outgoing = "";
+    // A blocking pipe takes the whole string in one write, encoded by Node
+    // itself; only what a short write left goes through a buffer.
     let written = 0;
+    try {
+      written = writeSync(this._out, text);
+    } catch (error) {
+      if (error.code !== "EAGAIN") throw error;
+    }
+    if (written < Buffer.byteLength(text, "utf8")) this._writeRest(Buffer.from(text, "utf8"), written);
+  }
+
+  _writeRest(bytes, written) {
     while (written < bytes.length) {
       try {
         written += writeSync(this._out, bytes, written);

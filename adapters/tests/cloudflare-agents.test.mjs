@@ -120,3 +120,19 @@ test("a stall's recovery is stored in the store's recovery records: incident, al
   assert.deepEqual(harness.store.alarms, []);
   await harness.close();
 });
+
+// The engine passes `moduleState: false`: the generation after an eviction
+// reuses its modules, so whatever they kept at the top level would outlive
+// the eviction. A tripwire for the plain ways to keep something there.
+test("the engine's own modules keep no state at the top level", async () => {
+  const { readdir, readFile } = await import("node:fs/promises");
+  const folder = new URL("../cloudflare-agents/", import.meta.url);
+  const files = (await readdir(folder)).filter((name) => name.endsWith(".mjs"));
+  assert.ok(files.length > 0);
+  const stateful = /^(export\s+)?(let|var)\s|^(export\s+)?const\s+\w+\s*=\s*new\s+(Map|WeakMap|Array)\b/;
+  for (const name of files) {
+    const source = await readFile(new URL(name, folder), "utf8");
+    const found = source.split("\n").filter((line) => stateful.test(line));
+    assert.deepEqual(found, [], `${name} keeps state at the top level`);
+  }
+});

@@ -71,3 +71,21 @@ test("a generation started in place says what it says in a new process", async (
   // The same messages, but `generations`/`reinit` are the process's offers (the same here).
   assert.deepEqual(inPlace, inNew);
 });
+
+const STATELESS = ["node", fileURLToPath(new URL("./fixtures/generations/stateless.mjs", import.meta.url))];
+
+test("an engine whose modules keep no state starts a generation in place on the modules it has, and nothing else crosses", async () => {
+  const harness = new FakeHarness(STATELESS);
+  assert.deepEqual(await harness.init({ seed: 3 }), [{ type: "idle", next_timer_ns: null, reinit: true, generations: true }]);
+  const first = report(await say(harness, "a"));
+  assert.deepEqual(first, { generation: 1, seen: ["a"], evaluations: 1, timersFired: 0, globals: [] });
+  assert.equal((await say(harness, "timer")).at(-1).next_timer_ns, 1e9, "the old generation's timer is pending");
+
+  harness.nowNs = 500e6;
+  const booted = await harness.init({ seed: 3, generation: 2, state: harness.store });
+  assert.deepEqual(booted, [{ type: "idle", next_timer_ns: null, reinit: true, generations: true }], "the old timer is gone");
+  harness.nowNs = 2e9; // past the old timer's time
+  const second = report(await say(harness, "b"));
+  assert.deepEqual(second, { generation: 2, seen: ["b"], evaluations: 1, timersFired: 0, globals: [] }, "the old generation's global is gone");
+  await harness.close();
+});
