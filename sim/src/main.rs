@@ -176,7 +176,8 @@ enum Command {
         #[arg(long, value_name = "FLOORS", num_args = 0..=1, default_missing_value = turnsim::bench::floors::DEFAULT_FLOORS)]
         check: Option<PathBuf>,
         /// Instead of the figures: each part of a run (the simulation, each
-        /// check) timed per traced event on the growth shapes, short and long.
+        /// check) timed per traced event, on the standard scenario and on the
+        /// growth shapes, short and long.
         #[arg(long, conflicts_with = "check")]
         by_part: bool,
     },
@@ -240,7 +241,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Adversary(args) => turnsim::adversary::cli::run(args),
-        Command::Bench { by_part: true, format, .. } => cli::bench::by_part(format),
+        Command::Bench { by_part: true, format, scenarios, .. } => cli::bench::by_part(&scenarios, format),
         Command::Bench { format, scenarios, check, .. } => {
             cli::bench::bench(&scenarios, arguments.engine_cmd, format, check.as_deref())
         }

@@ -1,5 +1,7 @@
 //! `turnsim bench --by-part`: where a run's cost goes, and which part of it
-//! grows with the session. Each growth shape is run short and long; every
+//! grows with the session. The standard scenario is timed part by part, so
+//! the simulation's own share bounds what faster checks could buy. Each
+//! growth shape is run short and long; every
 //! run is timed in its parts (the simulation, deriving what the checks
 //! share, each invariant, the expectations) on the measuring thread's CPU
 //! clock, and each part's cost per traced event is compared between the
@@ -50,8 +52,37 @@ pub struct Breakdown {
     pub long_bytes_per_event: f64,
 }
 
+/// Where one scenario's runs spend their time, part by part.
+#[derive(Debug, Serialize)]
+pub struct ScenarioCost {
+    pub scenario: String,
+    /// Traced events per run, over the seeds measured.
+    pub events_per_run: f64,
+    /// Each part's nanoseconds per traced event.
+    pub parts: Vec<(String, f64)>,
+}
+
+/// What `--by-part` prints: the standard scenario's parts, and both growth
+/// shapes.
+#[derive(Debug, Serialize)]
+pub struct ByPart {
+    pub standard: ScenarioCost,
+    pub growth: Vec<Breakdown>,
+}
+
+/// The standard scenario's parts, then both growth shapes.
+pub fn measure(standard: &ScenarioFile) -> ByPart {
+    let (parts, events, runs) = per_event_counted(standard);
+    let standard = ScenarioCost {
+        scenario: standard.scenario.name.clone(),
+        events_per_run: events as f64 / runs.max(1) as f64,
+        parts,
+    };
+    ByPart { standard, growth: growth_shapes() }
+}
+
 /// Both growth shapes, part by part.
-pub fn measure() -> Vec<Breakdown> {
+fn growth_shapes() -> Vec<Breakdown> {
     let shapes = [
         (
             format!("step chain, {STEP_CHAIN_LONG} vs {STEP_CHAIN_SHORT} steps"),
@@ -86,10 +117,15 @@ fn boundary_bytes(file: &ScenarioFile) -> f64 {
 /// Nanoseconds per traced event of each part, over consecutive seeds for
 /// about [`ROUND_TIME`], on a thread of its own (as runs are made).
 fn per_event(file: &ScenarioFile) -> Vec<(String, f64)> {
+    per_event_counted(file).0
+}
+
+/// [`per_event`], with the events and runs it measured.
+fn per_event_counted(file: &ScenarioFile) -> (Vec<(String, f64)>, usize, u64) {
     std::thread::scope(|scope| scope.spawn(|| per_event_here(file)).join().expect("bench thread"))
 }
 
-fn per_event_here(file: &ScenarioFile) -> Vec<(String, f64)> {
+fn per_event_here(file: &ScenarioFile) -> (Vec<(String, f64)>, usize, u64) {
     let regressions = RegressionSet::default();
     let mut names = vec!["simulation".to_string(), "derive".to_string()];
     names.extend(invariants::INVARIANTS.iter().map(|invariant| invariant.name.to_string()));
@@ -115,7 +151,9 @@ fn per_event_here(file: &ScenarioFile) -> Vec<(String, f64)> {
         events += record.events.len();
         runs += 1;
     }
-    names.into_iter().zip(spent).map(|(name, spent)| (name, spent.as_nanos() as f64 / events as f64)).collect()
+    let parts =
+        names.into_iter().zip(spent).map(|(name, spent)| (name, spent.as_nanos() as f64 / events as f64)).collect();
+    (parts, events, runs)
 }
 
 /// A stopwatch on the thread's CPU clock.
@@ -131,9 +169,9 @@ impl Lap {
     }
 }
 
-pub fn text(breakdowns: &[Breakdown]) -> String {
-    let mut text = String::new();
-    for breakdown in breakdowns {
+pub fn text(by_part: &ByPart) -> String {
+    let mut text = standard_text(&by_part.standard);
+    for breakdown in &by_part.growth {
         text.push_str(&format!("{}\n", breakdown.shape));
         text.push_str(&format!("  {:<26} {:>10} {:>10} {:>8}\n", "part", "short", "long", "growth"));
         for part in &breakdown.parts {
@@ -158,5 +196,32 @@ pub fn text(breakdowns: &[Breakdown]) -> String {
         ));
     }
     text.push_str("(CPU time per traced event, one thread; the last line is what crossed the boundary per event)\n");
+    text
+}
+
+/// The standard scenario's table: each part per event, per run, and its
+/// share of the run.
+fn standard_text(cost: &ScenarioCost) -> String {
+    let total: f64 = cost.parts.iter().map(|(_, ns)| ns).sum();
+    let per_run_us = |ns: f64| ns * cost.events_per_run / 1000.0;
+    let mut text = format!("{}, {:.0} events a run\n", cost.scenario, cost.events_per_run);
+    text.push_str(&format!("  {:<26} {:>10} {:>10} {:>8}\n", "part", "per event", "per run", "share"));
+    for (part, ns) in &cost.parts {
+        text.push_str(&format!(
+            "  {:<26} {:>7.0} ns {:>7.1} us {:>7.1}%\n",
+            part,
+            ns,
+            per_run_us(*ns),
+            100.0 * ns / total.max(f64::MIN_POSITIVE)
+        ));
+    }
+    let run_us = per_run_us(total);
+    text.push_str(&format!(
+        "  {:<26} {:>7.0} ns {:>7.1} us   ({:.0} runs/s of CPU)\n",
+        "all",
+        total,
+        run_us,
+        1e6 / run_us.max(f64::MIN_POSITIVE)
+    ));
     text
 }

@@ -36,11 +36,12 @@ pub fn bench(
 }
 
 /// `turnsim bench --by-part`: each part of a run's cost, and its growth.
-pub fn by_part(format: ReplayFormat) -> Result<ExitCode, ScenarioError> {
-    let breakdowns = crate::bench::breakdown::measure();
+pub fn by_part(scenarios: &Path, format: ReplayFormat) -> Result<ExitCode, ScenarioError> {
+    let standard = crate::scenario::load_scenario(&scenarios.join(crate::bench::STANDARD_SCENARIO))?;
+    let by_part = crate::bench::breakdown::measure(&standard);
     match format {
-        ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&breakdowns).expect("serialises")),
-        _ => output::emit(&crate::bench::breakdown::text(&breakdowns)),
+        ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&by_part).expect("serialises")),
+        _ => output::emit(&crate::bench::breakdown::text(&by_part)),
     }
     Ok(ExitCode::SUCCESS)
 }
