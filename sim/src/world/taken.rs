@@ -40,13 +40,7 @@ impl SentAnswers {
 
     /// The answer just sent never reached an inbox.
     pub fn unsent(&self, call_id: &str) {
-        let mut sent = self.lock();
-        if let Some(queue) = sent.get_mut(call_id) {
-            queue.pop_back();
-            if queue.is_empty() {
-                sent.remove(call_id);
-            }
-        }
+        self.pop(call_id, VecDeque::pop_back);
     }
 
     /// A new process: whatever the last one's inbox held died with it.
@@ -54,10 +48,16 @@ impl SentAnswers {
         self.lock().clear();
     }
 
+    /// The engine takes the oldest answer to `call_id` from its inbox.
     fn taken(&self, call_id: &str) -> Option<u64> {
+        self.pop(call_id, VecDeque::pop_front)
+    }
+
+    /// Takes one end of `call_id`'s queue, forgetting the call once none is left.
+    fn pop(&self, call_id: &str, end: fn(&mut VecDeque<u64>) -> Option<u64>) -> Option<u64> {
         let mut sent = self.lock();
         let queue = sent.get_mut(call_id)?;
-        let connection = queue.pop_front();
+        let connection = end(queue);
         if queue.is_empty() {
             sent.remove(call_id);
         }
