@@ -19,7 +19,7 @@ import { Wire } from "./wire.mjs";
 import { Store } from "./store.mjs";
 import { ModelProxy } from "./model.mjs";
 
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 
 /**
  * @typedef {object} Engine What an engine module gives `runEngine`: every
@@ -97,6 +97,10 @@ export class Host {
     this.seed = init.seed;
     this.generation = init.generation;
     this.config = init.config;
+    /** Whether the store may refuse a commit in this run (else commits wait for no reply). */
+    this.storeMayRefuse = init.store_may_refuse ?? true;
+    /** The fault sites switched on for this run; no other fires (null: ask about every one). */
+    this.faultSites = init.fault_sites ? new Set(init.fault_sites) : null;
     this.store = new Store(this, init.state);
     this.model = new ModelProxy(this);
     /** @type {Map<number, Connection>} open connections by id */
@@ -140,8 +144,9 @@ export class Host {
     });
   }
 
-  /** Whether to take the unlucky path at a fault site. */
+  /** Whether to take the unlucky path at a fault site (one switched off never fires: nothing to ask). */
   async faultPoint(site) {
+    if (this.faultSites && !this.faultSites.has(site)) return false;
     return this.request({ type: "fault_point", site }).fire;
   }
 

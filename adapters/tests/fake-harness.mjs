@@ -1,6 +1,7 @@
 // A small fake harness: spawns an engine command and drives it through the
 // protocol as turnsim does. It answers requests the moment they arrive
-// (commit: the store takes the writes unless told to refuse;
+// (commit: the store takes the writes unless told to refuse, and a commit
+// with `no_reply` in a run whose store refuses nothing is taken unanswered;
 // model_request: the next call number; fault_point: never fire; post: the
 // next post number, never answered; exhausted: the hook runs), records
 // every line the engine wrote, and turns the faults a
@@ -13,7 +14,7 @@ import { createInterface } from "node:readline";
 import { apply } from "../node/store.mjs";
 
 /** The protocol version this harness speaks (`docs/protocol.md`). */
-const PROTOCOL_VERSION = 5;
+const PROTOCOL_VERSION = 6;
 
 const REQUESTS = new Set(["commit", "model_request", "fault_point", "post", "exhausted"]);
 const EFFECTS = new Set(["send", "model_cancel", "server_tool", "callback", "observe", "idle"]);
@@ -62,7 +63,7 @@ export function killAll() {
 
 export class FakeHarness {
   /** @param {string[]} argv the engine command, e.g. ["node", "engine.mjs"] */
-  constructor(argv, { refuseCommits = false } = {}) {
+  constructor(argv, { refuseCommits = false, storeMayRefuse = true, faultSites = [] } = {}) {
     this.child = spawn(argv[0], argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
     started.add(this.child);
     this.stderr = "";
@@ -90,6 +91,8 @@ export class FakeHarness {
     this.nextCall = 0;
     this.nextPost = 0;
     this.refuseCommits = refuseCommits;
+    this.storeMayRefuse = storeMayRefuse || refuseCommits;
+    this.faultSites = faultSites;
     /** Every line the engine wrote, in order. */
     this.transcript = [];
   }
@@ -97,7 +100,8 @@ export class FakeHarness {
   async init({ seed = 0, config = DEFAULT_CONFIG, state = EMPTY_STATE, wallBaseMs = 1_700_000_000_000, generation = 1 } = {}) {
     this.store = structuredClone(state);
     this.store.extra ??= {};
-    return this.input({ type: "init", protocol: PROTOCOL_VERSION, seed, generation, wall_base_ms: wallBaseMs, config, state });
+    const terms = { store_may_refuse: this.storeMayRefuse, fault_sites: this.faultSites };
+    return this.input({ type: "init", protocol: PROTOCOL_VERSION, seed, generation, wall_base_ms: wallBaseMs, config, state, ...terms });
   }
 
   /** Sends one input (with the current `now_ns`) and serves the engine until `idle`; returns its messages. */
@@ -108,7 +112,8 @@ export class FakeHarness {
       const next = await this.readMessage();
       messages.push(next);
       if (next.type === "idle") return messages;
-      if (REQUESTS.has(next.type)) this.write({ type: "reply", value: this.answer(next) });
+      if (next.type === "commit" && next.no_reply) this.takeUnanswered(next);
+      else if (REQUESTS.has(next.type)) this.write({ type: "reply", value: this.answer(next) });
     }
   }
 
@@ -116,6 +121,12 @@ export class FakeHarness {
   timer(ns) {
     this.nowNs = ns;
     return this.input({ type: "timer" });
+  }
+
+  /** A commit the engine does not wait on: allowed only when the store refuses nothing. */
+  takeUnanswered(commit) {
+    if (this.storeMayRefuse) throw new EngineFault("engine-protocol", "a commit with no_reply in a run whose store may refuse one");
+    for (const write of commit.writes) apply(this.store, write);
   }
 
   answer(request) {

@@ -101,7 +101,7 @@ test("randomness and ids come from the seed", async () => {
 test("a u64 seed beyond 2^53 is read exactly", async () => {
   const draw = async (seed) => {
     const harness = new FakeHarness(PROBE);
-    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":5,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
+    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":6,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
     await harness.readMessage();
     const [drawn] = posts(await say(harness, "random"));
     await harness.close();
@@ -123,6 +123,28 @@ test("commit is a request: the reply comes back, and a taken write is in the mir
   await refusing.init();
   assert.deepEqual(posts(await say(refusing, "commit")), ['commit {"ok":false,"error":"refused"} undefined']);
   await refusing.close();
+});
+
+test("a commit in a run whose store refuses nothing is an effect: no reply waited for, the write still taken", async () => {
+  const harness = new FakeHarness(PROBE, { storeMayRefuse: false });
+  await harness.init();
+  const messages = await say(harness, "commit");
+  assert.deepEqual(messages[0], { type: "commit", writes: [{ Put: { key: "probe", value: 1 } }], no_reply: true });
+  assert.deepEqual(posts(messages), ['commit {"ok":true} 1']);
+  assert.deepEqual(harness.store.extra, { probe: 1 });
+  await harness.close();
+});
+
+test("a fault point is asked only at a site the run switched on", async () => {
+  const harness = new FakeHarness(PROBE, { faultSites: ["late-alarm"] });
+  await harness.init();
+  const off = await say(harness, "fault slow-coalesce-timer");
+  assert.deepEqual(off.map((message) => message.type), ["post", "idle"], "a site switched off is not asked about");
+  assert.deepEqual(posts(off), ["fault slow-coalesce-timer false"]);
+  const on = await say(harness, "fault late-alarm");
+  assert.deepEqual(on[0], { type: "fault_point", site: "late-alarm" });
+  assert.deepEqual(posts(on), ["fault late-alarm false"]);
+  await harness.close();
 });
 
 test("the same inputs give byte-identical output", async () => {

@@ -15,7 +15,7 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{ExhaustedContext, FaultSite, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, ModelEvent, StreamError, ToolOutcome, ToolResult, TurnOptions};
 
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// A message to the engine. Every one but `reply` carries the sim time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,6 +29,12 @@ pub enum ToEngine {
         wall_base_ms: u64,
         config: Box<EngineConfig>,
         state: Box<DurableState>,
+        /// Whether the store may refuse a commit in this run. When it may
+        /// not, an engine need not wait for a commit's reply (`no_reply`).
+        store_may_refuse: bool,
+        /// The fault sites switched on for this run: a fault point at any
+        /// other site would be answered `fire: false`, so need not be asked.
+        fault_sites: Vec<FaultSite>,
     },
     Connect {
         now_ns: u64,
@@ -168,12 +174,17 @@ impl WireEnd {
 
 /// A message from the engine: requests (`commit`, `model_request`,
 /// `fault_point`, `post`, `exhausted`) wait for one `reply`; the rest are
-/// effects.
+/// effects. A `commit` with `no_reply` is an effect too: the store takes
+/// every commit in a run whose `init` said it may not refuse one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FromEngine {
     Commit {
         writes: Vec<Write>,
+        /// The engine goes on without a reply (allowed only when `init`
+        /// said `store_may_refuse: false`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        no_reply: bool,
     },
     Send {
         connection: u64,

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use turnsim_engine::ports::{Connection, Ports, StreamCallback};
+use turnsim_engine::ports::{Connection, FaultSite, Ports, StreamCallback};
 use turnsim_engine::{Engine, EngineConfig, Input, InputSink, ModelEvent};
 
 use super::fault::{shown, EngineFault, FaultKind};
@@ -48,6 +48,8 @@ pub struct Launcher {
     command: String,
     seed: u64,
     config: EngineConfig,
+    /// What every `init` of the run says of it beyond the engine's boot.
+    terms: RunTerms,
     limits: Limits,
     /// Generations started so far in this run.
     generations: Arc<Mutex<u32>>,
@@ -63,13 +65,29 @@ pub struct Launcher {
     trace: Trace,
 }
 
+/// Which requests an engine may leave unasked in a run: commits when the
+/// store refuses none, fault points at the sites switched off.
+#[derive(Clone, Debug)]
+pub struct RunTerms {
+    pub store_may_refuse: bool,
+    pub fault_sites: Vec<FaultSite>,
+}
+
 impl Launcher {
-    pub fn new(command: String, seed: u64, config: EngineConfig, max_events: u64, trace: Trace) -> Self {
+    pub fn new(
+        command: String,
+        seed: u64,
+        config: EngineConfig,
+        terms: RunTerms,
+        max_events: u64,
+        trace: Trace,
+    ) -> Self {
         let messages_left = Arc::new(AtomicU64::new(max_events.saturating_mul(MESSAGES_PER_BUDGETED_EVENT)));
         Self {
             command,
             seed,
             config,
+            terms,
             limits: Limits::from_env(),
             generations: Arc::default(),
             finished: Arc::default(),
@@ -351,6 +369,8 @@ impl ProcessEngine {
             wall_base_ms,
             config: Box::new(launcher.config.clone()),
             state: Box::new(state),
+            store_may_refuse: launcher.terms.store_may_refuse,
+            fault_sites: launcher.terms.fault_sites.clone(),
         };
         match engine.exchange(&init).and_then(|offers| engine.declared(offers)) {
             Ok(Offers { reinit, generations, .. }) => {
@@ -429,7 +449,7 @@ impl ProcessEngine {
     fn serve(&mut self, message: FromEngine) -> Result<(), Broke> {
         let request = matches!(
             message,
-            FromEngine::Commit { .. }
+            FromEngine::Commit { no_reply: false, .. }
                 | FromEngine::ModelRequest { .. }
                 | FromEngine::FaultPoint { .. }
                 | FromEngine::Post { .. }
@@ -440,9 +460,16 @@ impl ProcessEngine {
         }
         match message {
             FromEngine::Idle { .. } => {}
-            FromEngine::Commit { writes } => {
-                let reply = OutcomeReply::of(self.ports.store.commit(&writes), |error| error.0);
-                self.reply(reply)?;
+            FromEngine::Commit { writes, no_reply } => {
+                if no_reply && self.launcher.terms.store_may_refuse {
+                    let what = "a commit with `no_reply` in a run whose store may refuse one (`init` said \
+                                `store_may_refuse: true`)";
+                    return Err((FaultKind::Protocol, what.to_string()));
+                }
+                let outcome = self.ports.store.commit(&writes);
+                if !no_reply {
+                    self.reply(OutcomeReply::of(outcome, |error| error.0))?;
+                }
             }
             FromEngine::Send { connection, frame } => {
                 // A connection that refused a frame is closed: later frames

@@ -39,7 +39,9 @@ pub fn serve(capabilities: &[Capability]) -> Result<(), String> {
             Err(closed) if closed.is_empty() => return Ok(()),
             Err(error) => return Err(error),
         };
-        let ToEngine::Init { now_ns, seed, config, state, protocol, generation, .. } = message else {
+        let ToEngine::Init { now_ns, seed, config, state, protocol, generation, store_may_refuse, fault_sites, .. } =
+            message
+        else {
             return Err(format!("expected init, got {}", type_name(&message)));
         };
         if protocol != super::PROTOCOL_VERSION {
@@ -52,8 +54,16 @@ pub fn serve(capabilities: &[Capability]) -> Result<(), String> {
         // Seeded as the harness's world is, so the simulated wall clock (the
         // engine's durable timestamps) reads the same on both sides.
         let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
-        next = runtime.block_on(one_run(wire.clone(), now_ns, *config, *state, capabilities));
+        let run = RunTerms { store_may_refuse, fault_sites };
+        next = runtime.block_on(one_run(wire.clone(), now_ns, *config, *state, run, capabilities));
     }
+}
+
+/// What `init` says of the run beyond the engine's own boot: which
+/// requests the engine may leave unasked.
+struct RunTerms {
+    store_may_refuse: bool,
+    fault_sites: Vec<FaultSite>,
 }
 
 /// One run: boot, then inputs until the next `init` (returned) or the end.
@@ -62,13 +72,14 @@ async fn one_run(
     now_ns: u64,
     config: EngineConfig,
     state: DurableState,
+    run: RunTerms,
     capabilities: &[Capability],
 ) -> Result<ToEngine, String> {
     wire.unmute();
     #[allow(clippy::disallowed_methods)] // the simulated clock
     let origin = tokio::time::Instant::now();
     advance(origin, now_ns);
-    let ports = wire.ports(state);
+    let ports = wire.ports(state, run);
     let mut engine = turnsim_engine::session::boot(config, ports, InputSink::detached());
     // Every `init` builds a fresh engine on a fresh runtime (below), so this
     // process serves another run, or the next generation of this one.
@@ -259,8 +270,8 @@ impl Wire {
         })
     }
 
-    fn ports(&self, state: DurableState) -> Ports {
-        let port = Arc::new(WirePorts { wire: self.clone(), state: Mutex::new(Some(state)) });
+    fn ports(&self, state: DurableState, run: RunTerms) -> Ports {
+        let port = Arc::new(WirePorts { wire: self.clone(), state: Mutex::new(Some(state)), run });
         Ports {
             store: port.clone(),
             model: port.clone(),
@@ -282,6 +293,7 @@ struct WirePorts {
     wire: Wire,
     /// What `init` gave, loaded once at boot.
     state: Mutex<Option<DurableState>>,
+    run: RunTerms,
 }
 
 impl DurableStore for WirePorts {
@@ -289,8 +301,14 @@ impl DurableStore for WirePorts {
         self.state.lock().expect("state lock").take().unwrap_or_default()
     }
 
+    /// A commit the store cannot refuse goes out with the next flush and
+    /// waits for nothing: a round trip saved per commit.
     fn commit(&self, writes: &[Write]) -> Result<(), StoreError> {
-        let reply: OutcomeReply = self.wire.request(&FromEngine::Commit { writes: writes.to_vec() });
+        if !self.run.store_may_refuse {
+            self.wire.write(&FromEngine::Commit { writes: writes.to_vec(), no_reply: true });
+            return Ok(());
+        }
+        let reply: OutcomeReply = self.wire.request(&FromEngine::Commit { writes: writes.to_vec(), no_reply: false });
         reply.into_result(StoreError)
     }
 }
@@ -332,7 +350,11 @@ impl MessengerSurface for WirePorts {
 }
 
 impl FaultPoints for WirePorts {
+    /// A site switched off for the run never fires: nothing to ask.
     fn fire(&self, site: FaultSite) -> bool {
+        if !self.run.fault_sites.contains(&site) {
+            return false;
+        }
         let reply: FaultReply = self.wire.request(&FromEngine::FaultPoint { site });
         reply.fire
     }

@@ -37,6 +37,13 @@ impl SimFaultPoints {
     }
 }
 
+impl SimFaultPoints {
+    /// The sites switched on for this run: no other site ever fires.
+    pub fn sites_on(&self) -> Vec<FaultSite> {
+        self.active.iter().filter(|(_, on)| **on).map(|(site, _)| *site).collect()
+    }
+}
+
 impl FaultPoints for SimFaultPoints {
     fn fire(&self, site: FaultSite) -> bool {
         if self.trace.engine_dead() {

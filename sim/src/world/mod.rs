@@ -24,7 +24,7 @@ mod trigger;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::protocol::proxy::Launcher;
+use crate::protocol::proxy::{Launcher, RunTerms};
 use std::time::Duration;
 
 use madsim::runtime::{Handle, NodeHandle, Runtime};
@@ -219,6 +219,7 @@ impl World {
         let initial = stored.clone();
         let fired_faults: Arc<Mutex<std::collections::BTreeSet<usize>>> = Default::default();
         let refusals = store::Refusals::of(&scenario.scenario, &stored, fired_faults.clone());
+        let store_may_refuse = refusals.may_refuse();
         let healed_at_us: Arc<std::sync::atomic::AtomicU64> = Default::default();
         let store = Arc::new(store::SimStore::new(trace.clone(), stored, refusals, healed_at_us.clone()));
         let switchboard = Switchboard::new(trace.clone());
@@ -230,6 +231,12 @@ impl World {
         let surface =
             observer::TraceSurface::new(trace.clone(), &scenario.scenario, rng::SharedRng::derive(seed, "surface"));
         let post_answers = surface.answers.clone();
+        let faults = Arc::new(buggify::SimFaultPoints::new(
+            scenario.scenario.buggify,
+            rng::SharedRng::derive(seed, "buggify"),
+            trace.clone(),
+        ));
+        let terms = RunTerms { store_may_refuse, fault_sites: faults.sites_on() };
         let ports = Ports {
             store: store.clone(),
             model: model.clone(),
@@ -241,11 +248,7 @@ impl World {
             }),
             observer: Arc::new(observer::TraceObserver::new(trace.clone(), &scenario.scenario)),
             surface: Arc::new(surface),
-            faults: Arc::new(buggify::SimFaultPoints::new(
-                scenario.scenario.buggify,
-                rng::SharedRng::derive(seed, "buggify"),
-                trace.clone(),
-            )),
+            faults: faults.clone(),
         };
         let interposer = INTERPOSER.with(|interposer| interposer.borrow().clone());
         let ports = match &interposer {
@@ -253,8 +256,8 @@ impl World {
             None => ports,
         };
         let max_events = scenario.scenario.max_events;
-        let launcher =
-            engine_command().map(|command| Launcher::new(command, seed, config.clone(), max_events, trace.clone()));
+        let launcher = engine_command()
+            .map(|command| Launcher::new(command, seed, config.clone(), terms, max_events, trace.clone()));
         let rust_engine = RUST_ENGINE.with(|engine| engine.borrow().clone());
         let booter = match (&launcher, rust_engine) {
             (_, Some(boot)) => Booter::Rust(boot),

@@ -73,6 +73,11 @@ pub struct Refusals {
 }
 
 impl Refusals {
+    /// Whether the store may refuse any commit in this run.
+    pub fn may_refuse(&self) -> bool {
+        !self.counted.is_empty() || !self.by_writes.is_empty()
+    }
+
     pub fn of(
         scenario: &crate::scenario::Scenario,
         initial: &DurableState,

@@ -97,6 +97,16 @@ def two_requests():
     time.sleep(600)
 
 
+def unasked_commit():
+    # Commits without waiting for the reply on every input: allowed only
+    # in a run whose store refuses nothing (`init` says so).
+    for line in sys.stdin:
+        if '"type":"reply"' in line:
+            continue
+        say('{"type":"commit","writes":[],"no_reply":true}\n')
+        say(IDLE)
+
+
 def stubborn():
     # Ignores SIGTERM and the end of its input, and never answers.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -168,6 +168,21 @@ fn an_empty_engine_command_is_a_usage_error() {
     assert!(stderr.contains("--engine-cmd is empty"), "{stderr}");
 }
 
+/// A commit that waits for no reply is the engine's to send only when
+/// `init` said the store refuses nothing in the run: where it may refuse
+/// one, the commit is a protocol fault; where it may not, it is taken.
+#[test]
+fn a_commit_left_unanswered_is_a_fault_only_where_the_store_may_refuse() {
+    let refusing = "scenarios/explored-hook-record-refused-then-crash.yaml";
+    let engine = engine("unasked-commit");
+    let ran = run_hostile("unasked-commit-refusing", &engine, &["replay", refusing, "--seed", "0"]);
+    assert_clean_failure(&ran, "an unanswered commit where the store may refuse", "engine-protocol");
+    assert!(ran.output.contains("`no_reply`"), "the report says which rule:\n{}", ran.output);
+    let ran = run_hostile("unasked-commit-taking", &engine, &["replay", STORY, "--seed", "0"]);
+    assert!(!ran.hung, "hung:\n{}", ran.output);
+    assert!(!ran.output.contains("engine-fault"), "it broke no rule of the protocol:\n{}", ran.output);
+}
+
 /// `cat /dev/zero` never writes a newline: the line bound ends it.
 #[test]
 fn an_endless_line_is_a_flood_not_an_abort() {
@@ -240,6 +255,8 @@ mod served_engine {
             wall_base_ms: 0,
             config: Box::new(EngineConfig::default()),
             state: Box::new(DurableState::default()),
+            store_may_refuse: true,
+            fault_sites: Vec::new(),
         })
     }
 
