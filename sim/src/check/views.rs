@@ -3,6 +3,7 @@
 //! `chat()` caller's text from its callbacks, a messenger's reply from its
 //! posts. The consumer-view invariants compare these with the store.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::ports::Frame;
@@ -18,32 +19,35 @@ use crate::history::{Boundary, CallbackCall, History};
 /// approval answered and not yet acted on (a UI shows "approved"). A tool's
 /// input shows once it is complete: as its finished call gave it, or as
 /// its streamed input text reads when the call was finished from that.
+///
+/// It borrows from the part it shows: the checks that judge at every rest
+/// build many and keep few, so none copies a text or an input.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Shown {
-    Text(String),
-    Reasoning(String),
+pub enum Shown<'a> {
+    Text(&'a str),
+    Reasoning(&'a str),
     Tool {
-        call_id: String,
-        tool_name: String,
+        call_id: &'a str,
+        tool_name: &'a str,
         state: &'static str,
         dynamic: bool,
         approved: Option<bool>,
-        input: Option<serde_json::Value>,
+        input: Option<Cow<'a, serde_json::Value>>,
     },
 }
 
 /// A message as shown: id, role and visible parts.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShownMessage {
-    pub id: String,
+pub struct ShownMessage<'a> {
+    pub id: &'a str,
     pub role: Role,
-    pub parts: Vec<Shown>,
+    pub parts: Vec<Shown<'a>>,
 }
 
 /// The messages a person sees: an assistant message with nothing visible
 /// in it (a reply that has not produced anything yet, or whose only attempt
 /// was taken back) is no message on screen.
-pub fn shown(messages: &[Message]) -> Vec<ShownMessage> {
+pub fn shown(messages: &[Message]) -> Vec<ShownMessage<'_>> {
     let visible = |message: &ShownMessage| message.role != Role::Assistant || !message.parts.is_empty();
     messages.iter().map(shown_message).filter(visible).collect()
 }
@@ -55,22 +59,22 @@ pub fn shows(message: &Message) -> bool {
 }
 
 /// One message as shown.
-pub fn shown_message(message: &Message) -> ShownMessage {
+pub fn shown_message(message: &Message) -> ShownMessage<'_> {
     let parts = message.parts.iter().filter_map(shown_part).collect();
-    ShownMessage { id: message.id.clone(), role: message.role, parts }
+    ShownMessage { id: &message.id, role: message.role, parts }
 }
 
 /// One part as shown: `None` for a part nobody sees.
-pub fn shown_part(part: &Part) -> Option<Shown> {
+pub fn shown_part(part: &Part) -> Option<Shown<'_>> {
     match part {
         Part::StepStart => None,
         Part::Text { text, .. } if text.is_empty() => None,
         Part::Reasoning { text, .. } if text.is_empty() => None,
-        Part::Text { text, .. } => Some(Shown::Text(text.clone())),
-        Part::Reasoning { text, .. } => Some(Shown::Reasoning(text.clone())),
+        Part::Text { text, .. } => Some(Shown::Text(text)),
+        Part::Reasoning { text, .. } => Some(Shown::Reasoning(text)),
         Part::Tool(tool) => Some(Shown::Tool {
-            call_id: tool.call_id.clone(),
-            tool_name: tool.tool_name.clone(),
+            call_id: &tool.call_id,
+            tool_name: &tool.tool_name,
             state: tool.state.as_str(),
             dynamic: tool.dynamic,
             // Later states say it themselves (denied, or the tool ran).
@@ -218,13 +222,17 @@ fn part_looks_the_same(one: &Part, other: &Part) -> bool {
     }
 }
 
-/// A tool's input as shown: none while it streams.
-fn shown_input(tool: &ToolPart) -> Option<serde_json::Value> {
+/// A tool's input as shown: none while it streams. An object input is
+/// shown as it is (borrowed); anything else is normalised into one.
+fn shown_input(tool: &ToolPart) -> Option<Cow<'_, serde_json::Value>> {
     if tool.state == ToolState::InputStreaming {
         return None;
     }
-    let streamed = || serde_json::from_str(&tool.input_text).ok();
-    tool.input.clone().or_else(streamed).map(normalise_input)
+    match &tool.input {
+        Some(input @ serde_json::Value::Object(_)) => Some(Cow::Borrowed(input)),
+        Some(input) => Some(Cow::Owned(normalise_input(input.clone()))),
+        None => serde_json::from_str(&tool.input_text).ok().map(|input| Cow::Owned(normalise_input(input))),
+    }
 }
 
 /// A connected client's transcript, as its frames built it.

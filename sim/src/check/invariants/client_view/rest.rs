@@ -188,8 +188,7 @@ impl Rests {
             // round: what the engine sends next repairs it). Its text may
             // not: a failed turn takes back what the store does not hold.
             if lost.contains(message_id) {
-                let loose = |message: &Option<ShownMessage>| message.as_ref().map(stateless_message);
-                let (showing, stored, tried) = (loose(&showing), loose(&stored), loose(&tried));
+                let [showing, stored, tried] = [&showing, &stored, &tried].map(|shown| shown.as_ref().map(stateless_message));
                 if showing == stored || showing == tried {
                     return None;
                 }
@@ -269,19 +268,22 @@ impl Rests {
     /// place before a user message stored while it streamed.
     fn behind_of(&self, view: &ClientView, stored: &[Message]) -> Option<String> {
         let alike = view.messages.iter().zip(stored).take_while(|(shown, kept)| shown == kept).count();
-        let loosen = |messages: &mut dyn Iterator<Item = &Message>| -> Vec<ShownMessage> {
-            let loose = |message: ShownMessage| match self.lost.contains(&message.id) {
-                true => stateless_message(&message),
-                false => message,
-            };
-            messages.filter(|message| shows(message)).map(shown_message).map(loose).collect()
-        };
         let unstored_stream = |message: &&Message| {
             self.owner.contains_key(&message.id) && !stored.iter().rev().any(|kept| kept.id == message.id)
         };
-        let showing = loosen(&mut view.messages[alike..].iter().filter(|message| !unstored_stream(message)));
+        let showing = self.loosen(view.messages[alike..].iter().filter(|message| !unstored_stream(message)));
         let passed = stored[..alike].iter().filter(|message| shows(message)).count();
-        behind(&showing, &loosen(&mut stored[alike..].iter()), passed)
+        behind(&showing, &self.loosen(stored[alike..].iter()), passed)
+    }
+
+    /// The messages that show, as shown; those whose writes the store
+    /// refused while their request ran without their tools' states.
+    fn loosen<'m>(&self, messages: impl Iterator<Item = &'m Message>) -> Vec<ShownMessage<'m>> {
+        let loose = |message: ShownMessage<'m>| match self.lost.contains(message.id) {
+            true => stateless_message(&message),
+            false => message,
+        };
+        messages.filter(|message| shows(message)).map(shown_message).map(loose).collect()
     }
 }
 
@@ -325,7 +327,7 @@ fn find<'a>(messages: &'a [Message], id: &str) -> Option<&'a Message> {
 }
 
 /// Message `id` as shown, if it is on screen at all.
-fn visible(messages: &[Message], id: &str) -> Option<ShownMessage> {
+fn visible<'a>(messages: &'a [Message], id: &str) -> Option<ShownMessage<'a>> {
     let message = messages.iter().find(|message| message.id == id)?;
     let shown = shown_message(message);
     (shown.role != Role::Assistant || !shown.parts.is_empty()).then_some(shown)
@@ -374,7 +376,7 @@ fn parts_run_on(kept: &[Shown], shown: &[Shown]) -> bool {
 pub(super) fn part_runs_on(kept: &Shown, shown: &Shown) -> bool {
     match (kept, shown) {
         (Shown::Text(kept), Shown::Text(shown)) | (Shown::Reasoning(kept), Shown::Reasoning(shown)) => {
-            shown.starts_with(kept.as_str())
+            shown.starts_with(*kept)
         }
         (
             Shown::Tool { call_id, tool_name, dynamic, state, input, .. },
@@ -408,21 +410,16 @@ fn stage(state: &str) -> u8 {
 }
 
 /// A message with its tools' states left out.
-fn stateless_message(message: &ShownMessage) -> ShownMessage {
-    ShownMessage { parts: message.parts.iter().map(stateless).collect(), ..message.clone() }
+fn stateless_message<'a>(message: &ShownMessage<'a>) -> ShownMessage<'a> {
+    ShownMessage { id: message.id, role: message.role, parts: message.parts.iter().map(stateless).collect() }
 }
 
 /// A part with its tool state left out.
-pub(super) fn stateless(part: &Shown) -> Shown {
+pub(super) fn stateless<'a>(part: &Shown<'a>) -> Shown<'a> {
     match part {
-        Shown::Tool { call_id, tool_name, dynamic, .. } => Shown::Tool {
-            call_id: call_id.clone(),
-            tool_name: tool_name.clone(),
-            state: "",
-            dynamic: *dynamic,
-            approved: None,
-            input: None,
-        },
+        &Shown::Tool { call_id, tool_name, dynamic, .. } => {
+            Shown::Tool { call_id, tool_name, state: "", dynamic, approved: None, input: None }
+        }
         other => other.clone(),
     }
 }
