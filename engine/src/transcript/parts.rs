@@ -29,6 +29,9 @@ const GROUP_CHUNKS: usize = 16;
 /// group in ten looked into in vain), so finding a call in a long session
 /// skips a group with one test instead of sixteen.
 const GROUP_FILTER_BITS: usize = 1024;
+/// Chunks a group holds before an edit in place keeps its index (and
+/// rebuilds only the chunk it edits) rather than dropping it.
+const KEEP_INDEX_FROM_CHUNKS: usize = 4;
 
 /// Up to `CHUNK_PARTS` parts, and an index of their tool call ids.
 #[derive(Clone, Default)]
@@ -158,6 +161,11 @@ struct Group {
     chunks: Vec<Arc<Chunk>>,
     /// Built when first asked; dropped by every edit.
     index: OnceLock<GroupIndex>,
+    /// The index an edit of parts in place dropped, and the chunks edited
+    /// since: the next build redoes only those, so an edit in a wide batch
+    /// costs its chunk, not the group. Its call id filter keeps the bits of
+    /// calls edited away (a filter may say yes in vain, never no in vain).
+    stale: Option<(GroupIndex, u16)>,
 }
 
 #[derive(Clone, Copy)]
@@ -174,38 +182,66 @@ struct GroupIndex {
     streaming_text: u16,
 }
 
+impl GroupIndex {
+    const EMPTY: Self = Self {
+        filter: [0; GROUP_FILTER_BITS / 64],
+        filters: [0; GROUP_CHUNKS],
+        states: [ToolStates(0); GROUP_CHUNKS],
+        all_states: ToolStates(0),
+        streaming_text: 0,
+    };
+}
+
 impl Group {
     fn with(chunk: Chunk) -> Self {
         let mut chunks = Vec::with_capacity(GROUP_CHUNKS);
         chunks.push(Arc::new(chunk));
-        Self { chunks, index: OnceLock::new() }
+        Self { chunks, index: OnceLock::new(), stale: None }
     }
 
     /// The chunks, for editing (copied first if shared); drops the index.
     fn chunks_mut(self: &mut Arc<Self>) -> &mut Vec<Arc<Chunk>> {
         let group = Arc::make_mut(self);
         group.index = OnceLock::new();
+        group.stale = None;
         &mut group.chunks
+    }
+
+    /// Chunk `at`, for editing its parts in place (copied first if shared):
+    /// in a group of many chunks the index is rebuilt for that chunk only
+    /// (in a small one, rebuilding it whole costs less than keeping it).
+    fn chunk_mut(self: &mut Arc<Self>, at: usize) -> &mut Arc<Chunk> {
+        let group = Arc::make_mut(self);
+        if group.chunks.len() < KEEP_INDEX_FROM_CHUNKS {
+            group.index = OnceLock::new();
+            return &mut group.chunks[at];
+        }
+        let edited = 1 << at;
+        group.stale = match (group.index.take(), group.stale.take()) {
+            (Some(index), _) => Some((index, edited)),
+            (None, Some((index, earlier))) => Some((index, earlier | edited)),
+            (None, None) => None,
+        };
+        &mut group.chunks[at]
     }
 
     fn index(&self) -> &GroupIndex {
         self.index.get_or_init(|| {
-            let mut index = GroupIndex {
-                filter: [0; GROUP_FILTER_BITS / 64],
-                filters: [0; GROUP_CHUNKS],
-                states: [ToolStates::default(); GROUP_CHUNKS],
-                all_states: ToolStates::default(),
-                streaming_text: 0,
-            };
+            let (mut index, redo) = self.stale.unwrap_or((GroupIndex::EMPTY, u16::MAX));
+            index.all_states = ToolStates::default();
             for (at, chunk) in self.chunks.iter().enumerate() {
-                let chunk = chunk.tool_index();
-                index.filters[at] = chunk.filter;
-                index.states[at] = chunk.states;
-                index.all_states.0 |= chunk.states.0;
-                index.streaming_text |= u16::from(chunk.streaming_text) << at;
-                for bit in chunk.hashes.iter().filter(|&&short| short != 0).map(|&short| CallHash::group_bit(short)) {
-                    index.filter[bit / 64] |= 1 << (bit % 64);
+                if redo & (1 << at) != 0 {
+                    let chunk = chunk.tool_index();
+                    index.filters[at] = chunk.filter;
+                    index.states[at] = chunk.states;
+                    index.streaming_text =
+                        (index.streaming_text & !(1 << at)) | (u16::from(chunk.streaming_text) << at);
+                    let shorts = chunk.hashes.iter().filter(|&&short| short != 0);
+                    for bit in shorts.map(|&short| CallHash::group_bit(short)) {
+                        index.filter[bit / 64] |= 1 << (bit % 64);
+                    }
                 }
+                index.all_states.0 |= index.states[at].0;
             }
             index
         })
@@ -276,7 +312,7 @@ impl Parts {
     /// A chunk, for editing: copies the list of groups and its group if shared.
     fn chunk_mut(&mut self, chunk: usize) -> &mut Arc<Chunk> {
         let group = &mut Arc::make_mut(&mut self.groups)[chunk / GROUP_CHUNKS];
-        &mut group.chunks_mut()[chunk % GROUP_CHUNKS]
+        group.chunk_mut(chunk % GROUP_CHUNKS)
     }
 
     fn chunks(&self) -> impl DoubleEndedIterator<Item = &Chunk> + Clone + '_ {
@@ -872,5 +908,120 @@ mod tests {
         assert_eq!(built.tool_positions("tc-5"), vec![5, GROUP_PARTS + 2 * CHUNK_PARTS]);
         assert_eq!(built.tool_positions("tc-10"), vec![10]);
         assert!(built.tool_positions("tc-1").is_empty());
+    }
+
+    /// One step of a model test: push a tool or a text, edit a part in
+    /// place (its state, its call id, its text's streaming), pop, truncate,
+    /// keep a copy (so later edits copy what they touch), or look a call up
+    /// (so the indexes are built, and later edits update them).
+    #[derive(Clone, Debug)]
+    enum Edit {
+        PushTool(u8, u8),
+        PushText(bool),
+        SetState(usize, u8),
+        Rename(usize, u8),
+        Stream(usize, bool),
+        Pop,
+        Truncate(usize),
+        KeepCopy,
+        Look(u8, u8),
+    }
+
+    fn an_edit() -> impl proptest::strategy::Strategy<Value = Edit> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0u8..40, 0u8..5).prop_map(|(call, state)| Edit::PushTool(call, state)),
+            2 => any::<bool>().prop_map(Edit::PushText),
+            6 => (any::<usize>(), 0u8..5).prop_map(|(at, state)| Edit::SetState(at, state)),
+            2 => (any::<usize>(), 0u8..40).prop_map(|(at, call)| Edit::Rename(at, call)),
+            2 => (any::<usize>(), any::<bool>()).prop_map(|(at, streaming)| Edit::Stream(at, streaming)),
+            1 => Just(Edit::Pop),
+            1 => any::<usize>().prop_map(Edit::Truncate),
+            1 => Just(Edit::KeepCopy),
+            4 => (0u8..40, 0u8..5).prop_map(|(call, state)| Edit::Look(call, state)),
+        ]
+    }
+
+    const STATES: [ToolState; 5] = [
+        ToolState::InputStreaming,
+        ToolState::InputAvailable,
+        ToolState::ApprovalRequested,
+        ToolState::OutputAvailable,
+        ToolState::OutputError,
+    ];
+
+    fn apply(parts: &mut Parts, edit: &Edit) {
+        let len = parts.len();
+        match *edit {
+            Edit::PushTool(call, state) => parts.push(with_state(&format!("tc-{call}"), STATES[usize::from(state)])),
+            Edit::PushText(streaming) => parts.push(Part::Text {
+                id: "t".into(),
+                text: "x".into(),
+                state: if streaming { TextState::Streaming } else { TextState::Done },
+            }),
+            _ if len == 0 => {}
+            Edit::SetState(at, state) => {
+                if let Some(Part::Tool(tool)) = parts.get_mut(at % len) {
+                    tool.state = STATES[usize::from(state)];
+                }
+            }
+            Edit::Rename(at, call) => {
+                if let Some(Part::Tool(tool)) = parts.get_mut(at % len) {
+                    tool.call_id = format!("tc-{call}");
+                }
+            }
+            Edit::Stream(at, streaming) => {
+                if let Some(Part::Text { state, .. }) = parts.get_mut(at % len) {
+                    *state = if streaming { TextState::Streaming } else { TextState::Done };
+                }
+            }
+            Edit::Pop => {
+                parts.pop();
+            }
+            Edit::Truncate(keep) => parts.truncate(keep % (len + 1)),
+            Edit::KeepCopy => {}
+            Edit::Look(call, state) => {
+                parts.find_tool(&format!("tc-{call}"));
+                let _ = parts.tools_in(ToolStates::of(&[STATES[usize::from(state)]])).count();
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever edits a long batch goes through, every lookup the
+        /// indexes serve answers as a plain scan of the parts does, in the
+        /// edited copy and in every copy kept along the way.
+        #[test]
+        fn the_indexes_answer_as_a_scan_after_any_edits(
+            edits in proptest::collection::vec(an_edit(), 1..600),
+        ) {
+            let mut parts = Parts::new();
+            let mut copies: Vec<(Parts, Vec<Part>)> = Vec::new();
+            for edit in &edits {
+                apply(&mut parts, edit);
+                if matches!(edit, Edit::KeepCopy) {
+                    copies.push((parts.clone(), parts.to_vec()));
+                }
+            }
+            copies.push((parts.clone(), parts.to_vec()));
+            for (copy, plain) in &copies {
+                for call in 0..40 {
+                    let call_id = format!("tc-{call}");
+                    let scanned: Vec<usize> = (0..plain.len()).filter(|&at| is_tool_of(&plain[at], &call_id)).collect();
+                    proptest::prop_assert_eq!(copy.tool_positions(&call_id), scanned.clone(), "{}", call_id);
+                    proptest::prop_assert_eq!(copy.find_tool(&call_id), scanned.first().copied());
+                }
+                for state in STATES {
+                    let wanted = ToolStates::of(&[state]);
+                    let scanned = plain.iter().filter_map(|part| match part {
+                        Part::Tool(tool) if tool.state == state => Some(tool.call_id.clone()),
+                        _ => None,
+                    });
+                    proptest::prop_assert_eq!(ids(copy.tools_in(wanted)), scanned.collect::<Vec<_>>());
+                }
+                let streaming = plain.iter().filter(|part| is_streaming_text(part)).count();
+                proptest::prop_assert_eq!(copy.clone().edit_streaming_text(|_| {}), streaming);
+            }
+        }
     }
 }
