@@ -180,6 +180,28 @@ enum Command {
         /// growth shapes, short and long.
         #[arg(long, conflicts_with = "check")]
         by_part: bool,
+        /// Instead of the figures: the growth figures counted in
+        /// instructions under valgrind (the same on every run, whatever the
+        /// machine's load); exit 1 when either grows past 1.5.
+        #[arg(long, conflicts_with_all = ["check", "by_part"])]
+        instructions: bool,
+        /// With --instructions: judge every run with a check quadratic in
+        /// the history too (what the guard must fail on; CI proves it does).
+        #[arg(long, requires = "instructions", hide = true)]
+        quadratic_check: bool,
+    },
+    /// Runs seeds of one form of a growth shape and prints the traced
+    /// events (what `bench --instructions` counts under valgrind).
+    #[command(hide = true)]
+    GrowthProbe {
+        #[arg(long, value_enum)]
+        shape: turnsim::bench::instructions::Shape,
+        #[arg(long, value_enum)]
+        form: turnsim::bench::instructions::Form,
+        #[arg(long)]
+        seeds: u64,
+        #[arg(long)]
+        quadratic_check: bool,
     },
     /// Rewrite what the engine sends out with named mutation operators, one
     /// site per run, and report which checks notice (the kill matrix).
@@ -242,6 +264,13 @@ fn main() -> ExitCode {
         }
         Command::Adversary(args) => turnsim::adversary::cli::run(args),
         Command::Bench { by_part: true, format, scenarios, .. } => cli::bench::by_part(&scenarios, format),
+        Command::Bench { instructions: true, quadratic_check, format, .. } => {
+            cli::bench::instructions(quadratic_check, format)
+        }
+        Command::GrowthProbe { shape, form, seeds, quadratic_check } => {
+            outln!("{}", turnsim::bench::instructions::probe(shape, form, seeds, quadratic_check));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Bench { format, scenarios, check, .. } => {
             cli::bench::bench(&scenarios, arguments.engine_cmd, format, check.as_deref())
         }

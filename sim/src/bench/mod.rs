@@ -7,6 +7,7 @@
 pub mod breakdown;
 pub mod floors;
 pub mod growth;
+pub mod instructions;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

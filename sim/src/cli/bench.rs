@@ -35,6 +35,33 @@ pub fn bench(
     }
 }
 
+/// `turnsim bench --instructions`: the growth figures in instructions;
+/// exit 1 past the limit.
+pub fn instructions(quadratic: bool, format: ReplayFormat) -> Result<ExitCode, ScenarioError> {
+    let exe = std::env::current_exe().map_err(|error| ScenarioError::new(Path::new("turnsim"), error.to_string()))?;
+    let growth = crate::bench::instructions::measure(&exe, quadratic)
+        .map_err(|error| ScenarioError::new(Path::new("valgrind"), error))?;
+    match format {
+        ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&growth).expect("serialises")),
+        _ => output::emit(&format!(
+            "step growth              {:>12.2}x instructions per event, {} vs {} tool steps\n\
+             batch growth             {:>12.2}x instructions per event, {} vs {} tools in one batch\n",
+            growth.step_growth,
+            crate::bench::STEP_CHAIN_LONG,
+            crate::bench::STEP_CHAIN_SHORT,
+            growth.batch_growth,
+            crate::bench::BATCH_WIDE,
+            crate::bench::BATCH_NARROW,
+        )),
+    }
+    let over = growth.over_limit();
+    if over.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    errln!("bench: cost per event grows with the session: {}", over.join(", "));
+    Ok(ExitCode::FAILURE)
+}
+
 /// `turnsim bench --by-part`: each part of a run's cost, and its growth.
 pub fn by_part(scenarios: &Path, format: ReplayFormat) -> Result<ExitCode, ScenarioError> {
     let standard = crate::scenario::load_scenario(&scenarios.join(crate::bench::STANDARD_SCENARIO))?;

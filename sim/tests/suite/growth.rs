@@ -7,9 +7,8 @@
 use std::time::Duration;
 
 use turnsim::bench::growth::{guard, GrowthPlan, GROWTH_LIMIT};
-use turnsim::check::{check_run, Violation};
-use turnsim::scenario::ScenarioFile;
-use turnsim::world::RunRecord;
+use turnsim::bench::instructions::quadratic_check;
+use turnsim::check::check_run;
 
 const PLAN: GrowthPlan = GrowthPlan { rounds: 3, round_time: Duration::from_millis(300) };
 
@@ -33,16 +32,6 @@ fn cost_per_event_stays_flat_as_a_session_grows() {
         }
     }
     panic!("every measurement grew past the limit: {failures:#?}");
-}
-
-/// The real checks, plus a look at the store before every crossing, each
-/// replayed from the start: the shape of the regression the guard exists
-/// for (a map rebuilt per history entry).
-fn quadratic_check(scenario: &ScenarioFile, run: &RunRecord) -> Vec<Violation> {
-    let history = &run.history;
-    let messages: usize = (0..history.crossings.len()).map(|index| history.store_at(index).messages.len()).sum();
-    assert!(messages > 0 || history.crossings.is_empty());
-    check_run(scenario, run)
 }
 
 #[test]
