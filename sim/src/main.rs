@@ -181,8 +181,9 @@ enum Command {
         #[arg(long, conflicts_with = "check")]
         by_part: bool,
         /// Instead of the figures: the growth figures counted in
-        /// instructions under valgrind (the same on every run, whatever the
-        /// machine's load); exit 1 when either grows past 1.5.
+        /// instructions under valgrind (the same to a thousandth on every
+        /// run, whatever the machine's load); exit 1 when either grows past
+        /// 1.5.
         #[arg(long, conflicts_with_all = ["check", "by_part"])]
         instructions: bool,
         /// With --instructions: judge every run with a check quadratic in

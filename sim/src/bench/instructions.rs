@@ -1,7 +1,8 @@
 //! `turnsim bench --instructions`: the growth figures counted in
 //! instructions, not CPU time. Valgrind's cachegrind counts the
-//! instructions a process runs, the same on every run whatever else the
-//! machine does, so the guard is as strict in CI as on an idle machine.
+//! instructions a process runs, the same to a thousandth on every run
+//! whatever else the machine does, so the guard is as strict in CI as on
+//! an idle machine.
 //! CPU time also pays for cache misses, which a long session's larger
 //! working set adds (the README's Speed section measures both).
 //!
