@@ -16,10 +16,10 @@ export class Store {
    * `{ok: false, error}`; only a taken batch changes `state`.
    */
   async commit(writes) {
+    let reply = { ok: true };
     // A store that refuses nothing in this run is told, not asked: a round trip saved.
-    const reply = this.host.storeMayRefuse
-      ? this.host.request({ type: "commit", writes })
-      : (this.host.effect({ type: "commit", writes, no_reply: true }), { ok: true });
+    if (this.host.storeMayRefuse) reply = this.host.request({ type: "commit", writes });
+    else this.host.effect({ type: "commit", writes, no_reply: true });
     if (reply.ok) for (const write of writes) apply(this.state, write);
     return reply;
   }

@@ -196,9 +196,9 @@ enum Command {
     #[command(hide = true)]
     GrowthProbe {
         #[arg(long, value_enum)]
-        shape: turnsim::bench::instructions::Shape,
+        shape: turnsim::bench::growth::Shape,
         #[arg(long, value_enum)]
-        form: turnsim::bench::instructions::Form,
+        form: turnsim::bench::growth::Form,
         #[arg(long)]
         seeds: u64,
         #[arg(long)]

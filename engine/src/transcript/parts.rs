@@ -675,7 +675,7 @@ impl<'de> Deserialize<'de> for Parts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::{TextState, ToolState};
+    use crate::transcript::{TextState, ToolState, ALL_TOOL_STATES};
 
     fn text(index: usize) -> Part {
         Part::Text { id: format!("t{index}"), text: index.to_string(), state: TextState::Done }
@@ -930,30 +930,24 @@ mod tests {
     fn an_edit() -> impl proptest::strategy::Strategy<Value = Edit> {
         use proptest::prelude::*;
         prop_oneof![
-            6 => (0u8..40, 0u8..5).prop_map(|(call, state)| Edit::PushTool(call, state)),
+            6 => (0u8..40, 0u8..7).prop_map(|(call, state)| Edit::PushTool(call, state)),
             2 => any::<bool>().prop_map(Edit::PushText),
-            6 => (any::<usize>(), 0u8..5).prop_map(|(at, state)| Edit::SetState(at, state)),
+            6 => (any::<usize>(), 0u8..7).prop_map(|(at, state)| Edit::SetState(at, state)),
             2 => (any::<usize>(), 0u8..40).prop_map(|(at, call)| Edit::Rename(at, call)),
             2 => (any::<usize>(), any::<bool>()).prop_map(|(at, streaming)| Edit::Stream(at, streaming)),
             1 => Just(Edit::Pop),
             1 => any::<usize>().prop_map(Edit::Truncate),
             1 => Just(Edit::KeepCopy),
-            4 => (0u8..40, 0u8..5).prop_map(|(call, state)| Edit::Look(call, state)),
+            4 => (0u8..40, 0u8..7).prop_map(|(call, state)| Edit::Look(call, state)),
         ]
     }
-
-    const STATES: [ToolState; 5] = [
-        ToolState::InputStreaming,
-        ToolState::InputAvailable,
-        ToolState::ApprovalRequested,
-        ToolState::OutputAvailable,
-        ToolState::OutputError,
-    ];
 
     fn apply(parts: &mut Parts, edit: &Edit) {
         let len = parts.len();
         match *edit {
-            Edit::PushTool(call, state) => parts.push(with_state(&format!("tc-{call}"), STATES[usize::from(state)])),
+            Edit::PushTool(call, state) => {
+                parts.push(with_state(&format!("tc-{call}"), ALL_TOOL_STATES[usize::from(state)]))
+            }
             Edit::PushText(streaming) => parts.push(Part::Text {
                 id: "t".into(),
                 text: "x".into(),
@@ -962,7 +956,7 @@ mod tests {
             _ if len == 0 => {}
             Edit::SetState(at, state) => {
                 if let Some(Part::Tool(tool)) = parts.get_mut(at % len) {
-                    tool.state = STATES[usize::from(state)];
+                    tool.state = ALL_TOOL_STATES[usize::from(state)];
                 }
             }
             Edit::Rename(at, call) => {
@@ -982,7 +976,7 @@ mod tests {
             Edit::KeepCopy => {}
             Edit::Look(call, state) => {
                 parts.find_tool(&format!("tc-{call}"));
-                let _ = parts.tools_in(ToolStates::of(&[STATES[usize::from(state)]])).count();
+                let _ = parts.tools_in(ToolStates::of(&[ALL_TOOL_STATES[usize::from(state)]])).count();
             }
         }
     }
@@ -1011,7 +1005,7 @@ mod tests {
                     proptest::prop_assert_eq!(copy.tool_positions(&call_id), scanned.clone(), "{}", call_id);
                     proptest::prop_assert_eq!(copy.find_tool(&call_id), scanned.first().copied());
                 }
-                for state in STATES {
+                for state in ALL_TOOL_STATES {
                     let wanted = ToolStates::of(&[state]);
                     let scanned = plain.iter().filter_map(|part| match part {
                         Part::Tool(tool) if tool.state == state => Some(tool.call_id.clone()),

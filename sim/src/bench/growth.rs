@@ -72,6 +72,35 @@ fn parse_generated(name: &str, yaml: &str) -> ScenarioFile {
     parse_scenario(Path::new(&format!("<generated {name}>")), yaml).expect("generated benchmark scenario parses")
 }
 
+/// A growth shape (`turnsim growth-probe --shape`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shape {
+    /// A chain of client-tool steps.
+    Steps,
+    /// One step with a wide batch of client tools.
+    Batch,
+}
+
+/// The short or the long form of a shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Form {
+    Short,
+    Long,
+}
+
+impl Shape {
+    /// The scenario of one form of this shape.
+    pub fn scenario(self, form: Form) -> ScenarioFile {
+        use super::{BATCH_NARROW, BATCH_WIDE, STEP_CHAIN_LONG, STEP_CHAIN_SHORT};
+        match (self, form) {
+            (Self::Steps, Form::Short) => step_chain(STEP_CHAIN_SHORT),
+            (Self::Steps, Form::Long) => step_chain(STEP_CHAIN_LONG),
+            (Self::Batch, Form::Short) => wide_batch(BATCH_NARROW),
+            (Self::Batch, Form::Long) => wide_batch(BATCH_WIDE),
+        }
+    }
+}
+
 /// What judges a run: [`crate::check::check_run`], or a stand-in (the
 /// growth guard's own test hands it a quadratic one to prove it fails).
 pub type Checker = fn(&ScenarioFile, &RunRecord) -> Vec<Violation>;
@@ -106,12 +135,11 @@ pub struct Growth {
 /// Measures both figures with `checker` judging every run (median of the
 /// plan's rounds each).
 pub fn measure(checker: Checker, plan: GrowthPlan) -> Growth {
-    use super::{BATCH_NARROW, BATCH_WIDE, STEP_CHAIN_LONG, STEP_CHAIN_SHORT};
-    let (short, long) = (step_chain(STEP_CHAIN_SHORT), step_chain(STEP_CHAIN_LONG));
-    let (narrow, wide) = (wide_batch(BATCH_NARROW), wide_batch(BATCH_WIDE));
-    let step = super::median(plan.rounds, || growth(&short, &long, checker, plan.round_time));
-    let batch = super::median(plan.rounds, || growth(&narrow, &wide, checker, plan.round_time));
-    Growth { step, batch }
+    let figure = |shape: Shape| {
+        let (short, long) = (shape.scenario(Form::Short), shape.scenario(Form::Long));
+        super::median(plan.rounds, || growth(&short, &long, checker, plan.round_time))
+    };
+    Growth { step: figure(Shape::Steps), batch: figure(Shape::Batch) }
 }
 
 /// The growth guard: `Err` (saying which figure) when cost per event grows

@@ -17,45 +17,17 @@ use std::process::Command;
 use serde::Serialize;
 use turnsim_engine::RegressionSet;
 
-use super::growth::{step_chain, wide_batch, Checker, GROWTH_LIMIT};
-use super::{BATCH_NARROW, BATCH_WIDE, STEP_CHAIN_LONG, STEP_CHAIN_SHORT};
+use super::growth::{Checker, Form, Shape, GROWTH_LIMIT};
 use crate::check::{check_run, Violation};
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
 
-/// A growth shape (`turnsim growth-probe --shape`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Shape {
-    /// A chain of client-tool steps.
-    Steps,
-    /// One step with a wide batch of client tools.
-    Batch,
-}
-
-/// The short or the long form of a shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Form {
-    Short,
-    Long,
-}
-
-/// The scenario of one form of a shape.
-pub fn scenario(shape: Shape, form: Form) -> ScenarioFile {
+/// Seeds each form is probed over: some 5 000 to 8 000 traced events.
+fn seeds(shape: Shape, form: Form) -> u64 {
     match (shape, form) {
-        (Shape::Steps, Form::Short) => step_chain(STEP_CHAIN_SHORT),
-        (Shape::Steps, Form::Long) => step_chain(STEP_CHAIN_LONG),
-        (Shape::Batch, Form::Short) => wide_batch(BATCH_NARROW),
-        (Shape::Batch, Form::Long) => wide_batch(BATCH_WIDE),
-    }
-}
-
-/// Seeds each form is probed over, none and some: some 5 000 to 8 000
-/// traced events either way.
-fn seeds(shape: Shape, form: Form) -> (u64, u64) {
-    match (shape, form) {
-        (Shape::Steps, Form::Short) => (0, 12),
-        (Shape::Batch, Form::Short) => (0, 36),
-        (_, Form::Long) => (0, 1),
+        (Shape::Steps, Form::Short) => 12,
+        (Shape::Batch, Form::Short) => 36,
+        (_, Form::Long) => 1,
     }
 }
 
@@ -64,7 +36,7 @@ fn seeds(shape: Shape, form: Form) -> (u64, u64) {
 /// returns the traced events. Panics on a failed run: a growth figure of
 /// a session that fails its checks means nothing.
 pub fn probe(shape: Shape, form: Form, seeds: u64, quadratic: bool) -> usize {
-    let file = scenario(shape, form);
+    let file = shape.scenario(form);
     let checker: Checker = if quadratic { quadratic_check } else { check_run };
     let regressions = RegressionSet::default();
     (0..seeds)
@@ -115,26 +87,26 @@ pub fn measure(exe: &Path, quadratic: bool) -> Result<InstructionGrowth, String>
     Ok(InstructionGrowth { step_growth: growth(Shape::Steps)?, batch_growth: growth(Shape::Batch)? })
 }
 
-/// Instructions per traced event of one form.
+/// Instructions per traced event of one form: a probe over no seed (the
+/// process's start-up and the scenario's making) taken from one over some.
 fn per_event(exe: &Path, shape: Shape, form: Form, quadratic: bool) -> Result<f64, String> {
-    let (few, many) = seeds(shape, form);
-    let (few_instructions, few_events) = counted(exe, shape, form, few, quadratic)?;
-    let (many_instructions, many_events) = counted(exe, shape, form, many, quadratic)?;
-    let events = many_events.checked_sub(few_events).filter(|&events| events > 0);
-    let events = events.ok_or_else(|| format!("{shape:?} {form:?}: more seeds traced no more events"))?;
-    Ok(many_instructions.saturating_sub(few_instructions) as f64 / events as f64)
+    let (start_up, _) = counted(exe, shape, form, 0, quadratic)?;
+    let (instructions, events) = counted(exe, shape, form, seeds(shape, form), quadratic)?;
+    if events == 0 {
+        return Err(format!("{shape:?} {form:?}: the probe traced no event"));
+    }
+    Ok(instructions.saturating_sub(start_up) as f64 / events as f64)
 }
 
 /// (instructions, traced events) of one probe under cachegrind.
 fn counted(exe: &Path, shape: Shape, form: Form, seeds: u64, quadratic: bool) -> Result<(u64, u64), String> {
-    let name = |value: &dyn std::fmt::Debug| format!("{value:?}").to_lowercase();
     let mut command = Command::new("valgrind");
     command.args(["--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]).arg(exe).args([
         "growth-probe",
         "--shape",
-        &name(&shape),
+        &value_name(shape),
         "--form",
-        &name(&form),
+        &value_name(form),
         "--seeds",
         &seeds.to_string(),
     ]);
@@ -144,8 +116,8 @@ fn counted(exe: &Path, shape: Shape, form: Form, seeds: u64, quadratic: bool) ->
     let output = command.output().map_err(|error| format!("valgrind could not start ({error}): install valgrind"))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
-        let tail: String =
-            stderr.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
         return Err(format!("the growth probe failed under valgrind ({}):\n{tail}", output.status));
     }
     let instructions = stderr
@@ -159,4 +131,9 @@ fn counted(exe: &Path, shape: Shape, form: Form, seeds: u64, quadratic: bool) ->
         .parse()
         .map_err(|error| format!("the growth probe printed no event count ({error})"))?;
     Ok((instructions, events))
+}
+
+/// A flag value as the command line spells it.
+fn value_name(value: impl clap::ValueEnum) -> String {
+    value.to_possible_value().map_or_else(String::new, |value| value.get_name().to_string())
 }

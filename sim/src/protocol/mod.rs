@@ -17,6 +17,15 @@ use turnsim_engine::{Chunk, EngineConfig, EngineEvent, ModelEvent, StreamError, 
 
 pub const PROTOCOL_VERSION: u32 = 6;
 
+/// Which requests an engine may leave unasked in a run, as its `init` says:
+/// commits when the store refuses none, fault points at the sites switched
+/// off.
+#[derive(Clone, Debug)]
+pub struct RunTerms {
+    pub store_may_refuse: bool,
+    pub fault_sites: Vec<FaultSite>,
+}
+
 /// A message to the engine. Every one but `reply` carries the sim time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]

@@ -19,14 +19,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use turnsim_engine::ports::{Connection, FaultSite, Ports, StreamCallback};
+use turnsim_engine::ports::{Connection, Ports, StreamCallback};
 use turnsim_engine::{Engine, EngineConfig, Input, InputSink, ModelEvent};
 
 use super::fault::{shown, EngineFault, FaultKind};
 use super::group::{Group, Stop};
 use super::output::{EngineOutput, Limits};
 use super::{
-    line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, ToEngine, WireCallback, WireEnd,
+    line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, RunTerms, ToEngine, WireCallback, WireEnd,
     PROTOCOL_VERSION,
 };
 use crate::capability::Declared;
@@ -63,14 +63,6 @@ pub struct Launcher {
     parked: Arc<Parked>,
     /// Woken when a fault ends the run.
     trace: Trace,
-}
-
-/// Which requests an engine may leave unasked in a run: commits when the
-/// store refuses none, fault points at the sites switched off.
-#[derive(Clone, Debug)]
-pub struct RunTerms {
-    pub store_may_refuse: bool,
-    pub fault_sites: Vec<FaultSite>,
 }
 
 impl Launcher {

@@ -21,7 +21,7 @@ use turnsim_engine::ports::{
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, Input, InputSink};
 
 use super::fault::shown;
-use super::{line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, ToEngine, WireCallback};
+use super::{line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, RunTerms, ToEngine, WireCallback};
 use crate::capability::Capability;
 
 /// Serves runs until stdin closes: each `init` (a new run, or the next
@@ -57,13 +57,6 @@ pub fn serve(capabilities: &[Capability]) -> Result<(), String> {
         let run = RunTerms { store_may_refuse, fault_sites };
         next = runtime.block_on(one_run(wire.clone(), now_ns, *config, *state, run, capabilities));
     }
-}
-
-/// What `init` says of the run beyond the engine's own boot: which
-/// requests the engine may leave unasked.
-struct RunTerms {
-    store_may_refuse: bool,
-    fault_sites: Vec<FaultSite>,
 }
 
 /// One run: boot, then inputs until the next `init` (returned) or the end.
@@ -304,11 +297,13 @@ impl DurableStore for WirePorts {
     /// A commit the store cannot refuse goes out with the next flush and
     /// waits for nothing: a round trip saved per commit.
     fn commit(&self, writes: &[Write]) -> Result<(), StoreError> {
-        if !self.run.store_may_refuse {
-            self.wire.write(&FromEngine::Commit { writes: writes.to_vec(), no_reply: true });
+        let no_reply = !self.run.store_may_refuse;
+        let commit = FromEngine::Commit { writes: writes.to_vec(), no_reply };
+        if no_reply {
+            self.wire.write(&commit);
             return Ok(());
         }
-        let reply: OutcomeReply = self.wire.request(&FromEngine::Commit { writes: writes.to_vec(), no_reply: false });
+        let reply: OutcomeReply = self.wire.request(&commit);
         reply.into_result(StoreError)
     }
 }

@@ -35,9 +35,7 @@ impl SimFaultPoints {
         }
         Self { active, rng, trace }
     }
-}
 
-impl SimFaultPoints {
     /// The sites switched on for this run: no other site ever fires.
     pub fn sites_on(&self) -> Vec<FaultSite> {
         self.active.iter().filter(|(_, on)| **on).map(|(site, _)| *site).collect()

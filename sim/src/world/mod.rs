@@ -24,7 +24,8 @@ mod trigger;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::protocol::proxy::{Launcher, RunTerms};
+use crate::protocol::proxy::Launcher;
+use crate::protocol::RunTerms;
 use std::time::Duration;
 
 use madsim::runtime::{Handle, NodeHandle, Runtime};
@@ -236,7 +237,6 @@ impl World {
             rng::SharedRng::derive(seed, "buggify"),
             trace.clone(),
         ));
-        let terms = RunTerms { store_may_refuse, fault_sites: faults.sites_on() };
         let ports = Ports {
             store: store.clone(),
             model: model.clone(),
@@ -256,8 +256,10 @@ impl World {
             None => ports,
         };
         let max_events = scenario.scenario.max_events;
-        let launcher = engine_command()
-            .map(|command| Launcher::new(command, seed, config.clone(), terms, max_events, trace.clone()));
+        let launcher = engine_command().map(|command| {
+            let terms = RunTerms { store_may_refuse, fault_sites: faults.sites_on() };
+            Launcher::new(command, seed, config.clone(), terms, max_events, trace.clone())
+        });
         let rust_engine = RUST_ENGINE.with(|engine| engine.borrow().clone());
         let booter = match (&launcher, rust_engine) {
             (_, Some(boot)) => Booter::Rust(boot),
