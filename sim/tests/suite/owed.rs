@@ -1,0 +1,215 @@
+//! The checks that hold what each consumer is owed (docs/properties.md)
+//! fire on a broken history. Each test takes a clean run, shows the
+//! property's invariant reports nothing, then breaks exactly what that
+//! consumer is owed, the way a wrong engine would hand it over, and shows
+//! the invariant reports it under its own name.
+
+use serde_json::json;
+use turnsim::history::Boundary;
+use turnsim::world::RunRecord;
+use turnsim_engine::durable::Write;
+use turnsim_engine::ports::ServerToolCall;
+use turnsim_engine::{Message, Role, ToolState};
+
+use crate::checkers::{crossing_of, insert_crossings, tool_in, Run};
+
+const TOOL_RUNS: &str = "tool-runs-as-decided";
+const TOOL_OUTCOMES: &str = "tool-outcomes-as-given";
+const USER_TEXT: &str = "user-text-kept";
+
+/// Every message the commits of `record` store, to edit in place.
+fn committed_messages(record: &mut RunRecord) -> impl Iterator<Item = &mut Message> {
+    record
+        .history
+        .crossings
+        .iter_mut()
+        .flat_map(|crossing| match &mut crossing.what {
+            Boundary::Commit { writes } => writes.iter_mut().collect::<Vec<_>>(),
+            _ => Vec::new(),
+        })
+        .filter_map(|write| match write {
+            Write::PutMessage(message) | Write::PutMessageAfter { message, .. } => Some(message),
+            _ => None,
+        })
+}
+
+/// Edits `call_id`'s part in every message the run stored, sent to a
+/// client or to the model, where it is in `state`.
+fn edit_shown_tool(
+    record: &mut RunRecord,
+    call_id: &str,
+    state: ToolState,
+    edit: impl Fn(&mut turnsim_engine::ToolPart),
+) {
+    for crossing in &mut record.history.crossings {
+        let messages: Vec<&mut Message> = match &mut crossing.what {
+            Boundary::Commit { writes } => writes
+                .iter_mut()
+                .filter_map(|write| match write {
+                    Write::PutMessage(message) | Write::PutMessageAfter { message, .. } => Some(message),
+                    _ => None,
+                })
+                .collect(),
+            Boundary::ModelRequest { request, .. } => request.messages.iter_mut().collect(),
+            Boundary::Frame { frame: turnsim_engine::Frame::Messages(messages), .. } => messages.iter_mut().collect(),
+            _ => Vec::new(),
+        };
+        for message in messages {
+            if message.tool(call_id).is_some_and(|tool| tool.state == state) {
+                edit(tool_in(std::slice::from_mut(message), call_id));
+            }
+        }
+    }
+}
+
+fn server_tool_call(record: &RunRecord) -> usize {
+    crossing_of(record, "a server-tool call", |what| matches!(what, Boundary::ServerToolCall { .. }))
+}
+
+// ---------------------------------------------------------- tool-runs-as-decided
+
+#[test]
+fn tool_runs_as_decided_fires_when_a_denied_tool_runs_anyway() {
+    let run = Run::committed("approval-denied", TOOL_RUNS);
+    let mut broken = run.broken();
+    let denied = crossing_of(&broken, "the denial", |what| matches!(what, Boundary::Approval { .. }));
+    let call = ServerToolCall {
+        call_id: "tc-delete".into(),
+        tool_name: "delete_file".into(),
+        input: json!({ "path": "old.log" }),
+    };
+    insert_crossings(&mut broken, denied + 1, vec![Boundary::ServerToolCall { call }]);
+    run.assert_fires(TOOL_RUNS, &broken, "server tool tc-delete (delete_file) ran after the client denied it");
+}
+
+#[test]
+fn tool_runs_as_decided_fires_when_an_approval_tool_runs_before_it_is_approved() {
+    let run = Run::committed("approval-approved-runs-server-tool", TOOL_RUNS);
+    let mut broken = run.broken();
+    let ran = server_tool_call(&broken);
+    let approved = crossing_of(&broken, "the approval", |what| matches!(what, Boundary::Approval { .. }));
+    let call = broken.history.crossings.remove(ran);
+    broken.history.crossings.insert(approved, call);
+    run.assert_fires(TOOL_RUNS, &broken, "needs approval and ran without the client approving it");
+}
+
+#[test]
+fn tool_runs_as_decided_fires_when_a_tool_runs_with_other_input_than_the_model_gave() {
+    let run = Run::committed("server-tools-two-steps", TOOL_RUNS);
+    let mut broken = run.broken();
+    let ran = server_tool_call(&broken);
+    if let Boundary::ServerToolCall { call } = &mut broken.history.crossings[ran].what {
+        call.input = json!({});
+    }
+    run.assert_fires(TOOL_RUNS, &broken, "ran with input {}, but the model called it with {\"city\":\"Lisbon\"}");
+}
+
+#[test]
+fn tool_runs_as_decided_fires_on_a_run_no_model_call_asked_for() {
+    let run = Run::committed("server-tools-two-steps", TOOL_RUNS);
+    let mut broken = run.broken();
+    let ran = server_tool_call(&broken);
+    if let Boundary::ServerToolCall { call } = &mut broken.history.crossings[ran].what {
+        call.call_id = "tc-invented".into();
+    }
+    run.assert_fires(TOOL_RUNS, &broken, "server tool tc-invented (lookup) ran, but no model call asked for it");
+}
+
+// ---------------------------------------------------------- tool-outcomes-as-given
+
+#[test]
+fn tool_outcomes_as_given_fires_on_an_output_no_tool_gave() {
+    let run = Run::committed("server-tools-two-steps", TOOL_OUTCOMES);
+    let mut broken = run.broken();
+    edit_shown_tool(&mut broken, "tc-lookup-1", ToolState::OutputAvailable, |tool| {
+        tool.output = Some(json!({ "temperature": 35 }))
+    });
+    run.assert_fires(
+        TOOL_OUTCOMES,
+        &broken,
+        "tc-lookup-1 is shown with output {\"temperature\":35}, which no answer gave",
+    );
+}
+
+#[test]
+fn tool_outcomes_as_given_fires_when_a_clients_error_text_is_replaced() {
+    let run = Run::committed("errored-sibling-completes-batch", TOOL_OUTCOMES);
+    let mut broken = run.broken();
+    edit_shown_tool(&mut broken, "tc-run", ToolState::OutputError, |tool| {
+        tool.error_text = Some("Tool execution failed".into())
+    });
+    run.assert_fires(TOOL_OUTCOMES, &broken, "but its answer's error was error \"exit status 1\"");
+}
+
+#[test]
+fn tool_outcomes_as_given_fires_when_an_error_is_shown_as_a_success() {
+    let run = Run::committed("errored-sibling-completes-batch", TOOL_OUTCOMES);
+    let mut broken = run.broken();
+    edit_shown_tool(&mut broken, "tc-run", ToolState::OutputError, |tool| {
+        tool.state = ToolState::OutputAvailable;
+        tool.output = Some(json!(tool.error_text.take()));
+    });
+    run.assert_fires(TOOL_OUTCOMES, &broken, "tc-run failed (error \"exit status 1\"), but is shown as a success");
+}
+
+#[test]
+fn tool_outcomes_as_given_fires_when_an_approved_tool_is_stored_denied() {
+    let run = Run::committed("approval-approved-runs-server-tool", TOOL_OUTCOMES);
+    let mut broken = run.broken();
+    for message in committed_messages(&mut broken) {
+        if let Some(approval) = message.tool("tc-delete").and_then(|tool| tool.approval.clone()) {
+            if approval.approved == Some(true) {
+                tool_in(std::slice::from_mut(message), "tc-delete").approval.as_mut().unwrap().approved = Some(false);
+            }
+        }
+    }
+    run.assert_fires(TOOL_OUTCOMES, &broken, "tc-delete is shown denied, but the client approved it");
+}
+
+#[test]
+fn tool_outcomes_as_given_accepts_a_result_the_store_held_before_a_late_one() {
+    // The false alarm this invariant replaced: a seeded answered call, a late
+    // second result the engine rightly ignores.
+    Run::committed("stored-answered-tool-ignores-a-late-result", TOOL_OUTCOMES);
+    Run::committed("stored-answered-tool-ignores-a-late-result", "no-lost-work");
+}
+
+// ---------------------------------------------------------- user-text-kept
+
+#[test]
+fn user_text_kept_fires_on_a_user_message_stored_cut_short() {
+    let run = Run::committed("server-tools-two-steps", USER_TEXT);
+    let mut broken = run.broken();
+    for message in committed_messages(&mut broken).filter(|message| message.role == Role::User) {
+        *message = turnsim_engine::Message::user(&message.id, "weather in");
+    }
+    run.assert_fires(
+        USER_TEXT,
+        &broken,
+        "is stored with \"weather in\", but the messages sent and not yet stored are \"weather in Lisbon?\"",
+    );
+}
+
+#[test]
+fn user_text_kept_fires_on_a_message_stored_twice() {
+    let run = Run::committed("server-tools-two-steps", USER_TEXT);
+    let mut broken = run.broken();
+    let stored = crossing_of(&broken, "the user message's commit", |what| match what {
+        Boundary::Commit { writes } => {
+            writes.iter().filter_map(Write::message).any(|message| message.role == Role::User)
+        }
+        _ => false,
+    });
+    let again = Write::PutMessage(turnsim_engine::Message::user("m-again", "weather in Lisbon?"));
+    insert_crossings(&mut broken, stored + 1, vec![Boundary::Commit { writes: vec![again] }]);
+    run.assert_fires(
+        USER_TEXT,
+        &broken,
+        "user message m-again is stored with \"weather in Lisbon?\", but nobody sent it",
+    );
+}
+
+#[test]
+fn user_text_kept_accepts_a_call_its_link_delivered_twice() {
+    Run::committed("caller-link-delays-reorders-duplicates", USER_TEXT);
+}
