@@ -2107,7 +2107,7 @@ fn request_matches_store_fires_on_a_user_message_shown_with_other_text() {
     run.assert_fires(
         REQUEST_MATCHES_STORE,
         &broken,
-        "user message m5 is shown as \"third\"; the store holds \"second\"",
+        "message m5 part 0 is shown as text \"third\"; the store holds text \"second\"",
     );
 }
 

@@ -213,3 +213,113 @@ fn user_text_kept_fires_on_a_message_stored_twice() {
 fn user_text_kept_accepts_a_call_its_link_delivered_twice() {
     Run::committed("caller-link-delays-reorders-duplicates", USER_TEXT);
 }
+
+// ---------------------------------------------------------- request-matches-store: the model is shown what happened
+
+const REQUEST: &str = "request-matches-store";
+
+/// `three-messages-queued-each-answered-in-turn`: call #2 answers "second"
+/// (m5) into m8 after the first reply m3, while "third" (m7) waits stored.
+fn queued() -> Run {
+    Run::committed("three-messages-queued-each-answered-in-turn", REQUEST)
+}
+
+fn edit_request(run: &Run, call: u32, edit: impl FnOnce(&mut Vec<Message>)) -> RunRecord {
+    let mut broken = run.broken();
+    edit(&mut crate::checkers::request_mut(&mut broken, call).messages);
+    broken
+}
+
+#[test]
+fn request_matches_store_fires_on_a_past_tool_call_shown_with_empty_arguments() {
+    let run = Run::committed("server-tools-two-steps", REQUEST);
+    let broken = edit_request(&run, 2, |messages| tool_in(messages, "tc-lookup-1").input = Some(json!({})));
+    run.assert_fires(
+        REQUEST,
+        &broken,
+        "part 2 is shown as tool tc-lookup-1 lookup output-available input {} output",
+    );
+}
+
+#[test]
+fn request_matches_store_fires_on_an_earlier_steps_call_left_out() {
+    let run = Run::committed("server-tools-two-steps", REQUEST);
+    let broken = edit_request(&run, 2, |messages| {
+        let reply = messages.last_mut().expect("the reply");
+        reply.parts.retain(|part| !matches!(part, turnsim_engine::Part::Tool(_)));
+    });
+    run.assert_fires(REQUEST, &broken, "shows less than the store holds: part 2 is shown as step-start; the store holds tool tc-lookup-1");
+}
+
+#[test]
+fn request_matches_store_fires_on_step_boundaries_dropped() {
+    let run = Run::committed("server-tools-two-steps", REQUEST);
+    let broken = edit_request(&run, 2, |messages| {
+        let reply = messages.last_mut().expect("the reply");
+        reply.parts.retain(|part| !matches!(part, turnsim_engine::Part::StepStart));
+    });
+    run.assert_fires(REQUEST, &broken, "shows less than the store holds: part 0 is shown as text");
+}
+
+#[test]
+fn request_matches_store_fires_on_an_earlier_reply_left_out() {
+    let run = queued();
+    let broken = edit_request(&run, 2, |messages| messages.retain(|message| message.id != "m3"));
+    run.assert_fires(REQUEST, &broken, "assistant message m3");
+}
+
+#[test]
+fn request_matches_store_fires_on_the_newest_question_sent_twice() {
+    let run = queued();
+    let broken = edit_request(&run, 2, |messages| {
+        let second = messages.iter().find(|message| message.id == "m5").expect("m5").clone();
+        let at = messages.len() - 1;
+        messages.insert(at, second);
+    });
+    run.assert_fires(REQUEST, &broken, "message m5 is shown twice");
+}
+
+#[test]
+fn request_matches_store_fires_on_all_questions_first_then_all_answers() {
+    let run = queued();
+    let broken = edit_request(&run, 2, |messages| {
+        let reply = messages.pop().expect("the reply");
+        messages.sort_by_key(|message| message.role != Role::User);
+        messages.push(reply);
+    });
+    run.assert_fires(REQUEST, &broken, "message m3 is shown before a message the store holds before it");
+}
+
+#[test]
+fn request_matches_store_fires_on_a_queued_later_question_shown_before_the_reply() {
+    let run = queued();
+    let mut broken = run.broken();
+    let at = crossing_of(&broken, "call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
+    let third = broken.history.store_at(at).message("m7").expect("m7 stored before call #2").clone();
+    let messages = &mut crate::checkers::request_mut(&mut broken, 2).messages;
+    let reply_at = messages.len() - 1;
+    messages.insert(reply_at, third);
+    run.assert_fires(
+        REQUEST,
+        &broken,
+        "message m7 is shown, but the store holds it after the reply the request asks for",
+    );
+}
+
+#[test]
+fn request_matches_store_fires_on_a_recovery_shown_a_staler_prefix_than_the_store() {
+    // `recovery-continue-after-text-stall`'s recovery continues the stored
+    // partial; shown a prefix of it, the model continues from words the
+    // user already saw replaced.
+    let run = Run::committed("recovery-alarm-delay-honoured", REQUEST);
+    let mut broken = run.broken();
+    let recovery = crate::checkers::request_mut(&mut broken, 2);
+    let reply = recovery.messages.last_mut().expect("the reply");
+    let text = reply.parts.iter_mut().find_map(|part| match part {
+        turnsim_engine::Part::Text { text, .. } if text.len() > 2 => Some(text),
+        _ => None,
+    });
+    let text = text.expect("the recovery continues a partial text");
+    text.truncate(2);
+    run.assert_fires(REQUEST, &broken, "shows less than the store holds");
+}
