@@ -103,6 +103,8 @@ pub(crate) struct Session {
 /// over the refused one).
 pub(crate) struct UnrecordedEnd {
     pub writes: Vec<Write>,
+    /// The reply the turn wrote into.
+    pub message_id: String,
     pub message_then: Option<crate::transcript::Message>,
 }
 

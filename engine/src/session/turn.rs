@@ -385,7 +385,8 @@ impl Session {
                 let user = self.answered_by(&turn.assistant.id, turn.after.as_deref());
                 writes.push(Write::Terminal(Some(self.terminal(&turn.request_id, message, user))));
             }
-            let end = super::UnrecordedEnd { writes, message_then };
+            let message_id = turn.assistant.id.clone();
+            let end = super::UnrecordedEnd { writes, message_id, message_then };
             self.unrecorded.ended_turns.insert(turn.request_id.clone(), end);
             self.look_again_shortly();
         }

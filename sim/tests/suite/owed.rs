@@ -234,11 +234,7 @@ fn edit_request(run: &Run, call: u32, edit: impl FnOnce(&mut Vec<Message>)) -> R
 fn request_matches_store_fires_on_a_past_tool_call_shown_with_empty_arguments() {
     let run = Run::committed("server-tools-two-steps", REQUEST);
     let broken = edit_request(&run, 2, |messages| tool_in(messages, "tc-lookup-1").input = Some(json!({})));
-    run.assert_fires(
-        REQUEST,
-        &broken,
-        "part 2 is shown as tool tc-lookup-1 lookup output-available input {} output",
-    );
+    run.assert_fires(REQUEST, &broken, "part 2 is shown as tool tc-lookup-1 lookup output-available input {} output");
 }
 
 #[test]
@@ -248,7 +244,11 @@ fn request_matches_store_fires_on_an_earlier_steps_call_left_out() {
         let reply = messages.last_mut().expect("the reply");
         reply.parts.retain(|part| !matches!(part, turnsim_engine::Part::Tool(_)));
     });
-    run.assert_fires(REQUEST, &broken, "shows less than the store holds: part 2 is shown as step-start; the store holds tool tc-lookup-1");
+    run.assert_fires(
+        REQUEST,
+        &broken,
+        "shows less than the store holds: part 2 is shown as step-start; the store holds tool tc-lookup-1",
+    );
 }
 
 #[test]
@@ -322,4 +322,114 @@ fn request_matches_store_fires_on_a_recovery_shown_a_staler_prefix_than_the_stor
     let text = text.expect("the recovery continues a partial text");
     text.truncate(2);
     run.assert_fires(REQUEST, &broken, "shows less than the store holds");
+}
+
+// ---------------------------------------------------------- outcome-told-true
+
+const OUTCOME: &str = "outcome-told-true";
+
+fn frame_at(record: &RunRecord, what: &str, matches: impl Fn(&turnsim_engine::Frame) -> bool) -> usize {
+    crossing_of(record, what, |crossing| matches!(crossing, Boundary::Frame { frame, .. } if matches(frame)))
+}
+
+#[test]
+fn outcome_told_true_fires_when_a_completed_turn_ends_with_an_error_frame() {
+    let run = Run::committed("approval-denied", OUTCOME);
+    let mut broken = run.broken();
+    let done = frame_at(
+        &broken,
+        "the last done frame",
+        |frame| matches!(frame, turnsim_engine::Frame::Done { request_id, .. } if request_id != "r1"),
+    );
+    if let Boundary::Frame { frame, .. } = &mut broken.history.crossings[done].what {
+        let turnsim_engine::Frame::Done { request_id, .. } = frame.clone() else { unreachable!() };
+        *frame = turnsim_engine::Frame::Error { request_id, message: "The turn failed. Please try again.".into() };
+    }
+    run.assert_fires(OUTCOME, &broken, "answered and its answer was stored, but client c1 was told it failed");
+}
+
+#[test]
+fn outcome_told_true_fires_when_a_completed_chat_gets_on_error() {
+    let run = Run::committed("server-tools-two-steps", OUTCOME);
+    let mut broken = run.broken();
+    let done = crossing_of(&broken, "on_done", |what| {
+        matches!(what, Boundary::Callback { call: turnsim::history::CallbackCall::Done, .. })
+    });
+    if let Boundary::Callback { call, .. } = &mut broken.history.crossings[done].what {
+        *call = turnsim::history::CallbackCall::Error { message: "The turn failed.".into() };
+    }
+    run.assert_fires(OUTCOME, &broken, "but caller chat1 was told it failed");
+}
+
+#[test]
+fn outcome_told_true_fires_on_a_second_done_frame() {
+    let run = Run::committed("approval-denied", OUTCOME);
+    let mut broken = run.broken();
+    let done = frame_at(&broken, "a done frame", |frame| matches!(frame, turnsim_engine::Frame::Done { .. }));
+    let again = broken.history.crossings[done].what.clone();
+    insert_crossings(&mut broken, done + 1, vec![again]);
+    run.assert_fires(OUTCOME, &broken, "was sent a second done for");
+}
+
+#[test]
+fn outcome_told_true_fires_when_a_failed_call_is_told_done() {
+    let run = Run::committed("provider-http-500-retries-exhausted", OUTCOME);
+    let mut broken = run.broken();
+    let error = frame_at(&broken, "the error frame", |frame| matches!(frame, turnsim_engine::Frame::Error { .. }));
+    if let Boundary::Frame { frame, .. } = &mut broken.history.crossings[error].what {
+        *frame = turnsim_engine::Frame::Done { request_id: "r1".into(), continuation: false };
+    }
+    run.assert_fires(OUTCOME, &broken, "r1's model call failed, but client c1 was told it was done");
+}
+
+// ---------------------------------------------------------- the messenger: told as it happened
+
+const MESSENGER_ONCE: &str = "messenger-once";
+const MESSENGER_VIEW: &str = "messenger-view";
+const APOLOGY: &str = turnsim_engine::messenger::ERROR_MESSENGER_RESPONSE;
+
+fn set_post(record: &mut RunRecord, number: u32, text: &str) -> usize {
+    let at = crossing_of(record, "the post", |what| matches!(what, Boundary::Post { post, .. } if *post == number));
+    if let Boundary::Post { text: posted, .. } = &mut record.history.crossings[at].what {
+        *posted = text.to_string();
+    }
+    at
+}
+
+#[test]
+fn messenger_once_fires_when_a_complete_stored_answer_is_posted_as_the_apology() {
+    let run = Run::committed("messenger-done", MESSENGER_ONCE);
+    let mut broken = run.broken();
+    set_post(&mut broken, 1, turnsim_engine::messenger::INTERRUPTED_MESSENGER_RESPONSE);
+    run.assert_fires(
+        MESSENGER_ONCE,
+        &broken,
+        "was answered (model call #1 finished and its answer was stored) but posted the apology",
+    );
+}
+
+#[test]
+fn messenger_once_fires_when_the_partial_is_posted_after_retries_run_out() {
+    let run = Run::committed("messenger-retries-run-out-mid-stream", MESSENGER_ONCE);
+    let mut broken = run.broken();
+    set_post(&mut broken, 1, "The answer is");
+    run.assert_fires(
+        MESSENGER_ONCE,
+        &broken,
+        "delivery d1 failed (model call #4 never finished) but posted \"The answer is\"",
+    );
+}
+
+#[test]
+fn messenger_view_and_once_fire_on_the_apology_followed_by_the_partial() {
+    let run = Run::committed("messenger-retries-run-out-mid-stream", MESSENGER_VIEW);
+    Run::committed("messenger-retries-run-out-mid-stream", MESSENGER_ONCE);
+    let mut broken = run.broken();
+    // Made on the surface's answer to the apology: the same reply going on.
+    let answered =
+        crossing_of(&broken, "the answer to post 1", |what| matches!(what, Boundary::PostDone { post: 1, .. }));
+    let partial = Boundary::Post { post: 2, delivery: "d1".into(), text: "The answer is".into() };
+    insert_crossings(&mut broken, answered + 1, vec![partial]);
+    run.assert_fires(MESSENGER_VIEW, &broken, &format!("delivery d1 posted the apology {APOLOGY:?} and more"));
+    run.assert_fires(MESSENGER_ONCE, &broken, "posted \"The answer is\" as its answer");
 }

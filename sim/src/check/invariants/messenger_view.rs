@@ -41,8 +41,16 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             continue;
         }
         let posted = reply.shown();
-        // An apology posted twice joins into neither; judge the first.
-        if posted.is_empty() || APOLOGIES.iter().any(|apology| posted.starts_with(apology)) {
+        if posted.is_empty() {
+            continue;
+        }
+        // An apology is the whole reply (posted again after a crash, it
+        // shows twice); never one beside text of an answer.
+        if let Some(apology) = APOLOGIES.iter().find(|apology| posted.starts_with(*apology)) {
+            if !posted.split(apology).all(str::is_empty) {
+                let message = format!("delivery {delivery} posted the apology {apology:?} and more: {posted:?}");
+                violations.push(Violation::at(INVARIANT.name, at_event, message));
+            }
             continue;
         }
         let Some(stored) = stored_answer(input, delivery, reply.decided_at) else {

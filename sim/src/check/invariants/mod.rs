@@ -12,6 +12,7 @@ mod messenger_once;
 mod messenger_view;
 mod mid_tool_input;
 mod no_lost_work;
+mod outcome_told;
 mod parked_tool;
 mod request_matches_store;
 mod resume_handshake;
@@ -33,7 +34,7 @@ pub struct Invariant {
 
 /// Invariant 11 (determinism) is checked by running a seed twice:
 /// `turnsim check-determinism` and the determinism tests.
-pub const INVARIANTS: [Invariant; 19] = [
+pub const INVARIANTS: [Invariant; 20] = [
     callback_contract::INVARIANT,
     continuation::INVARIANT,
     tool_results::INVARIANT,
@@ -53,6 +54,7 @@ pub const INVARIANTS: [Invariant; 19] = [
     tool_runs::INVARIANT,
     tool_outcomes::INVARIANT,
     user_text::INVARIANT,
+    outcome_told::INVARIANT,
 ];
 
 pub const DETERMINISM_RULE: (&str, &str) = ("determinism", "the same seed gives the same trace, byte for byte");
