@@ -433,3 +433,50 @@ fn messenger_view_and_once_fire_on_the_apology_followed_by_the_partial() {
     run.assert_fires(MESSENGER_VIEW, &broken, &format!("delivery d1 posted the apology {APOLOGY:?} and more"));
     run.assert_fires(MESSENGER_ONCE, &broken, "posted \"The answer is\" as its answer");
 }
+
+// ---------------------------------------------------------- every consumer sees the same call
+
+/// Empties the input of every finished call `edit` picks from the crossings.
+fn empty_relayed_call(record: &mut RunRecord, pick: impl Fn(&Boundary) -> bool) {
+    let at = crossing_of(record, "a relayed finished call", |what| pick(what));
+    let chunk = match &mut record.history.crossings[at].what {
+        Boundary::Callback { call: turnsim::history::CallbackCall::Event { chunk }, .. } => chunk,
+        Boundary::Frame { frame: turnsim_engine::Frame::Chunk { chunk, .. }, .. } => chunk,
+        _ => unreachable!(),
+    };
+    if let turnsim_engine::Chunk::ToolCall { input, .. } = chunk {
+        *input = json!({});
+    }
+}
+
+#[test]
+fn caller_view_fires_on_a_tool_call_relayed_with_no_arguments() {
+    let run = Run::committed("server-tools-two-steps", "caller-view");
+    let mut broken = run.broken();
+    empty_relayed_call(&mut broken, |what| {
+        matches!(
+            what,
+            Boundary::Callback {
+                call: turnsim::history::CallbackCall::Event { chunk: turnsim_engine::Chunk::ToolCall { .. } },
+                ..
+            }
+        )
+    });
+    run.assert_fires("caller-view", &broken, "the finished call tc-lookup-1 (lookup {})");
+}
+
+#[test]
+fn client_view_fires_on_a_tool_call_streamed_with_no_arguments() {
+    let run = Run::committed("server-tools-two-steps", "client-view");
+    let mut broken = run.broken();
+    empty_relayed_call(&mut broken, |what| {
+        matches!(
+            what,
+            Boundary::Frame {
+                frame: turnsim_engine::Frame::Chunk { chunk: turnsim_engine::Chunk::ToolCall { .. }, .. },
+                ..
+            }
+        )
+    });
+    run.assert_fires("client-view", &broken, "the finished call tc-lookup-1 (lookup {})");
+}
