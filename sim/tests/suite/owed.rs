@@ -480,3 +480,27 @@ fn client_view_fires_on_a_tool_call_streamed_with_no_arguments() {
     });
     run.assert_fires("client-view", &broken, "the finished call tc-lookup-1 (lookup {})");
 }
+
+// ---------------------------------------------------------- a told failure stands across a restart
+
+#[test]
+fn failure_stands_fires_when_a_restart_answers_a_told_failure_with_nobody_connected() {
+    // The failed turn's record lost: the next process answers the message
+    // its client was told to send again, with no client connected to see.
+    let run = Run::committed("provider-http-500-retries-exhausted", "failure-stands");
+    let mut broken = run.broken();
+    let error = crossing_of(&broken, "the error frame", |what| {
+        matches!(what, Boundary::Frame { frame: turnsim_engine::Frame::Error { .. }, .. })
+    });
+    let mut request = crate::checkers::request_mut(&mut broken, 4).clone();
+    request.request_id = "r9".into();
+    let boot = Boundary::Boot { loaded: Box::new(broken.history.store_at(error)) };
+    let asked = Boundary::ModelRequest { call: 5, request };
+    let end = broken.history.crossings.len();
+    insert_crossings(&mut broken, end, vec![Boundary::Killed, boot, asked]);
+    run.assert_fires(
+        "failure-stands",
+        &broken,
+        "then the model was asked to answer the same user message m2 again (r9)",
+    );
+}
