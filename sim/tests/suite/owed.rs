@@ -504,3 +504,44 @@ fn failure_stands_fires_when_a_restart_answers_a_told_failure_with_nobody_connec
         "then the model was asked to answer the same user message m2 again (r9)",
     );
 }
+
+// ---------------------------------------------------------- what only expectations caught before
+
+#[test]
+fn resume_handshake_fires_on_an_offer_naming_another_request() {
+    let run = Run::committed("client-resumes-the-stream-after-reconnecting", "resume-handshake");
+    let mut broken = run.broken();
+    let offer = crossing_of(&broken, "the offer", |what| {
+        matches!(what, Boundary::Frame { frame: turnsim_engine::Frame::StreamResuming { .. }, .. })
+    });
+    if let Boundary::Frame { frame: turnsim_engine::Frame::StreamResuming { request_id }, .. } =
+        &mut broken.history.crossings[offer].what
+    {
+        *request_id = "r99".into();
+    }
+    run.assert_fires("resume-handshake", &broken, "was offered a resume of r99, but the stream is");
+}
+
+#[test]
+fn messenger_view_fires_on_a_post_over_the_surfaces_limit() {
+    let run = Run::committed("messenger-post-limit-splits-the-reply", MESSENGER_VIEW);
+    let mut broken = run.broken();
+    set_post(&mut broken, 1, "a post well over sixteen characters");
+    run.assert_fires(MESSENGER_VIEW, &broken, "delivery d1's post 1 is 35 characters, over the surface's 16");
+}
+
+#[test]
+fn single_continuation_fires_inside_the_coalesce_window() {
+    // The continuation waits out the scenario's 1 s window after tc-1's
+    // result; moved to 100 ms before it, the window was not kept.
+    let run = Run::committed("resume-while-a-continuation-waits-gets-resume-none", "single-continuation");
+    let mut broken = run.broken();
+    let continuation = crossing_of(&broken, "call #2", |what| matches!(what, Boundary::ModelRequest { call: 2, .. }));
+    let answered = crossing_of(&broken, "tc-1's result", |what| matches!(what, Boundary::ToolResult { .. }));
+    broken.history.crossings[answered].at_us = broken.history.crossings[continuation].at_us - 100_000;
+    run.assert_fires(
+        "single-continuation",
+        &broken,
+        "fired 100 ms after its last answer, inside the 1000 ms coalesce window",
+    );
+}
