@@ -545,3 +545,17 @@ fn single_continuation_fires_inside_the_coalesce_window() {
         "fired 100 ms after its last answer, inside the 1000 ms coalesce window",
     );
 }
+
+#[test]
+fn transcript_shape_fires_when_step_boundaries_are_dropped_from_the_store() {
+    let run = Run::committed("server-tools-two-steps", "transcript-shape");
+    let mut broken = run.broken();
+    for message in committed_messages(&mut broken) {
+        message.parts.retain(|part| !matches!(part, turnsim_engine::Part::StepStart));
+    }
+    run.assert_fires(
+        "transcript-shape",
+        &broken,
+        "m3: 2 model calls left their output in it but it holds 0 step-starts",
+    );
+}
