@@ -506,6 +506,9 @@ impl Session {
         self.observe(event);
         if announce {
             self.broadcast(Frame::Error { request_id: request_id.to_string(), message: terminal });
+            if !recorded {
+                self.unrecorded.terminal_told.insert(request_id.to_string());
+            }
         }
         recorded
     }

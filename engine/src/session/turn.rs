@@ -427,7 +427,9 @@ impl Session {
             (TurnStatus::Interrupted, _) => {
                 // Recovery gave up on this stream and sent the terminal
                 // message as its terminal frame: one terminal frame per request.
-                let ended = self.durable.terminal_status.as_ref().is_some_and(|status| status.request_id == request_id);
+                let stored =
+                    self.durable.terminal_status.as_ref().is_some_and(|status| status.request_id == request_id);
+                let ended = stored || self.unrecorded.terminal_told.contains(&request_id);
                 if !ended {
                     self.broadcast(Frame::Done { request_id, continuation });
                 }

@@ -71,8 +71,18 @@ fn inside_the_coalesce_window(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (at, message_id, call_ids) in input.facts.continuations() {
         let answers = call_ids.iter().flat_map(|call_id| input.facts.answers.get(call_id)).flatten();
-        let Some(last) = answers.filter(|&&answer| answer < at).max() else { continue };
-        let waited_us = history.crossings[at].at_us - history.crossings[*last].at_us;
+        let Some(&last) = answers.filter(|&&answer| answer < at).max() else { continue };
+        // The window is a process's: a new one restores the owed
+        // continuation from the store and keeps its own.
+        if input.facts.killed_between(last, at) {
+            continue;
+        }
+        // A recovery under way takes the batch when its alarm fires.
+        let recovering = history.store_at(at).incidents.values().any(|incident| incident.status == "attempting");
+        if recovering {
+            continue;
+        }
+        let waited_us = history.crossings[at].at_us - history.crossings[last].at_us;
         if waited_us < window_us {
             let message = format!(
                 "the continuation of {message_id}'s batch fired {} ms after its last answer, inside the {} ms coalesce window",

@@ -15,7 +15,9 @@
 //! The failure stands for everyone, across connections and processes: once
 //! any client was told it, no model request answers that user message
 //! again until something asks (a restart that lost the failure's record
-//! and answers anyway, with nobody connected to see it, shows here).
+//! and answers anyway, with nobody connected to see it, shows here). Only
+//! a failure whose record the store refused, the process dying before it
+//! could record it, is not the next process's to know.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -62,6 +64,8 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     // Failures told to anyone, by the user message they are about: no
     // model request answers that message again until something asks.
     let mut standing: BTreeMap<String, (String, usize)> = BTreeMap::new();
+    // Failures whose record the store refused and has not taken since.
+    let mut unrecorded: BTreeSet<&str> = BTreeSet::new();
     let mut violations = Vec::new();
     for (index, crossing) in history.iter().enumerate() {
         if let Some(request_id) = request_of(&crossing.what).filter(|id| !first_seen.contains_key(*id)) {
@@ -82,7 +86,14 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                     }
                 }
             }
+            Boundary::CommitRefused { writes } => unrecorded.extend(terminal_records(writes)),
+            Boundary::Killed => {
+                // A failure whose record the store refused, and the process
+                // died before recording it: the next process cannot know.
+                standing.retain(|_, (request_id, _)| !unrecorded.contains(request_id.as_str()));
+            }
             Boundary::Commit { writes } => {
+                terminal_records(writes).for_each(|request_id| drop(unrecorded.remove(request_id)));
                 let before = store.at(index);
                 if writes.iter().any(|write| stores_a_user_message(write, before)) {
                     unstored_asks = 0;
@@ -128,8 +139,11 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                 });
                 let user = user.clone();
                 let at_event = crossing.at_event;
-                if let Some(user) = &user {
-                    standing.entry(user.clone()).or_insert_with(|| (request_id.clone(), at_event));
+                // For everyone, a failure stands on the message its request
+                // asked the model about (one that asked nothing is judged
+                // per connection only: which message it failed is a guess).
+                if let Some(asked) = answers.get(request_id) {
+                    standing.entry(asked.clone()).or_insert_with(|| (request_id.clone(), at_event));
                 }
                 told.insert(*connection, Told { request_id: request_id.clone(), user, at_event });
             }
@@ -167,6 +181,14 @@ fn request_of(what: &Boundary) -> Option<&str> {
         Boundary::Callback { call: CallbackCall::Start { request_id }, .. } => Some(request_id),
         _ => None,
     }
+}
+
+/// The requests whose failure `writes` record (a terminal status).
+fn terminal_records(writes: &[Write]) -> impl Iterator<Item = &str> {
+    writes.iter().filter_map(|write| match write {
+        Write::Terminal(Some(status)) => Some(status.request_id.as_str()),
+        _ => None,
+    })
 }
 
 /// Whether `write` stores a user message the store did not hold.

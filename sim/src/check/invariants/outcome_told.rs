@@ -52,10 +52,11 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (index, crossing) in history.iter().enumerate() {
         let (told_failure, request_id, whom) = match &crossing.what {
-            // A connection handed to a new process is connected anew: what
-            // it was told before, the new process may restate (a stored
-            // failure is replayed to every client that connects).
-            Boundary::Connect { connection } => {
+            // A connection handed to a new process is connected anew, and one
+            // that acks a resume is given the conversation anew: what it was
+            // told before may be restated (a stored failure is replayed to
+            // every client given the conversation).
+            Boundary::Connect { connection } | Boundary::ResumeAck { connection, .. } => {
                 terminal_frames.retain(|(told, _), _| told != connection);
                 continue;
             }
