@@ -93,7 +93,9 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                 standing.retain(|_, (request_id, _)| !unrecorded.contains(request_id.as_str()));
             }
             Boundary::Commit { writes } => {
-                terminal_records(writes).for_each(|request_id| drop(unrecorded.remove(request_id)));
+                terminal_records(writes).for_each(|request_id| {
+                    unrecorded.remove(request_id);
+                });
                 let before = store.at(index);
                 if writes.iter().any(|write| stores_a_user_message(write, before)) {
                     unstored_asks = 0;
