@@ -92,8 +92,10 @@ const EXPLAINED: [(Capability, &[&str]); 6] = [
     (Capability::StoreRefusalFailsTurn, &[]),
     // A call left without a result stays so.
     (Capability::DanglingCallRepair, &["tool-results-present"]),
-    // Only when the continuation fires moves, which invariants do not pin.
-    (Capability::Coalesce, &[]),
+    // The continuation fires as its batch completes, inside the window
+    // single-continuation holds a coalescing engine to (that invariant's
+    // other rules go unread in such a scenario: the price of one id).
+    (Capability::Coalesce, &["single-continuation"]),
 ];
 
 /// Whether a missing capability explains a violation of `check`. An

@@ -26,6 +26,7 @@ pub mod history;
 pub mod html;
 pub mod mermaid;
 pub mod output;
+pub mod properties;
 pub mod protocol;
 pub mod report;
 pub mod runner;
