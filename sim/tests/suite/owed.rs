@@ -595,3 +595,19 @@ fn transcript_shape_fires_when_a_seeded_replys_step_boundaries_are_dropped() {
         "m2: the store started with 1 step-starts in it and keeps all it held between them, but holds 0",
     );
 }
+
+#[test]
+fn caller_view_fires_when_a_discarded_attempt_is_not_taken_back_before_a_retry() {
+    // Every attempt ends truncated and the turn fails: no stored answer to
+    // hold the caller to, only the retries the engine made keeping nothing.
+    let run = Run::committed("crash-as-a-failed-turn-is-recorded", "caller-view");
+    let mut broken = run.broken();
+    broken.history.crossings.retain(|crossing| {
+        !matches!(&crossing.what, Boundary::Callback { call: turnsim::history::CallbackCall::Reset { .. }, .. })
+    });
+    run.assert_fires(
+        "caller-view",
+        &broken,
+        "chat1 is relayed the model's next text of request r1 while it holds \"Partial\"; the engine asked the model again keeping \"\"",
+    );
+}

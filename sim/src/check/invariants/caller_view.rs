@@ -1,7 +1,9 @@
 //! A `chat()` caller ends with the stored answer: the text it collected from
 //! `on_event`, after every take-back the engine signalled, is the stored
-//! reply's text when `on_done` arrives. A discarded attempt's text that was
-//! never taken back shows here.
+//! reply's text when `on_done` arrives, and it is what the engine kept of
+//! the reply when it asks the model again (by the first text it relays of
+//! that call). A discarded attempt's text that was never taken back shows
+//! here.
 //!
 //! And between its start and its end, a caller is relayed what the model
 //! streamed for its request (`crate::check::relay`): each `on_event`'s
@@ -35,7 +37,7 @@ use crate::history::{Boundary, CallbackCall, Crossing};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "caller-view",
-    rule: "a chat() caller's text at on_done, after any take-back, is the stored answer; its on_event calls relay what the model streamed for its request, in order, each piece once, all of it by a take-back or its terminal callback; wherever sim time passes, an open caller shows no less of its reply than the store holds; no caller gets on_done for a request told failed to another consumer",
+    rule: "a chat() caller's text at on_done, after any take-back, is the stored answer, and when the model is asked again it is what the engine kept; its on_event calls relay what the model streamed for its request, in order, each piece once, all of it by a take-back or its terminal callback; wherever sim time passes, an open caller shows no less of its reply than the store holds; no caller gets on_done for a request told failed to another consumer",
     check,
 };
 
@@ -58,6 +60,7 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     judged.sort_by_key(|(order, _)| done[*order].2.sent_at);
     let mut violations: Vec<Violation> = judged.into_iter().filter_map(|(_, violation)| violation).collect();
     violations.extend(misrelayed(input));
+    violations.extend(discarded_text_kept(input));
     violations.extend(done_though_failed(input));
     violations.extend(short_while_waiting(input));
     violations
@@ -177,6 +180,75 @@ fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
                 });
                 refused.extend(messages);
             }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The first caller relayed a retry's text while it still held text the
+/// engine discarded. When the engine asks the model again for a request,
+/// the reply it shows the model is what it kept; by the first text it
+/// relays of that call, the caller's text (since its start, take-backs
+/// applied) is the same, so a discarded attempt not taken back shows here,
+/// however the call ends (an error or a transport break after the retry
+/// leaves no stored answer to hold it to). A caller on a slow link is not
+/// judged (what it was sent by then is the link's).
+fn discarded_text_kept(input: &CheckInput) -> Option<Violation> {
+    let history = &input.run.history;
+    let slow: BTreeSet<u32> = history
+        .iter()
+        .filter_map(|crossing| match &crossing.what {
+            Boundary::Callback { chat, sent_at: Some(_), .. } => Some(*chat),
+            _ => None,
+        })
+        .collect();
+    let mut callers: BTreeMap<u32, Waiting> = BTreeMap::new();
+    // Per request: the reply's text when it first asked the model, and
+    // what its latest request showed of the reply since then (until the
+    // caller is relayed that call's first text).
+    let mut before: BTreeMap<&str, String> = BTreeMap::new();
+    let mut shown: BTreeMap<&str, String> = BTreeMap::new();
+    for (index, crossing) in history.iter().enumerate() {
+        match &crossing.what {
+            Boundary::ModelRequest { request, .. } => {
+                let Some(reply) = request.messages.last().filter(|message| message.role == Role::Assistant) else {
+                    continue;
+                };
+                let text = reply.text();
+                let first = before.entry(request.request_id.as_str()).or_insert_with(|| text.clone());
+                if let Some(since) = text.strip_prefix(first.as_str()) {
+                    shown.insert(request.request_id.as_str(), since.to_string());
+                }
+            }
+            Boundary::Killed => callers.clear(),
+            Boundary::Callback { chat, call, sent_at: None } if !slow.contains(chat) => match call {
+                CallbackCall::Start { request_id } => {
+                    callers.insert(*chat, Waiting { request: request_id, text: String::new(), reset: false });
+                }
+                CallbackCall::Event { chunk: Chunk::TextDelta { delta, .. } } => {
+                    let Some(caller) = callers.get_mut(chat) else { continue };
+                    if let Some(kept) = shown.remove(caller.request) {
+                        if caller.text != kept {
+                            let message = format!(
+                                "chat{chat} is relayed the model's next text of request {} while it holds {:?}; the engine asked the model again keeping {kept:?} (a discarded attempt not taken back)",
+                                caller.request, caller.text
+                            );
+                            return Some(Violation::at(INVARIANT.name, input.event_of(index), message));
+                        }
+                    }
+                    caller.text.push_str(delta);
+                }
+                CallbackCall::Reset { text } => {
+                    if let Some(caller) = callers.get_mut(chat) {
+                        caller.text = text.clone();
+                    }
+                }
+                CallbackCall::Done | CallbackCall::Error { .. } | CallbackCall::Interrupted | CallbackCall::Dropped => {
+                    callers.remove(chat);
+                }
+                CallbackCall::Event { .. } => {}
+            },
             _ => {}
         }
     }
