@@ -40,6 +40,13 @@ struct Cli {
     /// (docs/protocol.md), instead of the built-in engine in-process.
     #[arg(long, global = true, value_name = "CMD")]
     engine_cmd: Option<String>,
+    /// The engine runs in real time (a live bridge, adapters/live/): each
+    /// run gets a scratch directory (`init.scratch_dir`), the engine may be
+    /// silent for 120 s, and `run` goes one run at a time unless `--jobs`
+    /// says otherwise. Verdicts are rates over `--repeat`; see the README's
+    /// "Live runs".
+    #[arg(long, global = true, requires = "engine_cmd")]
+    live: bool,
 }
 
 #[derive(Subcommand)]
@@ -72,6 +79,11 @@ enum Command {
         /// Bring back a historical bug (repeatable); see `list regressions`.
         #[arg(long = "regression")]
         regressions: Vec<Regression>,
+        /// Run each (scenario, seed) this many times; a scenario is reported
+        /// with its pass rate, and fails if any run fails (for live runs,
+        /// whose interleavings differ from run to run).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        repeat: u64,
     },
     /// Run one seed and print its whole timeline.
     Replay {
@@ -239,13 +251,15 @@ fn main() -> ExitCode {
     if !matches!(arguments.command, Command::Bench { .. }) {
         turnsim::world::use_engine_command(arguments.engine_cmd.clone());
     }
+    turnsim::live::use_live(arguments.live);
     if std::env::var("TURNSIM_ENGINE_FRESH_PROCESSES").is_ok_and(|value| value.trim() == "1") {
         turnsim::protocol::proxy::use_fresh_processes(true);
     }
     let result = match arguments.command {
         Command::Engine { capabilities } => return cli::engine::serve(capabilities),
-        Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions } => {
-            cli::run::run(paths, seeds, seed_start, jobs, shard, format, RegressionSet::of(regressions))
+        Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions, repeat } => {
+            let sweep = cli::run::Sweep { seeds, seed_start, jobs, shard, repeat };
+            cli::run::run(paths, sweep, format, RegressionSet::of(regressions))
         }
         Command::Replay { file, seed, format, regressions } => {
             cli::replay::replay(&file, seed, format, &RegressionSet::of(regressions))

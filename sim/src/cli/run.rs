@@ -24,21 +24,30 @@ pub enum RunFormat {
     Github,
 }
 
+/// Which runs `run` makes: seeds, their first, parallel jobs, a shard, repeats of each.
+pub struct Sweep {
+    pub seeds: Option<u64>,
+    pub seed_start: Option<u64>,
+    pub jobs: Option<usize>,
+    pub shard: Option<Shard>,
+    pub repeat: u64,
+}
+
 pub fn run(
     paths: Vec<PathBuf>,
-    seeds: Option<u64>,
-    seed_start: Option<u64>,
-    jobs: Option<usize>,
-    shard: Option<Shard>,
+    sweep: Sweep,
     format: RunFormat,
     regressions: RegressionSet,
 ) -> Result<ExitCode, ScenarioError> {
     let Split { applicable: files, not_applicable } = load_applicable(&paths)?;
+    // Live engines share the machine's cores, and their timing with them.
+    let jobs = if crate::live::is_live() && sweep.jobs.is_none() { 1 } else { jobs_flag(sweep.jobs)? };
     let plan = Plan {
-        seeds: seeds.or(env_u64("MADSIM_TEST_NUM")?),
-        seed_start: seed_start.or(env_u64("MADSIM_TEST_SEED")?),
-        jobs: jobs_flag(jobs)?,
-        shard,
+        seeds: sweep.seeds.or(env_u64("MADSIM_TEST_NUM")?),
+        seed_start: sweep.seed_start.or(env_u64("MADSIM_TEST_SEED")?),
+        jobs,
+        shard: sweep.shard,
+        repeat: sweep.repeat,
         regressions,
         files,
     };
@@ -95,6 +104,12 @@ fn describe(plan: &Plan) -> String {
     let mut extra = String::new();
     if let Some(shard) = plan.shard {
         extra.push_str(&format!(", shard {}/{}", shard.index, shard.count));
+    }
+    if plan.repeat > 1 {
+        extra.push_str(&format!(", each run {} times", plan.repeat));
+    }
+    if crate::live::is_live() {
+        extra.push_str(", live");
     }
     let regressions: Vec<&str> = plan.regressions.iter().map(Regression::name).collect();
     if !regressions.is_empty() {

@@ -81,6 +81,7 @@ async fn one_run(
         reinit: true,
         generations: true,
         capabilities: Some(capabilities.iter().map(|capability| capability.name().to_string()).collect()),
+        lacks: None,
     };
     wire.write(&idle);
     wire.flush();
@@ -106,6 +107,7 @@ async fn one_run(
             reinit: false,
             generations: false,
             capabilities: None,
+            lacks: None,
         });
         wire.flush();
     }
