@@ -31,6 +31,8 @@ import { protocolTranscript, outputText } from "./transcript.mjs";
 import { layout, opencodeBinary, opencodeConfig, writeTools } from "./workspace.mjs";
 
 const QUIET_MS = Number(process.env.TURNSIM_OPENCODE_QUIET_MS) || 250;
+/** How long a connection's stream may trail the driver's own before the store is synced anyway, in ms. */
+const STREAMS_LAG_MS = 500;
 
 export class OpencodeDriver {
   constructor(bridge) {
@@ -100,6 +102,7 @@ export class OpencodeDriver {
 
   /** The driver's own event stream: whether opencode is busy, and when its store changed. */
   watch(event) {
+    if (typeof event.id === "string") this.lastEventId = event.id;
     const properties = event.properties ?? {};
     if (!this.ours(properties)) return;
     this.lastEventMs = performance.now();
@@ -131,9 +134,10 @@ export class OpencodeDriver {
     return performance.now() - this.lastEventMs < QUIET_MS;
   }
 
-  /** Waits until every connection has shown what its event stream delivered so far. */
+  /** Waits until every connection has been delivered and has shown every event the driver's own stream has. */
   async framesSettled() {
-    await Promise.all([...this.connections.values(), ...this.chats.values()].map((view) => view.caughtUp()));
+    const views = [...this.connections.values(), ...this.chats.values()];
+    await Promise.all(views.map((view) => (view instanceof Connection ? view.reached(this.lastEventId, STREAMS_LAG_MS) : view.caughtUp())));
   }
 
   /** The session's messages: `{raw, messages}` (opencode's, and the protocol's). */

@@ -34,10 +34,12 @@ export class ReplyView {
     this.chain = Promise.resolve();
     this.pending = 0;
     this.closed = false;
+    this.lastEventId = "";
   }
 
   /** Handles `event` after every event before it. */
   enqueue(event) {
+    if (typeof event.id === "string") this.lastEventId = event.id;
     this.pending += 1;
     this.chain = this.chain
       .then(() => (this.closed ? undefined : this.handle(event)))
@@ -56,6 +58,18 @@ export class ReplyView {
 
   busy() {
     return this.pending > 0;
+  }
+
+  /**
+   * Resolves once this view's stream has delivered event `id` (opencode's
+   * event ids ascend) and every event so far is handled, or after `ms`:
+   * two streams of one server deliver the same events, not at the same
+   * moment.
+   */
+  async reached(id, ms) {
+    const deadline = performance.now() + ms;
+    while (id && !(this.lastEventId >= id) && performance.now() < deadline && !this.closed) await new Promise((resolve) => setTimeout(resolve, 2));
+    await this.caughtUp();
   }
 
   /** Remembers the reply each stored assistant message belongs to, and the users whose text is shown. */
