@@ -52,13 +52,14 @@ export class OpencodeDriver {
     this.lacks = ["client-tools", "approvals", "stored-transcript", "store-faults", "stream-resume"];
     /** `chat()` calls under way, by chat number. */
     this.chats = new Map();
-    /** Who waits for the next user message opencode stores, in the order they sent it: `null` (a client) or a `ChatCall`. */
+    /** Who waits for opencode to store the user message they sent, in order: `{text, call}` (`call` null for a client). */
     this.awaitingUser = [];
     this.connections = new Map();
     /** opencode's messages by the names the history gives them (`names.mjs`). */
     this.names = new Names(join(bridge.scratchDir, "names.json"));
-    /** User messages the event stream has shown (one already in the session at start counts as shown). */
-    this.seenUsers = new Set();
+    /** User messages opencode stored (by its event stream), and those whose text it stored. */
+    this.userMessages = new Set();
+    this.usersStored = new Set();
     this.status = "idle";
     this.promptsOnTheirWay = 0;
     this.readsUnderWay = 0;
@@ -85,7 +86,7 @@ export class OpencodeDriver {
     await httpJson(this.base, "GET", "/experimental/tool/ids", undefined, { timeoutMs: 60_000 });
     this.events = new EventStream(`${this.base}/event`, { onEvent: (event) => this.watch(event), onClose: () => this.bridge.note("opencode's event stream closed") });
     await this.events.opened;
-    await this.readTranscript();
+    for (const { info } of (await this.readTranscript()).raw) if (info.role === "user") this.usersStored.add(info.id);
     const statuses = (await httpJson(this.base, "GET", "/session/status")).body ?? {};
     this.status = statuses[this.sessionId]?.type ?? "idle";
   }
@@ -110,11 +111,10 @@ export class OpencodeDriver {
       this.status = properties.status?.type ?? this.status;
     }
     if (event.type === "session.idle") this.status = "idle";
-    if (event.type === "message.updated" && properties.info?.role === "user" && !this.seenUsers.has(properties.info.id)) {
-      this.seenUsers.add(properties.info.id);
-      this.promptsOnTheirWay = Math.max(0, this.promptsOnTheirWay - 1);
-      this.awaitingUser.shift()?.started(this.requestOfUser(properties.info.id));
+    if (event.type === "message.part.updated" && properties.part?.type === "text" && this.userMessages.has(properties.part.messageID)) {
+      this.userStored(properties.part.messageID, properties.part.text ?? "");
     }
+    if (event.type === "message.updated" && properties.info?.role === "user") this.userMessages.add(properties.info.id);
     for (const call of this.chats.values()) call.enqueue(event);
     if (event.type !== "message.part.delta" && event.type.startsWith("message.")) this.bridge.storeChanged();
     if (event.type === "session.status" && this.status === "idle") this.bridge.storeChanged();
@@ -147,7 +147,6 @@ export class OpencodeDriver {
       const answer = await httpJson(this.base, "GET", `/session/${this.sessionId}/message`);
       if (answer.status !== 200) throw new Error(`GET messages: ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`);
       const raw = answer.body ?? [];
-      for (const { info } of raw) if (info.role === "user") this.seenUsers.add(info.id);
       return { raw, messages: protocolTranscript(raw, { outputs: (callId, text) => this.output(callId, text), names: this.names }) };
     } finally {
       this.readsUnderWay -= 1;
@@ -163,6 +162,21 @@ export class OpencodeDriver {
     if (!this.outputs.has(callId)) return text;
     const value = this.outputs.get(callId);
     return outputText(value) === text ? value : text;
+  }
+
+  /**
+   * opencode stored a user message's text: the client or `chat()` call
+   * that sent that text (the first one waiting, if several sent the same)
+   * is answered by its request.
+   */
+  userStored(userId, text) {
+    if (this.usersStored.has(userId)) return;
+    this.usersStored.add(userId);
+    this.promptsOnTheirWay = Math.max(0, this.promptsOnTheirWay - 1);
+    let at = this.awaitingUser.findIndex((waiting) => waiting.text === text);
+    if (at < 0) at = 0;
+    const [waiting] = this.awaitingUser.splice(at, 1);
+    waiting?.call?.started(this.requestOfUser(userId));
   }
 
   /** The request of the user message opencode calls `userId`. */
@@ -216,19 +230,20 @@ export class OpencodeDriver {
   chat(message) {
     const call = new ChatCall(message, this);
     this.chats.set(message.chat, call);
-    this.awaitingUser.push(call);
+    this.awaitingUser.push({ text: message.text, call });
     this.promptsOnTheirWay += 1;
     call.call().finally(() => this.chats.delete(message.chat));
     return true;
   }
 
   async userMessage(text) {
-    this.awaitingUser.push(null);
+    const waiting = { text, call: null };
+    this.awaitingUser.push(waiting);
     this.promptsOnTheirWay += 1;
     const answer = await httpJson(this.base, "POST", `/session/${this.sessionId}/prompt_async`, { parts: [{ type: "text", text }] });
     if (answer.status >= 300) {
       this.promptsOnTheirWay -= 1;
-      this.awaitingUser.pop();
+      this.awaitingUser.splice(this.awaitingUser.indexOf(waiting), 1);
       this.bridge.note(`prompt_async: ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`);
     }
   }
