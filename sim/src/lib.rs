@@ -27,6 +27,7 @@ pub mod html;
 pub mod live;
 pub mod mermaid;
 pub mod output;
+pub mod properties;
 pub mod protocol;
 pub mod report;
 pub mod runner;

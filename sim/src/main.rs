@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use mimalloc::MiMalloc;
+use turnsim::applicable::NotApplicableMode;
 use turnsim::cli::crash_points::Sweep;
 use turnsim::cli::explore::ExploreFlags;
 use turnsim::cli::list::ListWhat;
@@ -84,6 +85,11 @@ enum Command {
         /// whose interleavings differ from run to run).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
         repeat: u64,
+        /// A scenario that needs what the engine does not declare: skip it
+        /// (reported N/A), run it too, or run only those. Run, only the
+        /// violations its missing capabilities do not explain count.
+        #[arg(long, value_enum, default_value_t = NotApplicableMode::Skip)]
+        not_applicable: NotApplicableMode,
     },
     /// Run one seed and print its whole timeline.
     Replay {
@@ -257,9 +263,9 @@ fn main() -> ExitCode {
     }
     let result = match arguments.command {
         Command::Engine { capabilities } => return cli::engine::serve(capabilities),
-        Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions, repeat } => {
-            let sweep = cli::run::Sweep { seeds, seed_start, jobs, shard, repeat };
-            cli::run::run(paths, sweep, format, RegressionSet::of(regressions))
+        Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions, repeat, not_applicable } => {
+            let selection = cli::run::Selection { seeds, seed_start, jobs, shard, repeat, not_applicable };
+            cli::run::run(paths, selection, format, RegressionSet::of(regressions))
         }
         Command::Replay { file, seed, format, regressions } => {
             cli::replay::replay(&file, seed, format, &RegressionSet::of(regressions))

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use turnsim_engine::{Chunk, FinishReason};
 
 use super::error::ScenarioError;
-use super::expect_rules::moment_name_problem;
+use super::expect_rules::{moment_name_problem, Place};
 use super::limits::{MAX_ACTIONS, MAX_CLIENTS, MAX_EVENTS, MAX_FAULTS, MAX_FILE_BYTES};
 use super::model_script::{compile, Expansion, FixtureError, FixtureSteps, Op, ScriptError};
 use super::prescan::{prescan, Locator};
@@ -29,6 +29,11 @@ pub struct ScenarioFile {
     /// Model call n (1-based) plays `calls[n - 1]`; later calls play
     /// [`default_reply`].
     pub calls: Vec<Vec<Op>>,
+    /// Capabilities the scenario needs that the engine lacks, when it runs
+    /// anyway (`run --not-applicable`): its runs count only the violations
+    /// these do not explain ([`crate::capability::unexplained`]). Empty for
+    /// a scenario that applies.
+    pub judged_without: Vec<crate::capability::Capability>,
 }
 
 /// The calls a model makes past the end of its script: a short text answer.
@@ -74,7 +79,7 @@ fn parse_located(path: &Path, bytes: &[u8]) -> Result<ScenarioFile, ScenarioErro
         apply_script_fault(fault, &mut calls)
             .map_err(|message| ScenarioError::located(path, &locator, &at, message))?;
     }
-    Ok(ScenarioFile { path: path.to_path_buf(), scenario, calls })
+    Ok(ScenarioFile { path: path.to_path_buf(), scenario, calls, judged_without: Vec::new() })
 }
 
 /// Rules serde cannot say: checked after parsing, located through the prescan.
@@ -169,6 +174,11 @@ fn check_references(
     emitted.extend(stored_tool_ids(&scenario.stored));
     let error = |at: &str, message: String| Err(ScenarioError::located(path, locator, at, message));
     let tool_known = |id: &str| emitted.contains(&id);
+    let chat_caller = scenario.actions.iter().any(
+        |action| matches!(&action.kind, super::ActionKind::UserMessage(message) if message.via == super::Via::Chat),
+    );
+    let in_triggers = Place { what: "triggers", stored: true, chat_caller };
+    let in_timings = Place { what: "timings", stored: false, chat_caller };
     for (index, trigger) in triggers(scenario) {
         if let Some(id) = trigger.tool.as_deref().filter(|id| !tool_known(id)) {
             return error(
@@ -176,11 +186,11 @@ fn check_references(
                 format!("no model script or stored message has a tool call `{id}`"),
             );
         }
-        if let Some(message) = trigger.event.as_deref().and_then(|name| moment_name_problem(name, "triggers")) {
+        if let Some(message) = trigger.event.as_deref().and_then(|name| moment_name_problem(name, &in_triggers)) {
             return error(&format!("{index}.when.event"), message);
         }
         if let Some(after) = &trigger.after {
-            if let Some(message) = moment_name_problem(&after.event, "triggers") {
+            if let Some(message) = moment_name_problem(&after.event, &in_triggers) {
                 return error(&format!("{index}.when.after.event"), message);
             }
             if after.nth == 0 {
@@ -196,7 +206,7 @@ fn check_references(
     }
     for (index, timing) in scenario.expect.timing.iter().enumerate() {
         let names = [Some(&timing.event), timing.after.as_ref().map(|after| &after.event)];
-        if let Some(message) = names.into_iter().flatten().find_map(|name| moment_name_problem(name, "timings")) {
+        if let Some(message) = names.into_iter().flatten().find_map(|name| moment_name_problem(name, &in_timings)) {
             return error(&format!("expect.timing[{index}]"), message);
         }
         if let Some(message) = timing_problem(timing, scenario.horizon_ms) {

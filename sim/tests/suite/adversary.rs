@@ -33,6 +33,28 @@ fn scenario_with_a_site(operator: Operator) -> &'static str {
         Operator::DropTerminalCallback | Operator::DuplicateTerminalCallback | Operator::DropCallbackEvent => {
             "barrier-late-sibling-chat"
         }
+        Operator::RequestToolInputEmptied
+        | Operator::RequestStepStartsDropped
+        | Operator::RequestQuestionTwice
+        | Operator::RequestResultRemoved
+        | Operator::ServerToolInputChanged
+        | Operator::DecisionFlipped
+        | Operator::UserTextCut
+        | Operator::StepStartsNotStored
+        | Operator::DoneAsError
+        | Operator::DoneTwice
+        | Operator::ToolCallStreamedEmpty => "approval-approved-runs-server-tool",
+        Operator::DeniedToolRuns => "approval-denied",
+        Operator::ClientToolRunOnServer => "continuation-single-client-tool",
+        Operator::ErrorTextReplaced | Operator::ErrorStoredAsOutput => "client-errored-result-without-text",
+        Operator::FailureRecordDropped | Operator::EmptyFinishToldDone => "crash-as-a-failed-turn-is-recorded",
+        Operator::IntentNotStored => "crash-with-a-deferred-continuation",
+        Operator::WrongResumeOffer => "client-resumes-the-stream-after-reconnecting",
+        Operator::CallbackDoneAsError | Operator::CallbackToolCallEmptied => "barrier-late-sibling-chat",
+        Operator::DropCallbackReset => "long-reply-retry-discards-past-the-first-group",
+        Operator::AnswerPostedAsApology => "crash-as-a-reply-is-checkpointed",
+        Operator::PostOverLimit => "bench-standard-story",
+        Operator::ExhaustedAtContinue => "crash-before-the-exhausted-hook",
         _ => "barrier-all-fast-mid-stream",
     }
 }
@@ -387,7 +409,12 @@ fn a_relay_broken_between_rests_is_caught_by_the_consumer_views() {
         ),
         (Operator::DuplicateFrame, "truncation-retry-succeeds", "client-view", "where the model streamed"),
         (Operator::DuplicateFrame, "client-disconnects-for-good", "client-view", "before the model streamed it"),
-        (Operator::DuplicateFrame, "max-steps-ends-a-tool-loop", "client-view", "is sent the finished call tc-1 where"),
+        (
+            Operator::DuplicateFrame,
+            "max-steps-ends-a-tool-loop",
+            "client-view",
+            "is sent the finished call tc-1 (lookup {\"page\":1}) where",
+        ),
         (
             Operator::ReorderFrames,
             "three-messages-queued-each-answered-in-turn",
