@@ -57,6 +57,10 @@ pub struct Pair {
 pub struct Row {
     pub operator: &'static str,
     pub wrong: &'static str,
+    /// The property of the catalogue the operator breaks (reported in the
+    /// matrix by property).
+    #[serde(skip)]
+    pub property: &'static str,
     /// Pairs where it changed something.
     pub changed: usize,
     pub caught: usize,
@@ -102,7 +106,12 @@ impl Matrix {
         let mut pairs = Vec::new();
         let mut rows = Vec::new();
         for &operator in operators {
-            let mut row = Row { operator: operator.name(), wrong: operator.wrong(), ..Row::default() };
+            let mut row = Row {
+                operator: operator.name(),
+                wrong: operator.wrong(),
+                property: operator.property(),
+                ..Row::default()
+            };
             for (scenario, file) in files.iter().enumerate() {
                 let trials = by_pair.get(&(operator, scenario)).map_or(&[][..], Vec::as_slice);
                 let why = equivalents.why(operator, &file.path).map(str::to_string);
@@ -275,40 +284,42 @@ fn write_survivors(out: &mut String, matrix: &Matrix) {
 }
 
 fn write_equivalents(out: &mut String, matrix: &Matrix) {
-    let argued: Vec<(&Pair, &str)> = matrix
-        .pairs
-        .iter()
-        .filter_map(|pair| match &pair.verdict {
-            PairVerdict::Survived { equivalent: Some(why), .. } => Some((pair, why.as_str())),
-            _ => None,
-        })
-        .collect();
-    if argued.is_empty() {
-        return;
-    }
-    let _ = writeln!(out, "\nargued equivalent (survived, and no consumer can tell):");
-    for (pair, why) in argued {
-        let _ = writeln!(out, "  {} on {}: {}", pair.operator, pair.scenario, why.trim());
-    }
+    let argued = |verdict: &PairVerdict| match verdict {
+        PairVerdict::Survived { equivalent: Some(why), .. } => Some(why.clone()),
+        _ => None,
+    };
+    write_listed(out, matrix, "argued equivalent (survived, and no consumer can tell):", argued, false);
 }
 
 fn write_gaps(out: &mut String, matrix: &Matrix) {
-    let gaps: Vec<(&Pair, &str)> = matrix
-        .pairs
-        .iter()
-        .filter_map(|pair| match &pair.verdict {
-            PairVerdict::Survived { equivalent: None, gap: Some(needs), .. } => Some((pair, needs.as_str())),
-            _ => None,
-        })
-        .collect();
-    if gaps.is_empty() {
+    let gap = |verdict: &PairVerdict| match verdict {
+        PairVerdict::Survived { equivalent: None, gap: Some(needs), .. } => Some(needs.clone()),
+        _ => None,
+    };
+    let heading = "known gaps (survived: a consumer can tell, and the check that would see it is not written):";
+    write_listed(out, matrix, heading, gap, true);
+}
+
+/// The survivors a file lists, each with what it says of them (and its
+/// replay command, when `replay`), under `heading`; nothing when none.
+fn write_listed(
+    out: &mut String,
+    matrix: &Matrix,
+    heading: &str,
+    said: impl Fn(&PairVerdict) -> Option<String>,
+    replay: bool,
+) {
+    let listed: Vec<(&Pair, String)> =
+        matrix.pairs.iter().filter_map(|pair| said(&pair.verdict).map(|text| (pair, text))).collect();
+    if listed.is_empty() {
         return;
     }
-    let _ =
-        writeln!(out, "\nknown gaps (survived: a consumer can tell, and the check that would see it is not written):");
-    for (pair, needs) in gaps {
-        let _ = writeln!(out, "  {} on {}: {}", pair.operator, pair.scenario, needs.trim());
-        let _ = writeln!(out, "    replay: {}", pair.replay.as_deref().unwrap_or_default());
+    let _ = writeln!(out, "\n{heading}");
+    for (pair, text) in listed {
+        let _ = writeln!(out, "  {} on {}: {}", pair.operator, pair.scenario, text.trim());
+        if replay {
+            let _ = writeln!(out, "    replay: {}", pair.replay.as_deref().unwrap_or_default());
+        }
     }
 }
 
@@ -357,7 +368,7 @@ pub fn by_property(matrix: &Matrix) -> Vec<PropertyRow> {
         .map(|property| {
             let mut out =
                 PropertyRow { property: property.id, invariant: property.invariant, ..PropertyRow::default() };
-            for row in matrix.rows.iter().filter(|row| operator_property(row.operator) == Some(property.id)) {
+            for row in matrix.rows.iter().filter(|row| row.property == property.id) {
                 out.operators.push(row.operator);
                 out.changed += row.changed;
                 out.caught += row.caught;
@@ -368,10 +379,6 @@ pub fn by_property(matrix: &Matrix) -> Vec<PropertyRow> {
             out
         })
         .collect()
-}
-
-fn operator_property(name: &str) -> Option<&'static str> {
-    name.parse::<Operator>().ok().map(Operator::property)
 }
 
 /// Operators that changed nothing anywhere, failing baselines, runs that

@@ -144,10 +144,7 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
         let message = format!("{does} messenger posts, but no action delivers a messenger message (`deliver`)");
         return error(&format!("faults[{index}]"), message);
     }
-    let calls_chat = scenario.actions.iter().any(
-        |action| matches!(&action.kind, super::ActionKind::UserMessage(message) if message.via == super::Via::Chat),
-    );
-    if !scenario.caller.is_clean() && !calls_chat {
+    if !scenario.caller.is_clean() && !calls_chat(scenario) {
         let message = "the caller's link has faults, but no action calls chat() (`user_message` with `via: chat`)";
         return error("caller.link", message.to_string());
     }
@@ -174,9 +171,7 @@ fn check_references(
     emitted.extend(stored_tool_ids(&scenario.stored));
     let error = |at: &str, message: String| Err(ScenarioError::located(path, locator, at, message));
     let tool_known = |id: &str| emitted.contains(&id);
-    let chat_caller = scenario.actions.iter().any(
-        |action| matches!(&action.kind, super::ActionKind::UserMessage(message) if message.via == super::Via::Chat),
-    );
+    let chat_caller = calls_chat(scenario);
     let in_triggers = Place { what: "triggers", stored: true, chat_caller };
     let in_timings = Place { what: "timings", stored: false, chat_caller };
     for (index, trigger) in triggers(scenario) {
@@ -232,6 +227,13 @@ fn check_references(
 
 /// A timing expectation that could never hold (one with no bound still
 /// checks that the event happens).
+/// Whether some action calls `chat()` (a `user_message` with `via: chat`).
+fn calls_chat(scenario: &Scenario) -> bool {
+    scenario.actions.iter().any(
+        |action| matches!(&action.kind, super::ActionKind::UserMessage(message) if message.via == super::Via::Chat),
+    )
+}
+
 fn timing_problem(timing: &super::Timing, horizon_ms: u64) -> Option<String> {
     let after_nth = timing.after.as_ref().map_or(1, |after| after.nth);
     if timing.nth == 0 || after_nth == 0 {

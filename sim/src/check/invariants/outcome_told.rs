@@ -197,11 +197,8 @@ fn stored_at(input: &CheckInput, call: &CallFact, handed: bool) -> Option<usize>
         };
         // The last call streamed settles last: until it is finalised no
         // commit needs reading whole (a wide batch, a long text stay linear).
-        let last_finalised = call
-            .tools
-            .last()
-            .is_none_or(|id| reply.tool(id).is_some_and(|tool| tool.state != ToolState::InputStreaming));
-        if handed && !last_finalised {
+        let finalised = |id: &String| reply.tool(id).is_some_and(|tool| tool.state != ToolState::InputStreaming);
+        if handed && !call.tools.last().is_none_or(finalised) {
             continue;
         }
         let stored = reply.text();
@@ -216,15 +213,15 @@ fn stored_at(input: &CheckInput, call: &CallFact, handed: bool) -> Option<usize>
         // approve (a server tool's result is owed a next step). The first
         // commit with every call finalised decides, so the scan stays
         // linear in a long chain of steps.
-        let tools: Option<Vec<_>> = call.tools.iter().map(|id| reply.tool(id)).collect();
-        let Some(tools) = tools.filter(|tools| tools.iter().all(|tool| tool.state != ToolState::InputStreaming)) else {
+        if !call.tools.iter().all(finalised) {
             continue;
-        };
+        }
         let the_clients = |name: &str| {
             let kind = input.scenario.scenario.engine.tools.get(name).map(|declared| declared.kind);
             kind.is_none_or(|kind| kind.is_client_answered() || kind.needs_approval())
         };
-        return tools.iter().all(|tool| the_clients(&tool.tool_name)).then_some(at);
+        let handed_over = call.tools.iter().filter_map(|id| reply.tool(id)).all(|tool| the_clients(&tool.tool_name));
+        return handed_over.then_some(at);
     }
     None
 }
