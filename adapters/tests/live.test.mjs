@@ -93,6 +93,22 @@ test("a request's messages take the stored ids, answered tools their stored outc
   assert.deepEqual(first[1], { id: "m3", role: "assistant", parts: [{ type: "step-start" }] }, "a new turn writes into the reply stored for it");
 });
 
+test("a request's step is ordered as its stored step when the store holds each of its parts, never otherwise", () => {
+  const tool = { type: "tool", call_id: "c1", tool_name: "lookup", state: "output-available", input_text: "{}", input: {}, output: { t: 21 }, error_text: null, approval: null, repaired: false };
+  const reply = (text) => ({ id: "m3", role: "assistant", parts: [{ type: "step-start" }, tool, { type: "text", id: "p2", text, state: "done" }] });
+  const user = { id: "m2", role: "user", parts: [{ type: "text", id: "p1", text: "weather?", state: "done" }] };
+  const body = {
+    messages: [
+      { role: "user", content: "weather?" },
+      { role: "assistant", content: "Still here.", tool_calls: [{ id: "c1", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "c1", content: '{"t":21}' },
+    ],
+  };
+  const kinds = (messages) => messages[1].parts.map((part) => part.type);
+  assert.deepEqual(kinds(requestMessages(body, [user, reply("Still here.")])), ["step-start", "tool", "text", "step-start"], "the call streamed before the text, as stored");
+  assert.deepEqual(kinds(requestMessages(body, [user, reply("Something else.")])), ["step-start", "text", "tool", "step-start"], "a step the store does not hold as shown keeps the wire's order");
+});
+
 test("pacing holds an input back until its time while the engine is busy, and skips ahead at rest", async () => {
   const pacing = new Pacing({ tickMs: 5, skipRest: true });
   pacing.start(0);
