@@ -29,6 +29,7 @@ pub mod mermaid;
 pub mod output;
 pub mod properties;
 pub mod protocol;
+pub mod records;
 pub mod report;
 pub mod runner;
 pub mod scenario;

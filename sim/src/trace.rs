@@ -272,6 +272,14 @@ impl Event {
     /// the model's call, what crossed the boundary), a bare name
     /// (`recovery.scheduled`, `on_done`), or `engine.NAME` for the engine's
     /// own events.
+    /// Whether this is a client frame with this label as the timeline
+    /// shows it (`done r1`), or one whose label begins with it and a space
+    /// (`error r4` for that error, whatever its text).
+    pub fn is_frame(&self, label: &str) -> bool {
+        let Self::ClientFrame { what } = self else { return false };
+        what.strip_prefix(label).is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+    }
+
     pub fn is_named(&self, name: &str) -> bool {
         if let Some((lane, event)) = boundary_name(name) {
             return self.lane().as_str() == lane && self.name() == event;

@@ -4,6 +4,8 @@
 
 use super::judged::BoundaryEvents;
 use super::{CheckInput, Violation};
+use crate::history::{Boundary, History};
+use crate::records::{names_a_change, names_change, names_event, Records};
 use crate::scenario::{Count, EventRef, Snapshot, Timing};
 use crate::trace::Event;
 
@@ -45,7 +47,7 @@ pub fn check(input: &CheckInput) -> Vec<Violation> {
         violations.extend(check_snapshot(input, snapshot));
     }
     for timing in &expect.timing {
-        violations.extend(check_timing(events, timing));
+        violations.extend(check_timing(events, input.run.history, timing));
     }
     for (name, expected) in &expect.counts {
         let actual = count_until(events, u64::MAX, |event| event.is_named(name));
@@ -110,23 +112,36 @@ fn check_snapshot(input: &CheckInput, snapshot: &Snapshot) -> Vec<Violation> {
     violations
 }
 
-/// Sim time (µs) of the n-th event with this name.
-fn occurrence(events: &BoundaryEvents, reference: &EventRef) -> Option<u64> {
+/// Sim time (µs) of the n-th occurrence of the moment `reference` names:
+/// a commit that stores or takes away a kind of record is read from the
+/// history's commits (as a trigger reads it), an event or a frame from the
+/// timeline.
+fn occurrence(events: &BoundaryEvents, history: &History, reference: &EventRef) -> Option<u64> {
     let nth = reference.nth.max(1) as usize;
-    events.iter().filter(|traced| traced.event.is_named(&reference.event)).nth(nth - 1).map(|traced| traced.at_us)
+    if names_a_change(reference) {
+        let mut records = Records::new(&history.initial);
+        return history
+            .iter()
+            .filter(|crossing| match &crossing.what {
+                Boundary::Commit { writes } => names_change(reference, records.take(writes)),
+                _ => false,
+            })
+            .nth(nth - 1)
+            .map(|crossing| crossing.at_us);
+    }
+    events.iter().filter(|traced| names_event(reference, &traced.event)).nth(nth - 1).map(|traced| traced.at_us)
 }
 
-fn check_timing(events: &BoundaryEvents, timing: &Timing) -> Option<Violation> {
-    let target = EventRef { event: timing.event.clone(), nth: timing.nth };
-    let describe = |reference: &EventRef| format!("{} #{}", reference.event, reference.nth.max(1));
-    let Some(at_us) = occurrence(events, &target) else {
-        return Some(Violation::new("expect.timing", format!("{} never happened", describe(&target))));
+fn check_timing(events: &BoundaryEvents, history: &History, timing: &Timing) -> Option<Violation> {
+    let target = timing.target();
+    let Some(at_us) = occurrence(events, history, &target) else {
+        return Some(Violation::new("expect.timing", format!("{} never happened", target.describe())));
     };
     let (from_us, from) = match &timing.after {
         None => (0, "the start".to_string()),
-        Some(reference) => match occurrence(events, reference) {
-            Some(from_us) => (from_us, describe(reference)),
-            None => return Some(Violation::new("expect.timing", format!("{} never happened", describe(reference)))),
+        Some(reference) => match occurrence(events, history, reference) {
+            Some(from_us) => (from_us, reference.describe()),
+            None => return Some(Violation::new("expect.timing", format!("{} never happened", reference.describe()))),
         },
     };
     let elapsed_us = at_us as i128 - from_us as i128;
@@ -139,7 +154,7 @@ fn check_timing(events: &BoundaryEvents, timing: &Timing) -> Option<Violation> {
     };
     let message = format!(
         "{} came {:.3} s after {from}; expected {bound} after it",
-        describe(&target),
+        target.describe(),
         elapsed_us as f64 / 1_000_000.0
     );
     Some(Violation::new("expect.timing", message))

@@ -44,16 +44,18 @@ fn count_name_problem(name: &str) -> Option<String> {
              ({lanes})"
         ));
     }
-    moment_name_problem(name, &Place { what: "counts", stored: false, chat_caller: true })
+    moment_name_problem(name, &Place { what: "counts", stored: false, tool_state: false, chat_caller: true })
 }
 
 /// Where a moment is named, for a hint that names what is valid there.
 pub struct Place {
     /// `counts`, `triggers` or `timings`.
     pub what: &'static str,
-    /// Whether this place also takes `stored:` / `removed:` moments and a
-    /// tool's `state` (triggers do; counts and timings do not).
+    /// Whether this place also takes `stored:` / `removed:` moments
+    /// (triggers and timings do; counts do not).
     pub stored: bool,
+    /// Whether it takes a tool call's `state` (triggers do).
+    pub tool_state: bool,
     /// Whether the scenario calls `chat()`, so `caller.*` events happen.
     pub chat_caller: bool,
 }
@@ -82,7 +84,7 @@ pub fn moment_name_problem(name: &str, place: &Place) -> Option<String> {
             "recovery.scheduled" if place.stored => {
                 "`stored: alarm` (the commit that stores the recovery's alarm)".to_string()
             }
-            "tool.applied" | "tool.ready" if place.stored => {
+            "tool.applied" | "tool.ready" if place.tool_state => {
                 "`tool` + `state` (the commit that stores the call so)".to_string()
             }
             "user-message.stored" | "recovery.scheduled" | "tool.applied" | "tool.ready" => commit.to_string(),
@@ -90,10 +92,13 @@ pub fn moment_name_problem(name: &str, place: &Place) -> Option<String> {
                 "`model.call` with its `nth` (the continuation's request)".to_string()
             }
             "turn.end" => {
-                let ended = if place.chat_caller { "`caller.on_done`" } else { "`client.frame` (its `done`)" };
+                let ended =
+                    if place.chat_caller { "`caller.on_done`" } else { "`frame: done rN` (the client's `done`)" };
+                let cleared =
+                    if place.stored { ", `removed: in-flight` (the commit that ends the turn's record)" } else { "" };
                 format!(
-                    "{ended}, or `store.commit` with `after: {{ event: model.chunk, nth: N }}` (a commit after the \
-                     call's last chunk)"
+                    "{ended}{cleared}, or `store.commit` with `after: {{ event: model.chunk, nth: N }}` (a commit \
+                     after the call's last chunk)"
                 )
             }
             _ => format!("a boundary event on the lanes {lanes}"),

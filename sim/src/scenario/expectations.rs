@@ -9,7 +9,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::ExpectedToolState;
+use super::{ExpectedToolState, RemovedRecord, StoredRecord};
 
 /// `2` (exactly), or `{ at_least: 1, at_most: 3 }` (either bound optional).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,26 +233,72 @@ pub struct Snapshot {
     pub terminal_callbacks: Option<Count>,
 }
 
-/// The n-th occurrence of a timeline event (`model.call`, `caller.on_done`,
-/// `recovery.scheduled`, ...).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// The n-th occurrence of a moment: a timeline event by name
+/// (`model.call`, `caller.on_done`, ...), a client frame by its label as
+/// the timeline shows it (`done r1`; `error r4` matches that error whatever
+/// its text), or the commit that first stores or takes away a kind of
+/// record (as a trigger's `stored:` and `removed:`). Exactly one of
+/// `event`, `frame`, `stored`, `removed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventRef {
-    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<StoredRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<RemovedRecord>,
     #[serde(default = "first")]
     pub nth: u32,
+}
+
+impl EventRef {
+    /// How a message names it: `model.call #2`, `frame \`done r1\` #1`,
+    /// `stored: reply #1`.
+    pub fn describe(&self) -> String {
+        let what = match (&self.event, &self.frame, self.stored, self.removed) {
+            (_, Some(label), ..) => format!("frame `{label}`"),
+            (_, _, Some(kind), _) => format!("stored: {}", kind.name()),
+            (_, _, _, Some(kind)) => format!("removed: {}", kind.name()),
+            (Some(event), ..) => event.clone(),
+            (None, None, None, None) => "nothing".to_string(),
+        };
+        format!("{what} #{}", self.nth.max(1))
+    }
+
+    /// Why this names no moment or more than one, if it does.
+    pub fn problem(&self) -> Option<&'static str> {
+        let named = [self.event.is_some(), self.frame.is_some(), self.stored.is_some(), self.removed.is_some()];
+        match named.iter().filter(|named| **named).count() {
+            1 if self.frame.as_deref().is_some_and(|label| label.trim().is_empty()) => {
+                Some("`frame` names a client frame by its label as the timeline shows it (`done r1`)")
+            }
+            1 => None,
+            0 => Some("name the moment: give one of `event`, `frame`, `stored` or `removed`"),
+            _ => Some("a moment is one of `event`, `frame`, `stored` or `removed`: give only one"),
+        }
+    }
 }
 
 fn first() -> u32 {
     1
 }
 
-/// When an event may happen: in sim time from the start, or from the
-/// occurrence of another event (`after`).
+/// When a moment may happen: in sim time from the start, or from another
+/// moment (`after`). The moment is named as an [`EventRef`] is.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Timing {
-    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<StoredRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<RemovedRecord>,
     #[serde(default = "first")]
     pub nth: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -261,6 +307,19 @@ pub struct Timing {
     pub no_earlier_than_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_later_than_ms: Option<u64>,
+}
+
+impl Timing {
+    /// The moment it bounds.
+    pub fn target(&self) -> EventRef {
+        EventRef {
+            event: self.event.clone(),
+            frame: self.frame.clone(),
+            stored: self.stored,
+            removed: self.removed,
+            nth: self.nth,
+        }
+    }
 }
 
 /// Host hooks the engine called, by hook.

@@ -172,8 +172,8 @@ fn check_references(
     let error = |at: &str, message: String| Err(ScenarioError::located(path, locator, at, message));
     let tool_known = |id: &str| emitted.contains(&id);
     let chat_caller = calls_chat(scenario);
-    let in_triggers = Place { what: "triggers", stored: true, chat_caller };
-    let in_timings = Place { what: "timings", stored: false, chat_caller };
+    let in_triggers = Place { what: "triggers", stored: true, tool_state: true, chat_caller };
+    let in_timings = Place { what: "timings", stored: true, tool_state: false, chat_caller };
     for (index, trigger) in triggers(scenario) {
         if let Some(id) = trigger.tool.as_deref().filter(|id| !tool_known(id)) {
             return error(
@@ -185,7 +185,10 @@ fn check_references(
             return error(&format!("{index}.when.event"), message);
         }
         if let Some(after) = &trigger.after {
-            if let Some(message) = moment_name_problem(&after.event, &in_triggers) {
+            if let Some(message) = after.problem() {
+                return error(&format!("{index}.when.after"), message.to_string());
+            }
+            if let Some(message) = after.event.as_deref().and_then(|name| moment_name_problem(name, &in_triggers)) {
                 return error(&format!("{index}.when.after.event"), message);
             }
             if after.nth == 0 {
@@ -200,12 +203,19 @@ fn check_references(
         );
     }
     for (index, timing) in scenario.expect.timing.iter().enumerate() {
-        let names = [Some(&timing.event), timing.after.as_ref().map(|after| &after.event)];
+        let at = format!("expect.timing[{index}]");
+        if let Some(message) = timing.target().problem() {
+            return error(&at, message.to_string());
+        }
+        if let Some(message) = timing.after.as_ref().and_then(|after| after.problem()) {
+            return error(&format!("{at}.after"), message.to_string());
+        }
+        let names = [timing.event.as_deref(), timing.after.as_ref().and_then(|after| after.event.as_deref())];
         if let Some(message) = names.into_iter().flatten().find_map(|name| moment_name_problem(name, &in_timings)) {
-            return error(&format!("expect.timing[{index}]"), message);
+            return error(&at, message);
         }
         if let Some(message) = timing_problem(timing, scenario.horizon_ms) {
-            return error(&format!("expect.timing[{index}]"), message);
+            return error(&at, message);
         }
     }
     let clients = scenario.client.connections;
@@ -260,7 +270,7 @@ fn store_fault_problem(fault: &super::StoreFault) -> Option<&'static str> {
     if fault.commit.is_some() {
         return Some("give `commit` or `when`, not both");
     }
-    if when.event.is_some() || when.after.is_some() {
+    if when.event.is_some() || when.frame.is_some() || when.after.is_some() {
         return Some(
             "`when` names a commit by what it would write (`stored`, `removed`, or `tool` with `state`), not by an event",
         );

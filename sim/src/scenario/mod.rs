@@ -650,10 +650,16 @@ pub struct Trigger {
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
-    /// Count matches only after the n-th occurrence of this event.
+    /// Count matches only after the n-th occurrence of this moment (an
+    /// event, a frame, or a record stored or taken away).
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<EventRef>,
+    /// A client frame by its label as the timeline shows it (`done r1`;
+    /// `error r4` matches that error whatever its text).
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame: Option<String>,
     /// Fire on the n-th match (default 1).
     #[serde(default = "first")]
     pub nth: u32,
@@ -681,6 +687,30 @@ pub enum RemovedRecord {
     Alarm,
     Incident,
     InFlight,
+}
+
+impl StoredRecord {
+    /// As a scenario writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::UserMessage => "user-message",
+            Self::Reply => "reply",
+            Self::Alarm => "alarm",
+            Self::Incident => "incident",
+            Self::InFlight => "in-flight",
+        }
+    }
+}
+
+impl RemovedRecord {
+    /// As a scenario writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Alarm => "alarm",
+            Self::Incident => "incident",
+            Self::InFlight => "in-flight",
+        }
+    }
 }
 
 fn first() -> u32 {
@@ -786,11 +816,16 @@ fn validate_trigger(trigger: Trigger) -> Result<Trigger, String> {
         }
         (stored, removed) => stored.is_some() || removed.is_some(),
     };
-    match (&trigger.tool, &trigger.state, write, &trigger.event) {
-        (Some(_), Some(state), false, None) if turnsim_engine::ToolState::parse(state).is_some() => Ok(trigger),
-        (Some(_), Some(state), false, None) => Err(format!("`{state}` is not a tool state ({states})")),
-        (None, None, true, None) | (None, None, false, Some(_)) => Ok(trigger),
-        _ => Err("a trigger is one of `tool` + `state`, `stored`, `removed` or `event`".into()),
+    match (&trigger.tool, &trigger.state, write, &trigger.event, &trigger.frame) {
+        (Some(_), Some(state), false, None, None) if turnsim_engine::ToolState::parse(state).is_some() => Ok(trigger),
+        (Some(_), Some(state), false, None, None) => Err(format!("`{state}` is not a tool state ({states})")),
+        (None, None, false, None, Some(label)) if label.trim().is_empty() => {
+            Err("`frame` names a client frame by its label as the timeline shows it (`done r1`)".into())
+        }
+        (None, None, true, None, None) | (None, None, false, Some(_), None) | (None, None, false, None, Some(_)) => {
+            Ok(trigger)
+        }
+        _ => Err("a trigger is one of `tool` + `state`, `stored`, `removed`, `event` or `frame`".into()),
     }
 }
 

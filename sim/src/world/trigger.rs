@@ -3,13 +3,12 @@
 //! read by what it newly stores, so an engine is faulted at the same moment
 //! whatever it says of itself and however it groups its writes.
 
-use std::collections::BTreeSet;
-
 use turnsim_engine::durable::DurableState;
 use turnsim_engine::durable::Write;
-use turnsim_engine::{Message, Role};
+use turnsim_engine::Message;
 
-use crate::scenario::{RemovedRecord, StoredRecord, Trigger};
+use crate::records::{names_moment, Changes, Records};
+use crate::scenario::Trigger;
 use crate::trace::{Matcher, Moment};
 
 /// The matcher for `trigger`, given what the store held before the first boot.
@@ -69,13 +68,8 @@ struct Watch {
     trigger: Trigger,
     /// Occurrences of `after` still to come before matches count.
     after_left: u32,
-    /// User messages, replies with something in them, alarms and incidents
-    /// stored so far, and the request id of the turn held in flight.
-    users: BTreeSet<String>,
-    replies: BTreeSet<String>,
-    alarms: BTreeSet<String>,
-    incidents: BTreeSet<String>,
-    in_flight: Option<String>,
+    /// What the store holds, followed from the first commit.
+    records: Records,
     /// Whether the last commit that wrote the trigger's tool call held it
     /// in the trigger's state.
     tool_held: bool,
@@ -86,16 +80,7 @@ impl Watch {
         Self {
             trigger: trigger.clone(),
             after_left: trigger.after.as_ref().map_or(0, |after| after.nth.max(1)),
-            users: initial.messages.iter().filter(|message| message.role == Role::User).map(|m| m.id.clone()).collect(),
-            replies: initial
-                .messages
-                .iter()
-                .filter(|message| message.role == Role::Assistant && crate::history::has_content(message))
-                .map(|message| message.id.clone())
-                .collect(),
-            alarms: initial.alarms.iter().map(|alarm| alarm.id.clone()).collect(),
-            incidents: initial.incidents.keys().cloned().collect(),
-            in_flight: initial.in_flight.as_ref().map(|turn| turn.request_id.clone()),
+            records: Records::new(initial),
             tool_held: trigger.tool.as_deref().is_some_and(|id| initial.messages.iter().any(|m| holds(m, id, trigger))),
         }
     }
@@ -103,67 +88,49 @@ impl Watch {
     fn matches(&mut self, moment: &Moment) -> bool {
         // What the store holds is followed from the first commit, whether
         // or not `after` has happened yet.
-        let stored = self.newly_stored(moment.writes);
+        let changes = self.records.take(moment.writes);
+        let stored = self.stores(moment.writes, changes);
         if let Some(after) = &self.trigger.after {
             if self.after_left > 0 {
-                if moment.event.is_named(&after.event) {
+                if names_moment(after, moment.event, changes) {
                     self.after_left -= 1;
                 }
                 return false;
             }
         }
-        let names_a_write = self.trigger.stored.is_some() || self.trigger.removed.is_some();
-        match (&self.trigger.event, names_a_write, &self.trigger.tool) {
-            (_, true, _) | (_, _, Some(_)) => stored,
-            (Some(name), false, None) => moment.event.is_named(name),
-            (None, false, None) => false,
+        let trigger = &self.trigger;
+        if trigger.stored.is_some() || trigger.removed.is_some() || trigger.tool.is_some() {
+            return stored;
         }
+        if let Some(label) = &trigger.frame {
+            return moment.event.is_frame(label);
+        }
+        trigger.event.as_deref().is_some_and(|name| moment.event.is_named(name))
     }
 
-    /// Whether this commit newly stores (or takes away) what the trigger names.
-    fn newly_stored(&mut self, writes: &[Write]) -> bool {
-        let stored = self.trigger.stored;
-        let removed = self.trigger.removed;
-        let mut fired = false;
-        for write in writes {
-            match write {
-                Write::PutMessage(message) | Write::PutMessageAfter { message, .. } => {
-                    if message.role == Role::User && self.users.insert(message.id.clone()) {
-                        fired |= stored == Some(StoredRecord::UserMessage);
-                    }
-                    let has_content = message.role == Role::Assistant && crate::history::has_content(message);
-                    if has_content && self.replies.insert(message.id.clone()) {
-                        fired |= stored == Some(StoredRecord::Reply);
-                    }
-                    if let Some(id) = self.trigger.tool.as_deref().filter(|id| message.tool(id).is_some()) {
+    /// Whether this commit newly stores (or takes away) what the trigger
+    /// names, given what it changed.
+    fn stores(&mut self, writes: &[Write], changes: Changes) -> bool {
+        let mut fired = self.trigger.stored.is_some_and(|kind| changes.stores(kind))
+            || self.trigger.removed.is_some_and(|kind| changes.removes(kind));
+        if let Some(id) = self.trigger.tool.as_deref() {
+            for write in writes {
+                if let Write::PutMessage(message) | Write::PutMessageAfter { message, .. } = write {
+                    if message.tool(id).is_some() {
                         let held = holds(message, id, &self.trigger);
                         fired |= held && !self.tool_held;
                         self.tool_held = held;
                     }
                 }
-                Write::PutAlarm(alarm) if self.alarms.insert(alarm.id.clone()) => {
-                    fired |= stored == Some(StoredRecord::Alarm);
-                }
-                Write::RemoveAlarm(id) if self.alarms.remove(id) => {
-                    fired |= removed == Some(RemovedRecord::Alarm);
-                }
-                Write::PutIncident(incident) if self.incidents.insert(incident.id.clone()) => {
-                    fired |= stored == Some(StoredRecord::Incident);
-                }
-                Write::RemoveIncident(id) if self.incidents.remove(id) => {
-                    fired |= removed == Some(RemovedRecord::Incident);
-                }
-                Write::InFlight(Some(turn)) if self.in_flight.as_ref() != Some(&turn.request_id) => {
-                    self.in_flight = Some(turn.request_id.clone());
-                    fired |= stored == Some(StoredRecord::InFlight);
-                }
-                Write::InFlight(None) if self.in_flight.take().is_some() => {
-                    fired |= removed == Some(RemovedRecord::InFlight);
-                }
-                _ => {}
             }
         }
         fired
+    }
+
+    /// Whether a commit of `writes` newly stores what the trigger names.
+    fn newly_stored(&mut self, writes: &[Write]) -> bool {
+        let changes = self.records.take(writes);
+        self.stores(writes, changes)
     }
 }
 

@@ -100,6 +100,26 @@ fn timing_bounds_an_event_from_the_start_or_from_another_event() {
 }
 
 #[test]
+fn timing_names_a_record_stored_or_removed_and_a_frame_by_its_label() {
+    // The tool turn ends (its in-flight record cleared, `done r1`) at 0 ms;
+    // the client answers at 48 ms, and the continuation ends (`done r4`,
+    // the record cleared again) at 98 ms.
+    let holds = "  timing:\n    - { removed: in-flight, nth: 2, after: { frame: done r1 }, no_earlier_than_ms: 98, no_later_than_ms: 99 }\n    - { frame: done r4, after: { stored: reply }, no_earlier_than_ms: 98, no_later_than_ms: 99 }\n";
+    assert_holds(TOOL, holds);
+    let late = "  timing:\n    - { removed: in-flight, nth: 2, after: { frame: done r1 }, no_later_than_ms: 50 }\n";
+    assert_fires(
+        TOOL,
+        late,
+        "removed: in-flight #2 came 0.098 s after frame `done r1` #1; expected no later than 50 ms",
+    );
+    // A label is the frame's, not a prefix of a longer word: `done r` names no frame.
+    let never = "  timing:\n    - { frame: done r }\n";
+    assert_fires(TOOL, never, "frame `done r` #1 never happened");
+    assert_fires(TOOL, "  timing:\n    - { stored: alarm }\n", "stored: alarm #1 never happened");
+    assert_fires(TOOL, "  timing:\n    - { removed: in-flight, nth: 3 }\n", "removed: in-flight #3 never happened");
+}
+
+#[test]
 fn snapshots_count_what_happened_by_a_moment() {
     assert_holds(RETRY, "  snapshots:\n    - { at_ms: 1999, model_calls: 1, terminal_callbacks: 0 }\n    - { at_ms: 2000, model_calls: 2 }\n");
     assert_fires(

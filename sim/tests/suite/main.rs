@@ -15,6 +15,7 @@ mod hostile;
 mod hostile_engines;
 mod layers;
 mod library;
+mod moments;
 mod owed;
 mod provider;
 mod regressions;

@@ -579,3 +579,19 @@ fn transcript_shape_fires_when_step_boundaries_are_dropped_from_the_store() {
         "m3: 2 model calls left their output in it but it holds 0 step-starts",
     );
 }
+
+#[test]
+fn transcript_shape_fires_when_a_seeded_replys_step_boundaries_are_dropped() {
+    // The reply the store started with is never re-streamed: recovery gives
+    // up on it and rewrites it settled, text kept.
+    let run = Run::committed("stored-dead-turn-recovery-refused-gives-up", "transcript-shape");
+    let mut broken = run.broken();
+    for message in committed_messages(&mut broken) {
+        message.parts.retain(|part| !matches!(part, turnsim_engine::Part::StepStart));
+    }
+    run.assert_fires(
+        "transcript-shape",
+        &broken,
+        "m2: the store started with 1 step-starts in it and keeps all it held between them, but holds 0",
+    );
+}

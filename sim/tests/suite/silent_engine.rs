@@ -103,7 +103,7 @@ fn a_trigger_that_names_an_engine_event_is_refused_with_the_boundary_event_to_us
         ("user-message.stored", "stored: user-message"),
         ("recovery.scheduled", "stored: alarm"),
         ("continuation.fire", "model.call"),
-        ("turn.end", "client.frame"),
+        ("turn.end", "`frame: done rN`"),
     ] {
         let error =
             turnsim::scenario::parse_scenario(&path, &yaml(engine_event)).expect_err("an engine event is refused");
@@ -121,12 +121,21 @@ fn a_trigger_that_names_an_engine_event_is_refused_with_the_boundary_event_to_us
 }
 
 #[test]
-fn a_timing_that_names_an_engine_event_is_not_offered_a_stored_moment() {
-    // Timings take boundary events only: the hint names one of those.
+fn a_timing_that_names_an_engine_event_is_offered_the_stored_moment() {
+    // Timings name what crossed the boundary: the hint names the commit that
+    // stores the record, which a timing takes as a trigger does.
     let path = crate::common::workspace_root().join("scenarios").join("inline-test.yaml");
-    let yaml = "name: t\nmodel:\n  - - text: hi\n    - finish: { reason: stop }\nactions:\n  - at_ms: 0\n    user_message: { text: hi }\nexpect:\n  timing:\n    - { event: user-message.stored, no_earlier_than_ms: 10 }\n";
-    let error = turnsim::scenario::parse_scenario(&path, yaml).expect_err("an engine event is refused");
+    let yaml = |moment: &str| {
+        format!(
+            "name: t\nmodel:\n  - - text: hi\n    - finish: {{ reason: stop }}\nactions:\n  - at_ms: 0\n    \
+             user_message: {{ text: hi }}\nexpect:\n  timing:\n    - {{ {moment}, no_later_than_ms: 10 }}\n"
+        )
+    };
+    let error = turnsim::scenario::parse_scenario(&path, &yaml("event: user-message.stored")).expect_err("refused");
     let message = error.to_string();
-    assert!(message.contains("engine's own event") && message.contains("store.commit"), "{message}");
-    assert!(!message.contains("stored:"), "timings take no `stored:` moment: {message}");
+    assert!(message.contains("engine's own event") && message.contains("`stored: user-message`"), "{message}");
+    assert!(!message.contains("`tool` + `state`"), "timings take no tool state: {message}");
+    let file = turnsim::scenario::parse_scenario(&path, &yaml("stored: user-message")).expect("the hint loads");
+    let failed = check_run(&file, &run(&file, 0, &RegressionSet::default()));
+    assert!(failed.is_empty(), "the user message is stored at once: {failed:?}");
 }

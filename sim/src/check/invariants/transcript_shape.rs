@@ -3,9 +3,10 @@
 //! assistant message holds at most one `step-start` per model call whose
 //! output was kept (a truncated attempt's parts are replaced, not appended),
 //! and at least one per model call whose output it holds (each step begins
-//! with its boundary: a reload, and the model, tell steps apart by it).
-//! The store is the history's commits folded in; the calls are the model
-//! requests that named the message as the reply they write into.
+//! with its boundary: a reload, and the model, tell steps apart by it). A
+//! reply the store started with keeps its boundaries while it keeps what
+//! they part. The store is the history's commits folded in; the calls are
+//! the model requests that named the message as the reply they write into.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,7 +22,7 @@ use crate::history::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "transcript-shape",
-    rule: "no orphan step-start, no duplicated tool call, no parts of a retried attempt, no text left streaming in the stored transcript or stored streaming after the model ended it",
+    rule: "no orphan step-start, no duplicated tool call, no parts of a retried attempt, a step-start per kept step (a seeded reply's kept too), no text left streaming in the stored transcript or stored streaming after the model ended it",
     check,
 };
 
@@ -202,7 +203,40 @@ fn stored_step_starts(input: &CheckInput, message_id: &str) -> usize {
     input.run.history.initial.message(message_id).map_or(0, step_starts)
 }
 
+/// A reply the store started with (an earlier process's) keeps its step
+/// boundaries while it keeps what they part: a later write that holds all
+/// of its content, in order, holds its `step-start`s too.
+fn seeded_steps_dropped(input: &CheckInput, message: &Message) -> Option<Violation> {
+    let seeded = input.run.history.initial.message(&message.id)?;
+    let (had, holds) = (step_starts(seeded), step_starts(message));
+    if holds >= had || !keeps_content(seeded, message) {
+        return None;
+    }
+    let text = format!(
+        "{}: the store started with {had} step-starts in it and keeps all it held between them, but holds {holds} (a seeded reply's step boundary was dropped)",
+        message.id
+    );
+    Some(Violation::new(NAME, text))
+}
+
+/// Whether `now` holds every part of `before` but its step boundaries, in
+/// order (other parts may come between or after): a text with its text
+/// (settled or not), a tool call by its id (in whatever state).
+fn keeps_content(before: &Message, now: &Message) -> bool {
+    let same = |a: &Part, b: &Part| match (a, b) {
+        (Part::Text { text: a, .. }, Part::Text { text: b, .. }) => a == b,
+        (Part::Reasoning { text: a, .. }, Part::Reasoning { text: b, .. }) => a == b,
+        (Part::Tool(a), Part::Tool(b)) => a.call_id == b.call_id,
+        _ => false,
+    };
+    let mut parts = now.parts.iter().filter(|part| !matches!(part, Part::StepStart));
+    before.parts.iter().filter(|part| !matches!(part, Part::StepStart)).all(|kept| parts.any(|part| same(kept, part)))
+}
+
 fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation> {
+    if let Some(violation) = seeded_steps_dropped(input, message) {
+        return Some(violation);
+    }
     // Steps a stored transcript brought with it were not made by this run's model calls.
     let made = step_starts(message).saturating_sub(stored_step_starts(input, &message.id));
     let calls: Vec<&CallFact> = input.facts.calls_into(&message.id).collect();
