@@ -24,6 +24,7 @@ pub mod determinism;
 pub mod explore;
 pub mod history;
 pub mod html;
+pub mod live;
 pub mod mermaid;
 pub mod output;
 pub mod properties;
