@@ -177,8 +177,9 @@ pub fn replay(shape: &Shape) -> u64 {
                 }
             })
         };
-        // The world wakes for whatever the engine does, until the run's end.
-        let end = Duration::from_micros(shape.end_us);
+        // The world wakes for whatever the engine does, until a millisecond
+        // past the run's end (so that every send of its last instant lands).
+        let end = Duration::from_micros(shape.end_us + 1_000);
         loop {
             let left = end.saturating_sub(sim_now());
             tokio::select! {
@@ -270,9 +271,13 @@ mod tests {
             shape.sends.iter().filter(|(at, by)| *by == Node::Engine && *at > kill && *at < restart);
         assert_eq!(engine_while_down.count(), 0, "a killed engine sends nothing");
         // Every message lands but some sent to the engine while it was down
-        // (those of the kill's and the restart's instants may go either way).
-        let around_the_eviction =
-            shape.sends.iter().filter(|(at, by)| *by != Node::Engine && *at >= kill && *at <= restart).count();
+        // (those of the kill's and the restart's instants, and of the first
+        // instant, before the engine has booted, may go either way).
+        let around_the_eviction = shape
+            .sends
+            .iter()
+            .filter(|(at, by)| *by != Node::Engine && (*at >= kill && *at <= restart || *at == 0))
+            .count();
         let delivered = replay(&shape) as usize;
         assert!(delivered < shape.events(), "the restart's own event finds the engine down");
         assert!(delivered >= shape.events() - around_the_eviction, "{delivered} of {} delivered", shape.events());

@@ -8,6 +8,7 @@ pub mod bare;
 pub mod breakdown;
 pub mod growth;
 pub mod instructions;
+pub mod node_floor;
 pub mod ratios;
 
 use std::path::Path;
@@ -41,7 +42,7 @@ pub const STEP_CHAIN_LONG: usize = 320;
 /// Client tools in the narrow and the wide batch of `batch_growth`.
 pub const BATCH_NARROW: usize = 10;
 pub const BATCH_WIDE: usize = 400;
-const ROUND_TIME: Duration = Duration::from_millis(600);
+pub(crate) const ROUND_TIME: Duration = Duration::from_millis(600);
 
 #[derive(Debug, Default, Serialize)]
 pub struct BenchReport {
@@ -92,17 +93,16 @@ pub struct BenchReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ai_sdk_no_eviction_runs_per_sec: Option<f64>,
     /// The Node floor (`adapters/node/examples/noop.mjs`: the SDK's loop,
-    /// every handler absent) on the standard scenario, and on
-    /// `barrier-late-sibling`: wall-clock runs per second, unjudged.
+    /// no handler) fed the lines the Cloudflare engine was sent on the
+    /// standard scenario (`node_floor`), wall-clock runs per second.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_floor_runs_per_sec: Option<f64>,
+    pub cloudflare_node_floor_runs_per_sec: Option<f64>,
+    /// The same, fed what the AI SDK engine was sent on `barrier-late-sibling`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_floor_no_eviction_runs_per_sec: Option<f64>,
-    /// Each Node engine's rate over the Node floor's on the same scenario.
+    pub ai_sdk_node_floor_runs_per_sec: Option<f64>,
+    /// Each Node engine's rate over the Node floor's on the same lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cloudflare_node_fraction: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cloudflare_no_eviction_node_fraction: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ai_sdk_no_eviction_node_fraction: Option<f64>,
     pub suite_runs: usize,
@@ -154,9 +154,17 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
     // passing list) and the Node floor fails everything: their cost is
     // measured, not their verdicts.
     let ai_sdk_no_eviction_runs_per_sec = over_protocol_judged(node(AI_SDK_ENGINE).ok(), &no_eviction, false);
-    let node_floor = node(NODE_FLOOR_ENGINE).ok();
-    let node_floor_runs_per_sec = over_protocol_judged(node_floor.clone(), &standard, false);
-    let node_floor_no_eviction_runs_per_sec = over_protocol_judged(node_floor, &no_eviction, false);
+    let node_floor_rate = |engine: &str, file: &ScenarioFile| {
+        let (engine, floor) = (node(engine).ok()?, node(NODE_FLOOR_ENGINE).ok()?);
+        let runs = node_floor::inputs(&engine, file, NODE_FLOOR_SEEDS);
+        let rates: Result<Vec<f64>, String> =
+            (0..ROUNDS).map(|_| node_floor::rate(&floor, &runs, ROUND_TIME)).collect();
+        let mut rates = rates.ok()?;
+        rates.sort_by(f64::total_cmp);
+        Some(rates[rates.len() / 2])
+    };
+    let cloudflare_node_floor_runs_per_sec = node_floor_rate(CLOUDFLARE_ENGINE, &standard);
+    let ai_sdk_node_floor_runs_per_sec = node_floor_rate(AI_SDK_ENGINE, &no_eviction);
     let fraction = |rate: Option<f64>, floor: Option<f64>| Some(rate? / floor?);
     let floor = measure_floor(&standard, ROUNDS);
     let growth = growth::measure(crate::check::check_run, growth::GrowthPlan { rounds: ROUNDS, ..Default::default() });
@@ -180,17 +188,10 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
         cloudflare_no_eviction_runs_per_sec,
         cloudflare_skipped,
         ai_sdk_no_eviction_runs_per_sec,
-        node_floor_runs_per_sec,
-        node_floor_no_eviction_runs_per_sec,
-        cloudflare_node_fraction: fraction(cloudflare_runs_per_sec, node_floor_runs_per_sec),
-        cloudflare_no_eviction_node_fraction: fraction(
-            cloudflare_no_eviction_runs_per_sec,
-            node_floor_no_eviction_runs_per_sec,
-        ),
-        ai_sdk_no_eviction_node_fraction: fraction(
-            ai_sdk_no_eviction_runs_per_sec,
-            node_floor_no_eviction_runs_per_sec,
-        ),
+        cloudflare_node_floor_runs_per_sec,
+        ai_sdk_node_floor_runs_per_sec,
+        cloudflare_node_fraction: fraction(cloudflare_runs_per_sec, cloudflare_node_floor_runs_per_sec),
+        ai_sdk_no_eviction_node_fraction: fraction(ai_sdk_no_eviction_runs_per_sec, ai_sdk_node_floor_runs_per_sec),
         suite_runs,
         rounds: ROUNDS,
     })
@@ -199,6 +200,8 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
 /// Seeds whose shapes the floor replays in turn (the standard runs it is
 /// compared with run the same seeds).
 const FLOOR_SEEDS: u64 = 16;
+/// Seeds whose lines the Node floor is fed in turn.
+const NODE_FLOOR_SEEDS: u64 = 4;
 
 pub struct FloorFigures {
     pub floor_runs_per_sec: f64,
@@ -331,7 +334,7 @@ pub fn text(report: &BenchReport) -> String {
             "Cloudflare engine        {standard:>12.1} runs/s (standard scenario, it evicts{})\n\
              Cloudflare engine        {no_eviction_rate:>12.1} runs/s ({no_eviction}, no eviction{})\n",
             of_floor(report.cloudflare_node_fraction),
-            of_floor(report.cloudflare_no_eviction_node_fraction),
+            "",
         )),
         _ => text.push_str(&format!(
             "Cloudflare engine        {:>12} ({})\n",
@@ -343,12 +346,12 @@ pub fn text(report: &BenchReport) -> String {
         let fraction = of_floor(report.ai_sdk_no_eviction_node_fraction);
         text.push_str(&format!("AI SDK engine            {rate:>12.1} runs/s ({no_eviction}, unjudged{fraction})\n"));
     }
-    if let (Some(standard), Some(no_eviction_rate)) =
-        (report.node_floor_runs_per_sec, report.node_floor_no_eviction_runs_per_sec)
+    if let (Some(cloudflare), Some(ai_sdk)) =
+        (report.cloudflare_node_floor_runs_per_sec, report.ai_sdk_node_floor_runs_per_sec)
     {
         text.push_str(&format!(
-            "Node floor               {standard:>12.1} runs/s (standard scenario; {no_eviction_rate:.1} on {no_eviction}; \
-             the SDK's loop, no handlers)\n"
+            "Node floor               {cloudflare:>12.1} runs/s (the SDK's loop, no handlers, fed the Cloudflare \
+             engine's lines; {ai_sdk:.1} fed the AI SDK engine's)\n"
         ));
     }
     text.push_str(&format!(

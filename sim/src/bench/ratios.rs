@@ -9,8 +9,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{breakdown, measure_floor, median, node_command, seeded_rate, unjudged_rate};
-use super::{AI_SDK_ENGINE, CLOUDFLARE_ENGINE, NODE_FLOOR_ENGINE, NO_EVICTION_SCENARIO, STANDARD_SCENARIO};
+use super::{breakdown, measure_floor, median, node_command, node_floor, seeded_rate, unjudged_rate};
+use super::{
+    AI_SDK_ENGINE, CLOUDFLARE_ENGINE, NODE_FLOOR_ENGINE, NODE_FLOOR_SEEDS, NO_EVICTION_SCENARIO, ROUND_TIME,
+    STANDARD_SCENARIO,
+};
 use crate::runner;
 use crate::scenario::{load_scenario, ScenarioError, ScenarioFile};
 use turnsim_engine::RegressionSet;
@@ -59,11 +62,14 @@ pub fn measure(scenarios_dir: &Path) -> Result<Ratios, ScenarioError> {
     let node = |engine: &str| node_command(scenarios_dir, engine);
     let (cloudflare_node_fraction, ai_sdk_no_eviction_node_fraction, node_skipped) =
         match (node(NODE_FLOOR_ENGINE), node(CLOUDFLARE_ENGINE), node(AI_SDK_ENGINE)) {
-            (Ok(floor), Ok(cloudflare), Ok(ai_sdk)) => (
-                Some(node_fraction(&cloudflare, &floor, &standard, true)),
-                Some(node_fraction(&ai_sdk, &floor, &no_eviction, false)),
-                None,
-            ),
+            (Ok(floor), Ok(cloudflare), Ok(ai_sdk)) => {
+                let fractions = node_fraction(&cloudflare, &floor, &standard, true)
+                    .and_then(|cloudflare| Ok((cloudflare, node_fraction(&ai_sdk, &floor, &no_eviction, false)?)));
+                match fractions {
+                    Ok((cloudflare, ai_sdk)) => (Some(cloudflare), Some(ai_sdk), None),
+                    Err(why) => (None, None, Some(why)),
+                }
+            }
             (Err(why), _, _) | (_, Err(why), _) | (_, _, Err(why)) => (None, None, Some(why)),
         };
     Ok(Ratios {
@@ -76,9 +82,17 @@ pub fn measure(scenarios_dir: &Path) -> Result<Ratios, ScenarioError> {
     })
 }
 
-/// An engine's rate over the Node floor's on `file`, in alternating rounds.
-fn node_fraction(engine: &str, floor: &str, file: &ScenarioFile, judged: bool) -> f64 {
-    median(ROUNDS, || over_protocol(engine, file, judged) / over_protocol(floor, file, false))
+/// An engine's rate over the Node floor's fed the same lines, in
+/// alternating rounds.
+fn node_fraction(engine: &str, floor: &str, file: &ScenarioFile, judged: bool) -> Result<f64, String> {
+    let runs = node_floor::inputs(engine, file, NODE_FLOOR_SEEDS);
+    let mut fractions = Vec::new();
+    for _ in 0..ROUNDS {
+        let rate = over_protocol(engine, file, judged);
+        fractions.push(rate / node_floor::rate(floor, &runs, ROUND_TIME)?);
+    }
+    fractions.sort_by(f64::total_cmp);
+    Ok(fractions[fractions.len() / 2])
 }
 
 /// Runs per second of `file` against the engine `command` starts: one run
