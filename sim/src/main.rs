@@ -189,9 +189,12 @@ enum Command {
         /// Directory holding the benchmark scenarios.
         #[arg(long, default_value = "scenarios")]
         scenarios: PathBuf,
-        /// Exit 1 when a figure falls below its floor (or a growth figure
-        /// rises above its ceiling) in this file of committed bounds.
-        #[arg(long, value_name = "FLOORS", num_args = 0..=1, default_missing_value = turnsim::bench::floors::DEFAULT_FLOORS)]
+        /// Instead of the figures: the ratios a run measures on itself (a
+        /// standard run over the floor, the checks' share, the protocol over
+        /// in-process, each Node engine over the Node floor) against this
+        /// file of committed bounds; exit 1 past a bound, 2 when a bounded
+        /// ratio cannot be measured here.
+        #[arg(long, value_name = "BOUNDS", num_args = 0..=1, default_missing_value = turnsim::bench::ratios::DEFAULT_BOUNDS)]
         check: Option<PathBuf>,
         /// Instead of the figures: each part of a run (the simulation, each
         /// check) timed per traced event, on the standard scenario and on the
@@ -292,9 +295,8 @@ fn main() -> ExitCode {
             outln!("{}", turnsim::bench::instructions::probe(shape, form, seeds, quadratic_check));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { format, scenarios, check, .. } => {
-            cli::bench::bench(&scenarios, arguments.engine_cmd, format, check.as_deref())
-        }
+        Command::Bench { format, scenarios, check: Some(bounds), .. } => cli::bench::check(&scenarios, &bounds, format),
+        Command::Bench { format, scenarios, .. } => cli::bench::bench(&scenarios, arguments.engine_cmd, format),
         Command::Schema => {
             outln!("{}", turnsim::scenario::json_schema());
             Ok(ExitCode::SUCCESS)

@@ -81,6 +81,16 @@ pub fn measure(standard: &ScenarioFile) -> ByPart {
     ByPart { standard, growth: growth_shapes() }
 }
 
+/// The checks' share of a standard run's CPU time: everything but the
+/// simulation (deriving the shared facts, every invariant, the
+/// expectations), over one round of runs.
+pub fn checks_share(standard: &ScenarioFile) -> f64 {
+    let (parts, _, _) = per_event_counted(standard);
+    let total: f64 = parts.iter().map(|(_, ns)| ns).sum();
+    let simulation = parts.first().map_or(0.0, |(_, ns)| *ns);
+    (total - simulation) / total.max(f64::MIN_POSITIVE)
+}
+
 /// Both growth shapes, part by part.
 fn growth_shapes() -> Vec<Breakdown> {
     let shapes = [

@@ -4,10 +4,12 @@
 //! batches of runs; nothing it measures reaches a trace. Each figure is the
 //! median of several rounds, because this machine is noisy.
 
+pub mod bare;
 pub mod breakdown;
-pub mod floors;
 pub mod growth;
 pub mod instructions;
+pub mod node_floor;
+pub mod ratios;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -26,6 +28,11 @@ pub const STANDARD_SCENARIO: &str = "bench-standard-story.yaml";
 pub const NO_EVICTION_SCENARIO: &str = "barrier-late-sibling.yaml";
 /// The Cloudflare engine, from the repository root (next to the scenarios).
 pub const CLOUDFLARE_ENGINE: &str = "adapters/cloudflare-agents/engine.mjs";
+/// The AI SDK engine (no recovery, no messenger: measured on the scenario
+/// without eviction only).
+pub const AI_SDK_ENGINE: &str = "adapters/ai-sdk-chat/engine.mjs";
+/// The Node floor: the SDK's protocol loop with no handler behind it.
+pub const NODE_FLOOR_ENGINE: &str = "adapters/node/examples/noop.mjs";
 /// About 130 s of recovery attempts with stable timeouts and reschedules.
 pub const LONG_RECOVERY_SCENARIO: &str = "recovery-stable-timeout-exhausts.yaml";
 const ROUNDS: usize = 5;
@@ -35,12 +42,21 @@ pub const STEP_CHAIN_LONG: usize = 320;
 /// Client tools in the narrow and the wide batch of `batch_growth`.
 pub const BATCH_NARROW: usize = 10;
 pub const BATCH_WIDE: usize = 400;
-const ROUND_TIME: Duration = Duration::from_millis(600);
+pub(crate) const ROUND_TIME: Duration = Duration::from_millis(600);
 
 #[derive(Debug, Default, Serialize)]
 pub struct BenchReport {
     /// Standard scenario, seeded runs per second on one thread.
     pub runs_per_sec: f64,
+    /// The floor: a bare simulation of the standard scenario's shape (its
+    /// nodes, messages, timers and eviction under madsim, nothing else;
+    /// `bare`), runs per second of CPU time on one thread.
+    pub floor_runs_per_sec: f64,
+    /// A standard run's CPU time over the floor's, the two measured in
+    /// alternating rounds of this process (median of the rounds' ratios):
+    /// what the engine, the world's logic, the history and the checks cost
+    /// on top of what any run of this design pays.
+    pub floor_ratio: f64,
     /// The whole committed suite, runs per second on one thread.
     pub suite_runs_per_sec: f64,
     /// The suite with `--jobs 2`, as a ratio to one thread.
@@ -69,9 +85,26 @@ pub struct BenchReport {
     /// `barrier-late-sibling` (no eviction) against the Cloudflare engine.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cloudflare_no_eviction_runs_per_sec: Option<f64>,
-    /// Why the Cloudflare figures are missing, when they are.
+    /// Why the Node figures (the Cloudflare engine's, the AI SDK engine's,
+    /// the Node floor's) are missing, when they are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cloudflare_skipped: Option<String>,
+    /// `barrier-late-sibling` against the AI SDK engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ai_sdk_no_eviction_runs_per_sec: Option<f64>,
+    /// The Node floor (`adapters/node/examples/noop.mjs`: the SDK's loop,
+    /// no handler) fed the lines the Cloudflare engine was sent on the
+    /// standard scenario (`node_floor`), wall-clock runs per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cloudflare_node_floor_runs_per_sec: Option<f64>,
+    /// The same, fed what the AI SDK engine was sent on `barrier-late-sibling`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ai_sdk_node_floor_runs_per_sec: Option<f64>,
+    /// Each Node engine's rate over the Node floor's on the same lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cloudflare_node_fraction: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ai_sdk_no_eviction_node_fraction: Option<f64>,
     pub suite_runs: usize,
     pub rounds: usize,
 }
@@ -94,30 +127,54 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
     }
     .runs() as usize;
     let served = std::env::current_exe().map(|exe| format!("'{}' engine", exe.display())).ok();
-    let over_protocol = |command: Option<String>, file: &ScenarioFile| {
+    let over_protocol_judged = |command: Option<String>, file: &ScenarioFile, judged: bool| {
         let command = command?;
         crate::world::use_engine_command(Some(command));
         // One run first: the engine's processes start (and a Node engine
         // loads its packages) once per invocation, not once per run.
         let _ = runner::run_one(file, 0, &RegressionSet::default());
-        let rate = median(ROUNDS, || seeded_rate(file).0);
+        let rate = median(ROUNDS, || match judged {
+            true => seeded_rate(file).0,
+            false => unjudged_rate(file),
+        });
         crate::world::use_engine_command(None);
         crate::protocol::proxy::stop_waiting_processes();
         Some(rate)
     };
+    let over_protocol = |command: Option<String>, file: &ScenarioFile| over_protocol_judged(command, file, true);
     let protocol_runs_per_sec = over_protocol(served, &standard).unwrap_or(0.0);
     let engine_cmd_runs_per_sec = over_protocol(engine_cmd, &standard);
-    let (cloudflare, cloudflare_skipped) = match cloudflare_command(scenarios_dir) {
+    let node = |engine: &str| node_command(scenarios_dir, engine);
+    let (cloudflare, cloudflare_skipped) = match node(CLOUDFLARE_ENGINE) {
         Ok(command) => (Some(command), None),
         Err(why) => (None, Some(why)),
     };
     let cloudflare_runs_per_sec = over_protocol(cloudflare.clone(), &standard);
     let cloudflare_no_eviction_runs_per_sec = over_protocol(cloudflare, &no_eviction);
+    // The AI SDK engine fails `barrier-late-sibling` (it is not on its
+    // passing list) and the Node floor fails everything: their cost is
+    // measured, not their verdicts.
+    let ai_sdk_no_eviction_runs_per_sec = over_protocol_judged(node(AI_SDK_ENGINE).ok(), &no_eviction, false);
+    let node_floor_rate = |engine: &str, file: &ScenarioFile| {
+        let (engine, floor) = (node(engine).ok()?, node(NODE_FLOOR_ENGINE).ok()?);
+        let runs = node_floor::inputs(&engine, file, NODE_FLOOR_SEEDS);
+        let rates: Result<Vec<f64>, String> =
+            (0..ROUNDS).map(|_| node_floor::rate(&floor, &runs, ROUND_TIME)).collect();
+        let mut rates = rates.ok()?;
+        rates.sort_by(f64::total_cmp);
+        Some(rates[rates.len() / 2])
+    };
+    let cloudflare_node_floor_runs_per_sec = node_floor_rate(CLOUDFLARE_ENGINE, &standard);
+    let ai_sdk_node_floor_runs_per_sec = node_floor_rate(AI_SDK_ENGINE, &no_eviction);
+    let fraction = |rate: Option<f64>, floor: Option<f64>| Some(rate? / floor?);
+    let floor = measure_floor(&standard, ROUNDS);
     let growth = growth::measure(crate::check::check_run, growth::GrowthPlan { rounds: ROUNDS, ..Default::default() });
     let one_thread = median(ROUNDS, || suite_rate(&suite, 1));
     let two_threads = median(ROUNDS, || suite_rate(&suite, 2));
     Ok(BenchReport {
         runs_per_sec: median(ROUNDS, || seeded_rate(&standard).0),
+        floor_runs_per_sec: floor.floor_runs_per_sec,
+        floor_ratio: floor.ratio,
         suite_runs_per_sec: one_thread,
         jobs2_speedup: two_threads / one_thread,
         sim_seconds_per_wall_second: median(ROUNDS, || seeded_rate(&long).1),
@@ -131,16 +188,51 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
         cloudflare_runs_per_sec,
         cloudflare_no_eviction_runs_per_sec,
         cloudflare_skipped,
+        ai_sdk_no_eviction_runs_per_sec,
+        cloudflare_node_floor_runs_per_sec,
+        ai_sdk_node_floor_runs_per_sec,
+        cloudflare_node_fraction: fraction(cloudflare_runs_per_sec, cloudflare_node_floor_runs_per_sec),
+        ai_sdk_no_eviction_node_fraction: fraction(ai_sdk_no_eviction_runs_per_sec, ai_sdk_node_floor_runs_per_sec),
         suite_runs,
         rounds: ROUNDS,
     })
 }
 
-/// The command that runs the Cloudflare engine from the repository the
-/// scenarios are in, or why it cannot run here.
-fn cloudflare_command(scenarios_dir: &Path) -> Result<String, String> {
+/// Seeds whose shapes the floor replays in turn (the standard runs it is
+/// compared with run the same seeds).
+const FLOOR_SEEDS: u64 = 16;
+/// Seeds whose lines the Node floor is fed in turn.
+const NODE_FLOOR_SEEDS: u64 = 4;
+
+pub struct FloorFigures {
+    pub floor_runs_per_sec: f64,
+    pub ratio: f64,
+}
+
+/// The floor and a standard run, in alternating rounds on one thread:
+/// CPU time per run of each, and the median of the rounds' ratios.
+pub fn measure_floor(standard: &ScenarioFile, rounds: usize) -> FloorFigures {
+    let shapes = bare::shapes(standard, FLOOR_SEEDS);
+    let half = ROUND_TIME / 2;
+    let rounds: Vec<(f64, f64)> = (0..rounds)
+        .map(|_| {
+            let run = bare::standard_seconds_per_run(standard, FLOOR_SEEDS, half);
+            let floor = bare::floor_seconds_per_run(&shapes, half);
+            (run, floor)
+        })
+        .collect();
+    let mut floors: Vec<f64> = rounds.iter().map(|(_, floor)| *floor).collect();
+    floors.sort_by(f64::total_cmp);
+    let mut ratios: Vec<f64> = rounds.iter().map(|(run, floor)| run / floor).collect();
+    ratios.sort_by(f64::total_cmp);
+    FloorFigures { floor_runs_per_sec: 1.0 / floors[floors.len() / 2], ratio: ratios[ratios.len() / 2] }
+}
+
+/// The command that runs the Node engine `engine` (a path from the root of
+/// the repository the scenarios are in), or why it cannot run here.
+fn node_command(scenarios_dir: &Path, engine: &str) -> Result<String, String> {
     let root = scenarios_dir.parent().filter(|root| !root.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let engine = root.join(CLOUDFLARE_ENGINE);
+    let engine = root.join(engine);
     if !engine.is_file() {
         return Err(format!("no {}", engine.display()));
     }
@@ -159,6 +251,24 @@ fn cloudflare_command(scenarios_dir: &Path) -> Result<String, String> {
 /// second).
 fn seeded_rate(file: &ScenarioFile) -> (f64, f64) {
     std::thread::scope(|scope| scope.spawn(|| seeded_rate_here(file)).join().expect("bench thread"))
+}
+
+/// Runs per second of consecutive seeds, whatever their verdicts.
+fn unjudged_rate(file: &ScenarioFile) -> f64 {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let started = wall_now();
+                let mut runs = 0u64;
+                while started.elapsed() < ROUND_TIME {
+                    let _ = crate::world::run(file, runs, &RegressionSet::default());
+                    runs += 1;
+                }
+                runs as f64 / started.elapsed().as_secs_f64()
+            })
+            .join()
+            .expect("bench thread")
+    })
 }
 
 fn seeded_rate_here(file: &ScenarioFile) -> (f64, f64) {
@@ -209,23 +319,42 @@ pub fn wall_now() -> Instant {
 pub fn text(report: &BenchReport) -> String {
     let mut text = format!(
         "standard scenario        {:>12.0} runs/s (one thread)\n\
+         floor                    {:>12.0} runs/s (the standard scenario's shape, bare; CPU time)\n\
+         floor ratio              {:>12.2}x a standard run's CPU time over the floor's (target 1.5)\n\
          over the protocol        {:>12.0} runs/s (standard scenario, `turnsim engine`)\n",
-        report.runs_per_sec, report.protocol_runs_per_sec
+        report.runs_per_sec, report.floor_runs_per_sec, report.floor_ratio, report.protocol_runs_per_sec
     );
     if let Some(rate) = report.engine_cmd_runs_per_sec {
         text.push_str(&format!("--engine-cmd             {rate:>12.0} runs/s (standard scenario)\n"));
     }
+    let no_eviction = NO_EVICTION_SCENARIO.trim_end_matches(".yaml");
+    let of_floor = |fraction: Option<f64>| {
+        fraction.map_or_else(String::new, |fraction| format!(", {fraction:.2} of the Node floor (target 0.5)"))
+    };
     match (report.cloudflare_runs_per_sec, report.cloudflare_no_eviction_runs_per_sec) {
-        (Some(standard), Some(no_eviction)) => text.push_str(&format!(
-            "Cloudflare engine        {standard:>12.1} runs/s (standard scenario, it evicts)\n\
-             Cloudflare engine        {no_eviction:>12.1} runs/s ({}, no eviction)\n",
-            NO_EVICTION_SCENARIO.trim_end_matches(".yaml")
+        (Some(standard), Some(no_eviction_rate)) => text.push_str(&format!(
+            "Cloudflare engine        {standard:>12.1} runs/s (standard scenario, it evicts{})\n\
+             Cloudflare engine        {no_eviction_rate:>12.1} runs/s ({no_eviction}, no eviction{})\n",
+            of_floor(report.cloudflare_node_fraction),
+            "",
         )),
         _ => text.push_str(&format!(
             "Cloudflare engine        {:>12} ({})\n",
             "skipped",
             report.cloudflare_skipped.as_deref().unwrap_or("not measured")
         )),
+    }
+    if let Some(rate) = report.ai_sdk_no_eviction_runs_per_sec {
+        let fraction = of_floor(report.ai_sdk_no_eviction_node_fraction);
+        text.push_str(&format!("AI SDK engine            {rate:>12.1} runs/s ({no_eviction}, unjudged{fraction})\n"));
+    }
+    if let (Some(cloudflare), Some(ai_sdk)) =
+        (report.cloudflare_node_floor_runs_per_sec, report.ai_sdk_node_floor_runs_per_sec)
+    {
+        text.push_str(&format!(
+            "Node floor               {cloudflare:>12.1} runs/s (the SDK's loop, no handlers, fed the Cloudflare \
+             engine's lines; {ai_sdk:.1} fed the AI SDK engine's)\n"
+        ));
     }
     text.push_str(&format!(
         "whole suite              {:>12.0} runs/s (one thread, {} runs)\n\

@@ -8,28 +8,35 @@ use super::replay::ReplayFormat;
 use crate::scenario::ScenarioError;
 use crate::{errln, outln, output};
 
-/// `turnsim bench`; with `floors`, exit 1 when a figure is past its bound.
-pub fn bench(
-    scenarios: &Path,
-    engine_cmd: Option<String>,
-    format: ReplayFormat,
-    floors: Option<&Path>,
-) -> Result<ExitCode, ScenarioError> {
-    let bounds = floors.map(crate::bench::floors::load).transpose()?;
+/// `turnsim bench`: every figure.
+pub fn bench(scenarios: &Path, engine_cmd: Option<String>, format: ReplayFormat) -> Result<ExitCode, ScenarioError> {
     let report = crate::bench::run(scenarios, engine_cmd)?;
     match format {
         ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&report).expect("serialises")),
         _ => output::emit(&crate::bench::text(&report)),
     }
-    let (Some(path), Some(floors)) = (floors, bounds) else { return Ok(ExitCode::SUCCESS) };
-    match crate::bench::floors::breaches(&report, &floors) {
-        Err(error) => Err(ScenarioError::new(path, error)),
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `turnsim bench --check`: the ratios a run measures on itself against
+/// the committed bounds; exit 1 when one is past its bound, 2 when a
+/// bounded ratio could not be measured here.
+pub fn check(scenarios: &Path, bounds_path: &Path, format: ReplayFormat) -> Result<ExitCode, ScenarioError> {
+    use crate::bench::ratios;
+    let bounds = ratios::load(bounds_path)?;
+    let measured = ratios::measure(scenarios)?;
+    match format {
+        ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&measured).expect("serialises")),
+        _ => output::emit(&ratios::text(&measured, &bounds)),
+    }
+    match ratios::breaches(&measured, &bounds) {
+        Err(error) => Err(ScenarioError::new(bounds_path, error)),
         Ok(breaches) if breaches.is_empty() => {
-            errln!("bench: every figure within the bounds measured on {}", floors.machine);
+            errln!("bench: every ratio within its bound ({})", bounds.measured);
             Ok(ExitCode::SUCCESS)
         }
         Ok(breaches) => {
-            breaches.iter().for_each(|breach| errln!("bench: {breach} (bounds measured on {})", floors.machine));
+            breaches.iter().for_each(|breach| errln!("bench: {breach}"));
             Ok(ExitCode::FAILURE)
         }
     }

@@ -535,6 +535,9 @@ impl ProcessEngine {
     }
 
     fn write(&mut self, message: &ToEngine) -> Result<(), Broke> {
+        if !matches!(message, ToEngine::Reply { .. }) {
+            INPUT_TAP.with(|tap| tap.borrow_mut().as_mut().map(|lines| lines.push(line(message))));
+        }
         let writer = &mut self.process_mut().writer;
         let sent = writer.write_all(line(message).as_bytes()).and_then(|()| writer.flush());
         sent.map_err(|error| (FaultKind::Crashed, format!("its stdin closed: {error}")))
@@ -578,6 +581,20 @@ impl ProcessEngine {
         self.launcher.record(fault);
         self.next_timer = None;
     }
+}
+
+thread_local! {
+    // While set, every line but a reply this thread writes to an engine.
+    static INPUT_TAP: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `runs`, returning with its result every line but the replies the
+/// harness wrote to engine processes from this thread (`init`s and inputs,
+/// in order): what `bench` feeds the Node floor.
+pub fn tapping_inputs<T>(runs: impl FnOnce() -> T) -> (T, Vec<String>) {
+    INPUT_TAP.with(|tap| *tap.borrow_mut() = Some(Vec::new()));
+    let result = runs();
+    (result, INPUT_TAP.with(|tap| tap.borrow_mut().take()).unwrap_or_default())
 }
 
 /// Whether a line is the harness's own `reply`, sent back.
