@@ -1,0 +1,195 @@
+//! One client connection to Think over its WebSocket chat protocol, sending
+//! what `useAgentChat` sends (agents 0.32.0's WebSocketChatTransport) and
+//! translating what Think sends into turnsim's client frames (`Frame` in
+//! engine/src/client.rs):
+//!
+//! | Think sends | frame |
+//! |---|---|
+//! | `cf_agent_chat_messages` | `Messages` (each UI message as the store's `Message`) |
+//! | `cf_agent_use_chat_response`, a UI chunk with content | `Chunk` into the message the request's `start` named |
+//! | ... `tool-output-*`, `tool-approval-request` | `Tool` with the call's new state |
+//! | ... `done` | `Done` (`continuation` as flagged), or `Error` with the body when `error` |
+//! | `cf_agent_message_updated` | `Tool` for each tool part whose state changed |
+//! | `cf_agent_chat_recovering` | `Recovering` |
+//! | `cf_agent_stream_resuming` | `StreamResuming`, when this client asked (`resumeRequest`) |
+//! | `cf_agent_stream_resume_none` | `ResumeNone`, when this client asked |
+//!
+//! Think also offers a resume unasked (on connect while a stream runs, and
+//! for every tool continuation) and holds the connection's chunks until it
+//! is acked. The published client acks every such offer once, at once; so
+//! does this one (`ackOffersUnasked`), and the offer is not a frame of the
+//! harness's: its own handshake (`resume_request` / `resume_ack`) is the
+//! one a scenario asks for and `resume-handshake` judges.
+import WebSocket from "ws";
+import { fromUIMessage, uiToolName } from "../node/messages.mjs";
+import { fromUIChunk } from "../node/chunks.mjs";
+import { AGENT_PATH } from "./workerd.mjs";
+
+const TOOL_STATE_OF_CHUNK = {
+  "tool-output-available": "output-available",
+  "tool-output-error": "output-error",
+  "tool-output-denied": "output-denied",
+  "tool-approval-request": "approval-requested"
+};
+
+export class ThinkClient {
+  /**
+   * `onFrame(frame)` gets each translated frame; `onClose()` once the socket
+   * is gone; `clientTools` are the schemas sent with every request and result.
+   */
+  constructor({ port, instance, connectionId, clientTools = [], onFrame, onClose = () => {}, onLog = () => {}, ackOffersUnasked = true }) {
+    this.url = `ws://127.0.0.1:${port}${AGENT_PATH}/${instance}?_pk=${connectionId}`;
+    this.connectionId = connectionId;
+    this.clientTools = clientTools;
+    this.onFrame = onFrame;
+    this.onClose = onClose;
+    this.onLog = onLog;
+    this.ackOffersUnasked = ackOffersUnasked;
+    this.messageOfRequest = new Map(); // request id -> the assistant message its `start` named
+    this.toolNames = new Map(); // call id -> tool name
+    this.toolStates = new Map(); // call id -> last state this client was told
+    this.acked = new Set(); // offers acked (the published client acks each once)
+    this.asked = false; // a resume request of the harness's waits for its answer
+    this.requests = 0;
+  }
+
+  open() {
+    this.socket = new WebSocket(this.url);
+    this.socket.on("message", (data) => this.receive(String(data)));
+    this.socket.on("close", () => this.onClose());
+    this.socket.on("error", (error) => this.onLog(`client ${this.connectionId}: ${error.message}`));
+    return new Promise((resolve, reject) => {
+      this.socket.once("open", resolve);
+      this.socket.once("error", reject);
+    });
+  }
+
+  close() {
+    this.socket?.terminate();
+  }
+
+  /** A user message as useAgentChat's `sendMessage` sends it; returns the request id. */
+  userMessage(text) {
+    const requestId = `${this.connectionId}-r${++this.requests}`;
+    const message = { id: `${requestId}-user`, role: "user", parts: [{ type: "text", text }] };
+    const body = { messages: [message], trigger: "submit-message", clientTools: this.clientTools };
+    this.send({ type: "cf_agent_use_chat_request", id: requestId, init: { method: "POST", body: JSON.stringify(body) } });
+    return requestId;
+  }
+
+  /** A client tool's result (`outcome`: `{Output: v}` or `{Error: text | null}`), as `addToolOutput` sends it. */
+  toolResult(callId, outcome, autoContinue) {
+    const frame = {
+      type: "cf_agent_tool_result",
+      toolCallId: callId,
+      toolName: this.toolNames.get(callId) ?? "",
+      autoContinue,
+      clientTools: this.clientTools
+    };
+    if ("Output" in outcome) frame.output = outcome.Output;
+    else Object.assign(frame, { output: undefined, state: "output-error", errorText: outcome.Error ?? "" });
+    this.send(frame);
+  }
+
+  /** An approval or denial, as `addToolApprovalResponse` sends it. */
+  approval(callId, approved, autoContinue) {
+    this.send({ type: "cf_agent_tool_approval", toolCallId: callId, approved, autoContinue });
+  }
+
+  /** The harness's resume request: its answer is forwarded as a frame. */
+  resumeRequest() {
+    this.asked = true;
+    this.send({ type: "cf_agent_stream_resume_request", probeId: `${this.connectionId}-probe` });
+  }
+
+  resumeAck(requestId) {
+    this.acked.add(requestId);
+    this.send({ type: "cf_agent_stream_resume_ack", id: requestId });
+  }
+
+  send(frame) {
+    if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(frame));
+  }
+
+  receive(text) {
+    let data;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      return this.onLog(`client ${this.connectionId}: not JSON: ${text.slice(0, 200)}`);
+    }
+    switch (data.type) {
+      case "cf_agent_chat_messages":
+        for (const message of data.messages) this.rememberTools(message, false);
+        return this.onFrame({ Messages: data.messages.map((message) => fromUIMessage(message)) });
+      case "cf_agent_message_updated":
+        return this.rememberTools(data.message, true);
+      case "cf_agent_use_chat_response":
+        return this.response(data);
+      case "cf_agent_chat_recovering":
+        return this.onFrame({ Recovering: !!data.recovering });
+      case "cf_agent_stream_resuming":
+        return this.offer(data);
+      case "cf_agent_stream_resume_none":
+        if (this.answersAsk(data)) this.onFrame("ResumeNone");
+        return;
+      default:
+        return; // identity, state, MCP servers, keep-waiting: nothing the harness reads
+    }
+  }
+
+  /** A resume request of the harness's gets its answer; Think's own offers are acked like the published client does. */
+  offer(data) {
+    if (this.answersAsk(data)) return this.onFrame({ StreamResuming: { request_id: data.id } });
+    if (this.ackOffersUnasked && !this.acked.has(data.id)) this.resumeAck(data.id);
+  }
+
+  /** The frame answers this client's resume request (Think echoes its probe id). */
+  answersAsk(data) {
+    if (!this.asked || !data.probeId) return false;
+    this.asked = false;
+    return true;
+  }
+
+  response(data) {
+    if (data.done && data.error) return this.onFrame({ Error: { request_id: data.id, message: String(data.body ?? "") } });
+    if (data.done) return this.onFrame({ Done: { request_id: data.id, continuation: !!data.continuation } });
+    if (!data.body) return;
+    let chunk;
+    try {
+      chunk = JSON.parse(data.body);
+    } catch {
+      return;
+    }
+    this.chunk(data.id, chunk);
+  }
+
+  chunk(requestId, chunk) {
+    if (chunk.type === "start" && chunk.messageId) this.messageOfRequest.set(requestId, chunk.messageId);
+    if (chunk.type === "tool-input-start") this.toolNames.set(chunk.toolCallId, chunk.toolName);
+    const state = TOOL_STATE_OF_CHUNK[chunk.type];
+    if (state) return this.tool(chunk.toolCallId, state);
+    const protocolChunk = fromUIChunk(chunk);
+    if (!protocolChunk) return;
+    const messageId = this.messageOfRequest.get(requestId) ?? requestId;
+    this.onFrame({ Chunk: { request_id: requestId, message_id: messageId, chunk: protocolChunk } });
+    if (protocolChunk.type === "tool-call") this.toolStates.set(chunk.toolCallId, "input-available");
+  }
+
+  tool(callId, state) {
+    this.toolStates.set(callId, state);
+    this.onFrame({ Tool: { call_id: callId, tool_name: this.toolNames.get(callId) ?? "", state } });
+  }
+
+  /** Learns each tool part's name and state; `announce` sends a `Tool` frame for each state that changed. */
+  rememberTools(message, announce) {
+    for (const part of message.parts ?? []) {
+      const name = uiToolName(part);
+      if (name === null) continue;
+      this.toolNames.set(part.toolCallId, name);
+      if (this.toolStates.get(part.toolCallId) === part.state) continue;
+      if (announce) this.tool(part.toolCallId, part.state);
+      else this.toolStates.set(part.toolCallId, part.state);
+    }
+  }
+}
