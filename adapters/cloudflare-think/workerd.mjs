@@ -71,10 +71,15 @@ const app :Workerd.Worker = (
  */
 export async function startWorkerd(configFile, { port, onLog = () => {}, readyTimeoutMs = 15000, verbose = false }) {
   const started = Date.now();
-  const child = spawn(WORKERD, ["serve", configFile, ...(verbose ? ["--verbose"] : [])], {
+  // A process group of its own (killed whole), under a watchdog: workerd
+  // runs beside a `cat` of the pipe from this process, and when the pipe
+  // closes (this process died, even by SIGKILL) workerd is killed. Nothing
+  // outlives the run, whoever kills whom.
+  const watchdog = 'exec 3<&0; "$0" serve "$1" $2 < /dev/null & pid=$!; (cat <&3 > /dev/null; kill -9 $pid 2> /dev/null) & wait $pid';
+  const child = spawn("sh", ["-c", watchdog, WORKERD, configFile, verbose ? "--verbose" : ""], {
     cwd: path.dirname(configFile),
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true // a process group of its own, killed whole
+    stdio: ["pipe", "pipe", "pipe"],
+    detached: true
   });
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   forwardLines(child.stdout, onLog);
