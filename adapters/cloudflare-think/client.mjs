@@ -37,7 +37,8 @@ export class ThinkClient {
    * `onFrame(frame)` gets each translated frame; `onClose()` once the socket
    * is gone; `clientTools` are the schemas sent with every request and result.
    */
-  constructor({ port, instance, connectionId, clientTools = [], onFrame, onClose = () => {}, onLog = () => {}, ackOffersUnasked = true }) {
+  constructor({ port, instance, connectionId, clientTools = [], onFrame, onRaw = () => {}, onClose = () => {}, onLog = () => {}, ackOffersUnasked = true }) {
+    this.onRaw = onRaw; // each of Think's frames as it came, before translation
     this.url = `ws://127.0.0.1:${port}${AGENT_PATH}/${instance}?_pk=${connectionId}`;
     this.connectionId = connectionId;
     this.clientTools = clientTools;
@@ -118,6 +119,7 @@ export class ThinkClient {
     } catch {
       return this.onLog(`client ${this.connectionId}: not JSON: ${text.slice(0, 200)}`);
     }
+    this.onRaw(data);
     switch (data.type) {
       case "cf_agent_chat_messages":
         for (const message of data.messages) this.rememberTools(message, false);

@@ -48,9 +48,13 @@ export class ThinkRun {
     return this.workerd.readyMs;
   }
 
-  /** SIGKILL, then workerd again on the same state; resolves once it serves. Returns its start-up time. */
-  async evict() {
+  /**
+   * SIGKILL, then (after `downMs` with no process) workerd again on the same
+   * state; resolves once it serves. Returns its start-up time.
+   */
+  async evict({ downMs = 0 } = {}) {
     await this.kill();
+    if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
     return this.boot();
   }
 
@@ -67,13 +71,14 @@ export class ThinkRun {
   }
 
   /** A new client connection; resolves once its socket is open. */
-  async connect(connectionId, { onFrame, onClose = () => {}, ackOffersUnasked = true }) {
+  async connect(connectionId, { onFrame, onRaw, onClose = () => {}, ackOffersUnasked = true }) {
     const client = new ThinkClient({
       port: this.port,
       instance: this.instance,
       connectionId,
       clientTools: clientToolSchemas(this.config),
       onFrame,
+      onRaw,
       onClose: () => {
         this.clients.delete(connectionId);
         onClose();

@@ -4,7 +4,8 @@
 //!
 //! An answer is a list of steps: `{ text: "..." }` (one delta),
 //! `{ call: { id, name, input } }` (a tool call, its arguments in two
-//! deltas), `{ finish: "stop" | "tool_calls" }`, `{ waitMs: n }`, and
+//! deltas), `{ partialCall: { id, name, argumentsText } }` (a tool call whose
+//! arguments stop partway), `{ finish: "stop" | "tool_calls" }`, `{ waitMs: n }`, and
 //! `{ hang: true }` (the connection stays open and silent until the client
 //! goes away). Requests past the list get the last answer. Every request is
 //! recorded: its messages and when it came.
@@ -40,6 +41,7 @@ async function stream(response, steps, index) {
     if (!open) return;
     if (step.text !== undefined) send({ role: "assistant", content: step.text });
     if (step.call) sendCall(send, calls++, step.call);
+    if (step.partialCall) sendPartialCall(send, calls++, step.partialCall);
     if (step.waitMs) await new Promise((resolve) => setTimeout(resolve, step.waitMs));
     if (step.hang) return new Promise((resolve) => response.on("close", resolve));
     if (step.finish) {
@@ -56,6 +58,10 @@ function sendCall(send, index, { id, name, input }) {
   const half = Math.floor(args.length / 2);
   send({ role: "assistant", tool_calls: [{ index, id, type: "function", function: { name, arguments: args.slice(0, half) } }] });
   send({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] });
+}
+
+function sendPartialCall(send, index, { id, name, argumentsText }) {
+  send({ role: "assistant", tool_calls: [{ index, id, type: "function", function: { name, arguments: argumentsText } }] });
 }
 
 function safeJson(text) {
