@@ -47,7 +47,7 @@ for (const name of names) {
   for (let index = 0; index < repeat; index++) {
     const result = await runOnce(story);
     results.push(result);
-    console.log(`${name} #${index + 1}: ${result.ok ? "kept" : "BROKE"} in ${(result.ms / 1000).toFixed(1)} s: ${result.detail}`);
+    console.log(`${name} #${index + 1}: ${result.na ? "N/A" : result.ok ? "kept" : "BROKE"} in ${(result.ms / 1000).toFixed(1)} s: ${result.detail}`);
   }
   rows.push({ story, results });
 }
@@ -55,11 +55,13 @@ for (const name of names) {
 const median = (numbers) => numbers.sort((a, b) => a - b)[Math.floor(numbers.length / 2)];
 console.log(`\n| story | mirrors | runs | kept | rate | median wall |\n|---|---|---|---|---|---|`);
 for (const { story, results } of rows) {
-  const kept = results.filter((result) => result.ok).length;
-  console.log(`| ${story.name} | ${story.mirrors} | ${results.length} | ${kept} | ${((100 * kept) / results.length).toFixed(0)} % | ${(median(results.map((r) => r.ms)) / 1000).toFixed(1)} s |`);
+  const judged = results.filter((result) => !result.na);
+  const kept = judged.filter((result) => result.ok).length;
+  const rate = judged.length === 0 ? "N/A" : `${((100 * kept) / judged.length).toFixed(0)} %`;
+  console.log(`| ${story.name} | ${story.mirrors} | ${judged.length}${judged.length < results.length ? ` (+${results.length - judged.length} N/A)` : ""} | ${kept} | ${rate} | ${(median(results.map((r) => r.ms)) / 1000).toFixed(1)} s |`);
 }
 
-const broke = (row) => row.results.some((result) => !result.ok);
+const broke = (row) => row.results.some((result) => !result.ok && !result.na);
 const harnessErrors = rows.filter((row) => row.results.some((result) => result.error));
 const failing = values.sample
   ? rows.filter((row) => (row.story.finding ? row.results.some((result) => result.ok) : broke(row)) || harnessErrors.includes(row))

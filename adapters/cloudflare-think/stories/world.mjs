@@ -25,6 +25,8 @@ export async function withWorld(answers, config, body, { onLog = () => {} } = {}
     const world = { provider, run, frames: [], raw: [] };
     world.client = await run.connect("c1", { onFrame: (frame) => world.frames.push(frame), onRaw: (data) => world.raw.push(data) });
     world.modelCalls = () => provider.requests.length;
+    const started = Date.now();
+    world.callTimes = () => provider.requests.map((request) => `${((request.atMs - started) / 1000).toFixed(1)} s`).join(", ");
     world.terminals = () => world.frames.filter((frame) => frame.Done || frame.Error);
     world.errors = () => world.frames.filter((frame) => frame.Error).map((frame) => frame.Error.message);
     world.sawToolCall = (id) => world.frames.some((frame) => frame.Chunk?.chunk.type === "tool-call" && frame.Chunk.chunk.id === id);
