@@ -47,6 +47,7 @@ export class ThinkClient {
     this.onLog = onLog;
     this.ackOffersUnasked = ackOffersUnasked;
     this.messageOfRequest = new Map(); // request id -> the assistant message its `start` named
+    this.lastAssistant = null; // the last assistant message this client shows: where a continuation's chunks go
     this.toolNames = new Map(); // call id -> tool name
     this.toolStates = new Map(); // call id -> last state this client was told
     this.acked = new Set(); // offers acked (the published client acks each once)
@@ -73,6 +74,7 @@ export class ThinkClient {
   userMessage(text) {
     const requestId = `${this.connectionId}-r${++this.requests}`;
     const message = { id: `${requestId}-user`, role: "user", parts: [{ type: "text", text }] };
+    this.lastUserMessageId = message.id;
     const body = { messages: [message], trigger: "submit-message", clientTools: this.clientTools };
     this.send({ type: "cf_agent_use_chat_request", id: requestId, init: { method: "POST", body: JSON.stringify(body) } });
     return requestId;
@@ -123,6 +125,7 @@ export class ThinkClient {
     switch (data.type) {
       case "cf_agent_chat_messages":
         for (const message of data.messages) this.rememberTools(message, false);
+        this.lastAssistant = data.messages.findLast((message) => message.role === "assistant")?.id ?? null;
         return this.onFrame({ Messages: data.messages.map((message) => fromUIMessage(message)) });
       case "cf_agent_message_updated":
         return this.rememberTools(data.message, true);
@@ -163,11 +166,20 @@ export class ThinkClient {
     } catch {
       return;
     }
-    this.chunk(data.id, chunk);
+    this.chunk(data.id, chunk, !!data.continuation);
   }
 
-  chunk(requestId, chunk) {
-    if (chunk.type === "start" && chunk.messageId) this.messageOfRequest.set(requestId, chunk.messageId);
+  /**
+   * A chunk into the message its request's `start` named; a continuation's
+   * (Think flags it, and names no message) into the last assistant message
+   * shown, where the AI SDK's reader appends it.
+   */
+  chunk(requestId, chunk, continuation) {
+    if (chunk.type === "start" && !this.messageOfRequest.has(requestId)) {
+      const messageId = continuation ? this.lastAssistant : chunk.messageId;
+      if (messageId) this.messageOfRequest.set(requestId, messageId);
+      if (messageId) this.lastAssistant = messageId;
+    }
     if (chunk.type === "tool-input-start") this.toolNames.set(chunk.toolCallId, chunk.toolName);
     const state = TOOL_STATE_OF_CHUNK[chunk.type];
     if (state) return this.tool(chunk.toolCallId, state);

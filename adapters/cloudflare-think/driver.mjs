@@ -1,92 +1,228 @@
-//! Think as an engine of the live runner (issue 50's adapters/live/): what
-//! the runner needs to drive the real Think in real time, in the protocol's
-//! terms (docs/protocol.md). The runner owns the clock, the provider and
-//! the tool endpoint; this driver owns workerd, the clients and the store.
+//! Think as an engine of the live bridge (adapters/live/, its README has
+//! the driver interface): workerd with the app started on the run's scratch
+//! directory, driven over Think's WebSocket chat protocol as useAgentChat
+//! drives it, its store read from the Durable Object's SQLite file.
 //!
-//! - `capabilities`: what the protocol's vocabulary says Think does here.
-//!   `recovery` and `coalesce` are Think's; `dangling-call-repair` is agents'
-//!   `repairInterruptedToolParts`. Not declared: `messenger` (Think's
-//!   messengers are reached through a chat platform's webhook, not by the
-//!   runner), `provider-retries` (opencode's take-back; Think routes a 5xx
-//!   into recovery), `store-refusal-fails-turn` (workerd's SQLite cannot be
-//!   made to refuse a write).
-//! - `unsupported(config)`: the settings Think cannot take (settings.mjs);
-//!   a scenario with any is not applicable, by capability.
-//! - `start(...)` → a session: inputs in, frames out (`onFrame(connection,
-//!   frame)`), the store read at any rest (`store()`), eviction (`evict()`:
-//!   SIGKILL and a restart on the same disk), teardown (`stop()`).
+//! - One Durable Object instance is the run's conversation; each harness
+//!   connection is a WebSocket of its own (client.mjs translates frames).
+//! - The store is what Think persisted (store.mjs), synced when a frame
+//!   says Think wrote (a transcript, a message update, a turn's end).
+//! - A model request belongs to the request whose stream is under way on
+//!   the clients (Think's own id: the client's for a user message, a fresh
+//!   one for a continuation or a recovery, learnt from the resume offer
+//!   Think sends as it starts one), else to the last one a client sent;
+//!   `continuation` is true for every request Think starts itself.
+//! - Busy while a request streams, a recovery is under way (Think's
+//!   `cf_agent_chat_recovering`, or a stored incident still live), a stored
+//!   stream is left `streaming` (a restarted object wakes on its keep-alive
+//!   alarm to recover it), or Think sent anything, or was sent anything, in
+//!   the last quiet window (`TURNSIM_THINK_QUIET_MS`, 500 ms: a tool result
+//!   starts its continuation after Think's 50 ms coalesce window, and Think
+//!   answers the sender of a result with no frame at all).
 //!
-//! The tool endpoint's contract: Think's server tools POST
-//! `{toolCallId, name, input}` to it and take `{output}` or `{error}` back.
-import { ThinkRun } from "./think.mjs";
-import { unsupported } from "./settings.mjs";
+//! Declared (docs/protocol.md's vocabulary): `recovery`, `coalesce`
+//! (Think's `COALESCE_MS = 50`), `dangling-call-repair` (agents'
+//! `repairInterruptedToolParts`). Lacked: `chat` (Think's `chat()` is an RPC
+//! into the Durable Object; nothing outside reaches it), `store-faults`
+//! (workerd's SQLite cannot be made to refuse a write), `stored-transcript`
+//! (a store the harness seeds is not one Think reads). `messenger` and
+//! `provider-retries` are not declared. Settings Think cannot take
+//! (settings.mjs's `unsupported`) are noted on stderr at start.
+import { bundle } from "./bundle.mjs";
+import { ThinkClient } from "./client.mjs";
+import { thinkSettings, clientToolSchemas, unsupported } from "./settings.mjs";
+import { readStore } from "./store.mjs";
+import { WORKERD, writeConfig } from "./workerd.mjs";
+import { freePort, requestMessages, waitUntilReady } from "../live/index.mjs";
+import path from "node:path";
 
-export const capabilities = ["recovery", "coalesce", "dangling-call-repair"];
+const QUIET_MS = Number(process.env.TURNSIM_THINK_QUIET_MS) || 500;
+const LIVE_INCIDENT = new Set(["attempting", "scheduled", "running"]);
 
-export { unsupported };
-
-/**
- * Starts Think for one run. `providerAddress` / `toolsAddress`: host:port
- * of the runner's OpenAI-compatible provider and tool endpoint.
- */
-export async function start({ config, providerAddress, toolsAddress, onFrame, onLog = () => {} }) {
-  const run = new ThinkRun({ config, providerAddress, toolsAddress, onLog });
-  await run.start();
-  return new ThinkSession(run, onFrame);
-}
-
-class ThinkSession {
-  constructor(run, onFrame) {
-    this.run = run;
-    this.onFrame = onFrame;
+export class ThinkDriver {
+  constructor(bridge) {
+    this.bridge = bridge;
+    this.capabilities = ["recovery", "coalesce", "dangling-call-repair"];
+    // What it lacks of the core, once the harness reads `lacks` (the live
+    // runner's harness side; a harness that does not refuses the field).
+    this.lacksOfCore = ["chat", "store-faults", "stored-transcript"];
+    if (process.env.TURNSIM_LIVE_LACKS === "1") this.lacks = this.lacksOfCore;
+    this.clients = new Map();
+    /** Requests by Think's id: `{streaming, continuation}`; the last one a client sent or Think started. */
+    this.requests = new Map();
+    this.lastRequest = null;
+    this.recovering = false;
+    this.lastActivityMs = 0;
+    this.stored = { messages: [], records: {}, streaming: false };
+    /** User messages sent and not yet shown to their sender: `{connection, messageId}`. */
+    this.echo = [];
   }
 
-  async connect(connection) {
-    await this.run.connect(String(connection), { onFrame: (frame) => this.onFrame(connection, frame) });
+  async start() {
+    for (const reason of unsupported(this.bridge.config)) this.bridge.note(`Think cannot take ${reason}; it runs with its own`);
+    const bundleDir = await bundle({ log: (line) => this.bridge.note(line) });
+    this.port = await freePort();
+    const provider = new URL(this.bridge.providerUrl).host;
+    const configFile = writeConfig(this.bridge.scratchDir, {
+      bundleDir,
+      port: this.port,
+      providerAddress: provider,
+      toolsAddress: new URL(this.bridge.toolUrl).host,
+      settings: thinkSettings(this.bridge.config)
+    });
+    this.process = this.bridge.spawn(WORKERD, ["serve", configFile], { cwd: this.bridge.scratchDir, name: "workerd" });
+    await waitUntilReady(async () => (await fetch(`http://127.0.0.1:${this.port}/health`)).ok, { what: "workerd", process: this.process, totalMs: 30_000 });
+    this.readStore();
   }
 
-  disconnect(connection) {
-    this.run.disconnect(String(connection));
+  readStore() {
+    this.stored = readStore(path.join(this.bridge.scratchDir, "do"));
+    return this.stored;
   }
 
-  /** A user message over the first open connection; a per-turn stall timeout Think cannot take is refused. */
-  userMessage(text, options = {}) {
-    if (options.stall_timeout_ms != null) throw new Error("a per-turn stall timeout reaches Think only through beforeTurn, which this app does not take from a client");
-    this.anyClient().userMessage(text);
+  snapshot() {
+    const messages = this.readStore().messages;
+    this.echoStoredUserMessages(messages);
+    return messages;
   }
 
-  toolResult(result, autoContinue) {
-    this.anyClient().toolResult(result.call_id, result.outcome, autoContinue);
+  busy() {
+    if ([...this.requests.values()].some((request) => request.streaming)) return true;
+    if (this.recovering || this.stored.streaming) return true;
+    if (Object.values(this.stored.records).some((record) => LIVE_INCIDENT.has(record?.status))) return true;
+    return performance.now() - this.lastActivityMs < QUIET_MS;
   }
 
-  approval(callId, approved, autoContinue) {
-    this.anyClient().approval(callId, approved, autoContinue);
+  /** Frames come over a WebSocket: let what is in flight land before the store is read. */
+  framesSettled() {
+    return new Promise((resolve) => setTimeout(resolve, 10));
   }
 
-  resumeRequest(connection) {
-    this.run.clients.get(String(connection))?.resumeRequest();
+  describeRequest(body, stored) {
+    const id = this.streamingRequest() ?? this.lastRequest ?? "r0";
+    const messages = requestMessages(body, stored);
+    const reply = messages.at(-1);
+    const step = reply?.role === "assistant" ? reply.parts.filter((part) => part.type === "step-start").length : 1;
+    return { request_id: id, step, continuation: this.requests.get(id)?.continuation ?? false, messages };
   }
 
-  resumeAck(connection, requestId) {
-    this.run.clients.get(String(connection))?.resumeAck(requestId);
+  requestIdOfTool() {
+    return this.streamingRequest() ?? this.lastRequest ?? "r0";
   }
 
-  /** SIGKILL and a restart on the same state directory; the clients' sockets die with the process. */
-  evict() {
-    return this.run.evict();
+  streamingRequest() {
+    let found = null;
+    for (const [id, request] of this.requests) if (request.streaming) found = id;
+    return found;
   }
 
-  store() {
-    return this.run.store();
+  async connect(id) {
+    const client = new ThinkClient({
+      port: this.port,
+      instance: "conversation",
+      connectionId: `c${id}`,
+      clientTools: clientToolSchemas(this.bridge.config),
+      onFrame: (frame) => this.frame(id, frame),
+      onRaw: (data) => this.watch(data),
+      onLog: (line) => this.bridge.note(line)
+    });
+    this.clients.set(id, client);
+    await client.open();
   }
 
-  stop() {
-    return this.run.stop();
+  disconnect(id) {
+    this.clients.get(id)?.close();
+    this.clients.delete(id);
+  }
+
+  /** What Think sent, for the driver's own bookkeeping (busy, requests, the store). */
+  watch(data) {
+    this.lastActivityMs = performance.now();
+    if (data.type === "cf_agent_chat_recovering") this.recovering = !!data.recovering;
+    // Think offers a stream (a continuation, a recovery) as it starts it, before it asks the model.
+    // Every request Think starts itself (not a client's) continues the answer
+    // before it: a tool continuation, or a recovery's continue (a recovery
+    // that retries a turn that streamed nothing is the exception, and is
+    // flagged so here too).
+    if (data.type === "cf_agent_stream_resuming" && data.id) this.started(data.id, { continuation: true });
+    if (data.type === "cf_agent_chat_messages" || data.type === "cf_agent_message_updated") this.bridge.storeChanged();
+    if (data.type !== "cf_agent_use_chat_response" || !data.id || data.replay) return;
+    const request = this.started(data.id, data);
+    request.streaming = !data.done;
+    if (data.done) this.bridge.storeChanged();
+  }
+
+  /** The request `id`, known from now on; `frame.continuation` flags a continuation of the answer before it. */
+  started(id, frame) {
+    let request = this.requests.get(id);
+    if (!request) {
+      request = { streaming: true, continuation: false };
+      this.requests.set(id, request);
+      this.lastRequest = id;
+    }
+    request.continuation ||= !!frame.continuation;
+    return request;
+  }
+
+  frame(connection, frame) {
+    if (frame.Done || frame.Error) this.bridge.sendAfterStore(connection, frame);
+    else this.bridge.send(connection, frame);
   }
 
   anyClient() {
-    const client = this.run.clients.values().next().value;
-    if (!client) throw new Error("no client connection is open to send it over");
+    this.lastActivityMs = performance.now();
+    const client = this.clients.values().next().value;
+    if (!client) this.bridge.note("no client connection is open to send it over");
     return client;
+  }
+
+  userMessage(text, options = {}) {
+    if (options?.stall_timeout_ms != null) this.bridge.note("a per-turn stall timeout reaches Think only through beforeTurn: ignored");
+    const client = this.anyClient();
+    if (!client) return;
+    const id = client.userMessage(text);
+    this.requests.set(id, { streaming: true, continuation: false });
+    this.lastRequest = id;
+    this.echo.push({ connection: this.connectionOf(client), messageId: client.lastUserMessageId });
+  }
+
+  connectionOf(client) {
+    for (const [connection, candidate] of this.clients) if (candidate === client) return connection;
+    return null;
+  }
+
+  /**
+   * useAgentChat shows the user's message at once (Think sends the sender no
+   * transcript until the turn ends): once the store holds it, the sender is
+   * sent the stored transcript, as the client then shows it.
+   */
+  echoStoredUserMessages(messages) {
+    this.echo = this.echo.filter(({ connection, messageId }) => {
+      if (!messages.some((message) => message.id === messageId)) return true;
+      if (this.clients.has(connection)) this.bridge.send(connection, { Messages: messages });
+      return false;
+    });
+  }
+
+  toolResult(result, autoContinue) {
+    this.anyClient()?.toolResult(result.call_id, result.outcome, autoContinue);
+  }
+
+  approval(callId, approved, autoContinue) {
+    this.anyClient()?.approval(callId, approved, autoContinue);
+  }
+
+  resumeRequest(connection) {
+    this.lastActivityMs = performance.now();
+    this.clients.get(connection)?.resumeRequest();
+  }
+
+  resumeAck(connection, requestId) {
+    this.lastActivityMs = performance.now();
+    this.clients.get(connection)?.resumeAck(requestId);
+  }
+
+  stop() {
+    for (const client of this.clients.values()) client.close();
   }
 }

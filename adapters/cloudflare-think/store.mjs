@@ -50,7 +50,8 @@ records = {}
 if "_cf_KV" in tables:
     for (key, value) in db.execute("select key, value from _cf_KV where key like 'cf:chat%'"):
         records[key] = base64.b64encode(value).decode()
-print(json.dumps({"messages": messages, "records": records}))
+streaming = "cf_agents_streams" in tables and db.execute("select count(*) from cf_agents_streams where state = 'streaming'").fetchone()[0] > 0
+print(json.dumps({"messages": messages, "records": records, "streaming": streaming}))
 `;
 
 /** The Durable Object's SQLite file under a run's state directory, or null before Think made one. */
@@ -67,16 +68,19 @@ export function findDatabase(stateDir) {
 /**
  * The transcript as the store's `Message`s (engine/src/transcript.rs) and
  * agents' chat records (`cf:chat-recovery:incident:*`, `cf:chat:recovering`,
- * ...) by key; empty before Think stored anything.
+ * ...) by key, and whether a stream is stored still `streaming` (a turn a
+ * dead process left, which Think recovers when it wakes); empty before
+ * Think stored anything.
  */
 export function readStore(stateDir) {
   const database = fs.existsSync(stateDir) ? findDatabase(stateDir) : null;
-  if (!database) return { messages: [], records: {} };
+  if (!database) return { messages: [], records: {}, streaming: false };
   const output = execFileSync("python3", ["-c", READ_SCRIPT, database], { encoding: "utf8", timeout: 10_000 });
   const read = JSON.parse(output);
   return {
     messages: read.messages.map((content) => fromUIMessage(JSON.parse(content))),
-    records: Object.fromEntries(Object.entries(read.records).map(([key, value]) => [key, deserialize(value)]))
+    records: Object.fromEntries(Object.entries(read.records).map(([key, value]) => [key, deserialize(value)])),
+    streaming: read.streaming
   };
 }
 

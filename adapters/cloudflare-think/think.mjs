@@ -20,8 +20,9 @@ export class ThinkRun {
    * `toolsAddress`: host:port of the runner's provider and tool endpoint;
    * `instance`: the Durable Object's name (one conversation).
    */
-  constructor({ config, providerAddress, toolsAddress, instance = "conversation", onLog = () => {} }) {
+  constructor({ config, providerAddress, toolsAddress, instance = "conversation", onLog = () => {}, keepAliveIntervalMs }) {
     this.config = config;
+    this.keepAliveIntervalMs = keepAliveIntervalMs; // Think's own knob, not a scenario's: settings.mjs's default when unset
     this.providerAddress = providerAddress;
     this.toolsAddress = toolsAddress;
     this.instance = instance;
@@ -38,7 +39,7 @@ export class ThinkRun {
       port: this.port,
       providerAddress: this.providerAddress,
       toolsAddress: this.toolsAddress,
-      settings: thinkSettings(this.config)
+      settings: { ...thinkSettings(this.config), ...(this.keepAliveIntervalMs ? { keepAliveIntervalMs: this.keepAliveIntervalMs } : {}) }
     });
     await this.boot();
   }

@@ -5,13 +5,14 @@
 //
 //   { stallTimeoutMs, recovery: { maxAttempts, stableTimeoutMs,
 //     noProgressTimeoutMs, terminalMessage }, keepAliveIntervalMs, maxSteps,
-//     serverTools: { name: { needsApproval } } }
+//     serverTools: { name: { needsApproval, execute } } }
 //
 // The model is an OpenAI-compatible provider at http://provider.invalid/v1:
 // the config's globalOutbound sends every fetch to the runner's provider,
 // so no other host is reachable. A server tool's execute posts the call to
-// the runner through the TOOLS service binding and returns what it answers,
-// so each run of a server tool crosses the boundary.
+// the runner through the TOOLS service binding (`/turnsim/tool`, `{call_id,
+// tool_name, input}` → `{outcome: {Output} | {Error}}`, the live bridge's
+// contract) and returns what it answers, so each run crosses the boundary.
 import { Think } from "@cloudflare/think";
 import { routeAgentRequest } from "agents";
 import { env } from "cloudflare:workers";
@@ -25,24 +26,25 @@ const settings = JSON.parse(env.TURNSIM_SETTINGS);
 const anyObject = jsonSchema({ type: "object", additionalProperties: true });
 
 async function runServerTool(name, input, { toolCallId }) {
-  const response = await env.TOOLS.fetch("http://tools.invalid/tool", {
+  const response = await env.TOOLS.fetch("http://tools.invalid/turnsim/tool", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ toolCallId, name, input })
+    body: JSON.stringify({ call_id: toolCallId, tool_name: name, input })
   });
-  const answer = await response.json();
-  if (answer.error !== undefined) throw new Error(answer.error ?? "tool failed");
-  return answer.output;
+  const { outcome } = await response.json();
+  if (outcome && "Error" in outcome) throw new Error(outcome.Error ?? "the tool failed");
+  return outcome?.Output;
 }
 
 function serverTools() {
   const tools = {};
-  for (const [name, { needsApproval }] of Object.entries(settings.serverTools)) {
+  for (const [name, { needsApproval, execute }] of Object.entries(settings.serverTools)) {
     tools[name] = tool({
       description: `the scenario's server tool ${name}`,
       inputSchema: anyObject,
       needsApproval,
-      execute: (input, options) => runServerTool(name, input, options)
+      // A client_approval tool has no executor: once approved, the client answers it.
+      ...(execute ? { execute: (input, options) => runServerTool(name, input, options) } : {})
     });
   }
   return tools;

@@ -63,10 +63,10 @@ async function reconnect(run, name, frames, mode) {
  * last kill (recovery never asked the model again), "recovered" when one
  * came and the stored reply is settled with a terminal frame, else "other".
  */
-export async function resumeRace({ kills: wanted = 2, client = "probe", downMs = 300, onLog = () => {} } = {}) {
+export async function resumeRace({ kills: wanted = 2, client = "probe", downMs = 300, keepAliveIntervalMs, onLog = () => {} } = {}) {
   const provider = await startProvider([...Array(wanted).fill(longAnswer), shortAnswer]);
   const config = { tools: {}, stall_timeout_ms: 1500, recovery: { max_attempts: 3, stable_timeout_ms: 2000 } };
-  const run = new ThinkRun({ config, providerAddress: provider.address, toolsAddress: provider.address, onLog });
+  const run = new ThinkRun({ config, providerAddress: provider.address, toolsAddress: provider.address, onLog, keepAliveIntervalMs });
   try {
     await run.start();
     const first = await run.connect("c0", { onFrame: () => {} });
@@ -99,6 +99,7 @@ async function main() {
     kills: { type: "string", default: "2" },
     "down-ms": { type: "string", default: "300" },
     client: { type: "string", default: "probe" },
+    "keep-alive-ms": { type: "string", default: "2000" },
     verbose: { type: "boolean", default: false }
   };
   const { values } = parseArgs({ options });
@@ -106,7 +107,7 @@ async function main() {
   const KILLS = Number(values.kills);
   const outcomes = [];
   for (let index = 0; index < RUNS; index++) {
-    const outcome = await resumeRace({ kills: KILLS, client: values.client, downMs: Number(values["down-ms"]), onLog: values.verbose ? console.error : () => {} });
+    const outcome = await resumeRace({ kills: KILLS, client: values.client, downMs: Number(values["down-ms"]), keepAliveIntervalMs: Number(values["keep-alive-ms"]), onLog: values.verbose ? console.error : () => {} });
     console.log(`run ${index + 1}: ${outcome.name} (${outcome.detail})`);
     outcomes.push(outcome.name);
   }
