@@ -32,12 +32,14 @@ import { bundle } from "./bundle.mjs";
 import { ThinkClient } from "./client.mjs";
 import { thinkSettings, clientToolSchemas, unsupported } from "./settings.mjs";
 import { readStore } from "./store.mjs";
-import { WORKERD, writeConfig } from "./workerd.mjs";
+import { AGENT_PATH, WORKERD, writeConfig } from "./workerd.mjs";
 import { freePort, requestMessages, waitUntilReady } from "../live/index.mjs";
 import path from "node:path";
 
 const QUIET_MS = Number(process.env.TURNSIM_THINK_QUIET_MS) || 500;
 const LIVE_INCIDENT = new Set(["attempting", "scheduled", "running"]);
+/** How long a store sync waits for Think to name a client request's reply (its UI stream's `start`). */
+const NAMING_MS = 300;
 
 export class ThinkDriver {
   constructor(bridge) {
@@ -72,6 +74,10 @@ export class ThinkDriver {
     });
     this.process = this.bridge.spawn(WORKERD, ["serve", configFile], { cwd: this.bridge.scratchDir, name: "workerd" });
     await waitUntilReady(async () => (await fetch(`http://127.0.0.1:${this.port}/health`)).ok, { what: "workerd", process: this.process, totalMs: 30_000 });
+    // A fresh object's first wake creates Think's tables (1-2 s here): done
+    // before the run's first input rather than inside it. Only in the first
+    // generation: a restarted object must wake when the run wakes it.
+    if (this.bridge.generation === 1) await fetch(`http://127.0.0.1:${this.port}${AGENT_PATH}/conversation`).catch(() => {});
     this.readStore();
   }
 
@@ -93,17 +99,39 @@ export class ThinkDriver {
     return performance.now() - this.lastActivityMs < QUIET_MS;
   }
 
-  /** Frames come over a WebSocket: let what is in flight land before the store is read. */
-  framesSettled() {
-    return new Promise((resolve) => setTimeout(resolve, 10));
+  /**
+   * Frames come over a WebSocket: let what is in flight land before the
+   * store is read, and, while a client's request streams with its reply not
+   * yet named, wait (at most `NAMING_MS`) for the UI stream's `start`,
+   * which names it a few milliseconds after Think asks the model.
+   */
+  async framesSettled() {
+    const until = performance.now() + NAMING_MS;
+    do await new Promise((resolve) => setTimeout(resolve, 10));
+    while (this.unnamedReply() && performance.now() < until);
   }
 
+  unnamedReply() {
+    return [...this.requests.values()].some((request) => request.streaming && !request.continuation && !request.messageId);
+  }
+
+  /**
+   * The request as the model was asked it. Its reply is the message Think
+   * streams into: the one the request's `start` named (Think has not stored
+   * it yet when it first asks the model). A continuation's answer Think
+   * stores as a message of its own, named nowhere before it is stored: its
+   * request shows the leaf it continues (docs/cloudflare-think-findings.md).
+   */
   describeRequest(body, stored) {
     const id = this.streamingRequest() ?? this.lastRequest ?? "r0";
+    const request = this.requests.get(id);
     const messages = requestMessages(body, stored);
+    const last = messages.at(-1);
+    if (request?.messageId && last?.role === "user") messages.push({ id: request.messageId, role: "assistant", parts: [{ type: "step-start" }] });
+    else if (request?.messageId && last?.id.startsWith("request-reply-")) last.id = request.messageId;
     const reply = messages.at(-1);
     const step = reply?.role === "assistant" ? reply.parts.filter((part) => part.type === "step-start").length : 1;
-    return { request_id: id, step, continuation: this.requests.get(id)?.continuation ?? false, messages };
+    return { request_id: id, step, continuation: request?.continuation ?? false, messages };
   }
 
   requestIdOfTool() {
@@ -149,6 +177,8 @@ export class ThinkDriver {
     if (data.type !== "cf_agent_use_chat_response" || !data.id || data.replay) return;
     const request = this.started(data.id, data);
     request.streaming = !data.done;
+    const chunk = data.body && !data.done ? safeJson(data.body) : null;
+    if (chunk?.type === "start" && chunk.messageId && !request.continuation) request.messageId = chunk.messageId;
     if (data.done) this.bridge.storeChanged();
   }
 
@@ -224,5 +254,13 @@ export class ThinkDriver {
 
   stop() {
     for (const client of this.clients.values()) client.close();
+  }
+}
+
+function safeJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }
