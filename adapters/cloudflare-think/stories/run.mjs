@@ -6,7 +6,7 @@
 //!   node adapters/cloudflare-think/stories/run.mjs [--repeat N] [--sample] [NAME ...]
 //!
 //! `--sample` runs the CI sample: the controls, which must keep the
-//! contract on every run, and one deterministic finding, which must fail on
+//! contract on every run, and one story Think deterministically breaks, which must fail on
 //! every run (a story that cannot fail proves nothing). Exit: 0 when every
 //! story met that, 1 when one did not, 2 on a story name that does not exist.
 //! Without `--sample`, exit 1 when any run of any story broke the contract.
@@ -64,8 +64,8 @@ for (const { story, results } of rows) {
 const broke = (row) => row.results.some((result) => !result.ok && !result.na);
 const harnessErrors = rows.filter((row) => row.results.some((result) => result.error));
 const failing = values.sample
-  ? rows.filter((row) => (row.story.finding ? row.results.some((result) => result.ok) : broke(row)) || harnessErrors.includes(row))
+  ? rows.filter((row) => (row.story.breaks ? row.results.some((result) => result.ok) : broke(row)) || harnessErrors.includes(row))
   : rows.filter(broke);
 const summary = `${rows.length - failing.length} passed, ${failing.length} failed`;
-console.log(`\nstories: ${summary}${values.sample ? " (the sample: controls keep the contract, the finding breaks it)" : ""}`);
+console.log(`\nstories: ${summary}${values.sample ? " (the sample: the controls keep it, the broken story breaks it)" : ""}`);
 process.exitCode = failing.length > 0 ? 1 : 0;
