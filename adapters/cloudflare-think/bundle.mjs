@@ -1,13 +1,13 @@
-//! The bundle step: the app (app/think-agent.js) and its packages, as one
-//! ES module workerd loads, built by esbuild the way wrangler builds a
-//! Worker (the `workerd` export conditions, `cloudflare:` and `node:`
-//! modules left to the runtime). Offline: nothing but node_modules is read.
-//!
-//! Cached by what it is built from: target/cloudflare-think/bundle-<hash>/,
-//! where <hash> covers package-lock.json and every file under app/. A
-//! second build of the same inputs is a cache hit and costs nothing.
-//!
-//!   node adapters/cloudflare-think/bundle.mjs      prints the bundle's directory
+// The bundle step: the app (app/think-agent.js) and its packages, as one
+// ES module workerd loads, built by esbuild the way wrangler builds a
+// Worker (the `workerd` export conditions, `cloudflare:` and `node:`
+// modules left to the runtime). Offline: nothing but node_modules is read.
+//
+// Cached by what it is built from: target/cloudflare-think/bundle-<hash>/,
+// where <hash> covers package-lock.json and every file under app/. A
+// second build of the same inputs is a cache hit and costs nothing.
+//
+//   node adapters/cloudflare-think/bundle.mjs      prints the bundle's directory
 import { createHash } from "node:crypto";
 import { builtinModules } from "node:module";
 import fs from "node:fs";

@@ -1,25 +1,25 @@
-//! One client connection to Think over its WebSocket chat protocol, sending
-//! what `useAgentChat` sends (agents 0.32.0's WebSocketChatTransport) and
-//! translating what Think sends into turnsim's client frames (`Frame` in
-//! engine/src/client.rs):
-//!
-//! | Think sends | frame |
-//! |---|---|
-//! | `cf_agent_chat_messages` | `Messages` (each UI message as the store's `Message`) |
-//! | `cf_agent_use_chat_response`, a UI chunk with content | `Chunk` into the message the request's `start` named |
-//! | ... `tool-output-*`, `tool-approval-request` | `Tool` with the call's new state |
-//! | ... `done` | `Done` (`continuation` as flagged), or `Error` with the body when `error` |
-//! | `cf_agent_message_updated` | `Tool` for each tool part whose state changed |
-//! | `cf_agent_chat_recovering` | `Recovering` |
-//! | `cf_agent_stream_resuming` | `StreamResuming`, when this client asked (`resumeRequest`) |
-//! | `cf_agent_stream_resume_none` | `ResumeNone`, when this client asked |
-//!
-//! Think also offers a resume unasked (on connect while a stream runs, and
-//! for every tool continuation) and holds the connection's chunks until it
-//! is acked. The published client acks every such offer once, at once; so
-//! does this one (`ackOffersUnasked`), and the offer is not a frame of the
-//! harness's: its own handshake (`resume_request` / `resume_ack`) is the
-//! one a scenario asks for and `resume-handshake` judges.
+// One client connection to Think over its WebSocket chat protocol, sending
+// what `useAgentChat` sends (agents 0.32.0's WebSocketChatTransport) and
+// translating what Think sends into turnsim's client frames (`Frame` in
+// engine/src/client.rs):
+//
+// | Think sends | frame |
+// |---|---|
+// | `cf_agent_chat_messages` | `Messages` (each UI message as the store's `Message`) |
+// | `cf_agent_use_chat_response`, a UI chunk with content | `Chunk` into the message the request's `start` named |
+// | ... `tool-output-*`, `tool-approval-request` | `Tool` with the call's new state |
+// | ... `done` | `Done` (`continuation` as flagged), or `Error` with the body when `error` |
+// | `cf_agent_message_updated` | `Tool` for each tool part whose state changed |
+// | `cf_agent_chat_recovering` | `Recovering` |
+// | `cf_agent_stream_resuming` | `StreamResuming`, when this client asked (`resumeRequest`) |
+// | `cf_agent_stream_resume_none` | `ResumeNone`, when this client asked |
+//
+// Think also offers a resume unasked (on connect while a stream runs, and
+// for every tool continuation) and holds the connection's chunks until it
+// is acked. The published client acks every such offer once, at once; so
+// does this one (`ackOffersUnasked`), and the offer is not a frame of the
+// harness's: its own handshake (`resume_request` / `resume_ack`) is the
+// one a scenario asks for and `resume-handshake` judges.
 import WebSocket from "ws";
 import { fromUIMessage, uiToolName } from "../node/messages.mjs";
 import { fromUIChunk } from "../node/chunks.mjs";

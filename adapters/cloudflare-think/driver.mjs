@@ -1,33 +1,33 @@
-//! Think as an engine of the live bridge (adapters/live/, its README has
-//! the driver interface): workerd with the app started on the run's scratch
-//! directory, driven over Think's WebSocket chat protocol as useAgentChat
-//! drives it, its store read from the Durable Object's SQLite file.
-//!
-//! - One Durable Object instance is the run's conversation; each harness
-//!   connection is a WebSocket of its own (client.mjs translates frames).
-//! - The store is what Think persisted (store.mjs), synced when a frame
-//!   says Think wrote (a transcript, a message update, a turn's end).
-//! - A model request belongs to the request whose stream is under way on
-//!   the clients (Think's own id: the client's for a user message, a fresh
-//!   one for a continuation or a recovery, learnt from the resume offer
-//!   Think sends as it starts one), else to the last one a client sent;
-//!   `continuation` is true for every request Think starts itself.
-//! - Busy while a request streams, a recovery is under way (Think's
-//!   `cf_agent_chat_recovering`, or a stored incident still live), a stored
-//!   stream is left `streaming` (a restarted object wakes on its keep-alive
-//!   alarm to recover it), or Think sent anything, or was sent anything, in
-//!   the last quiet window (`TURNSIM_THINK_QUIET_MS`, 500 ms: a tool result
-//!   starts its continuation after Think's 50 ms coalesce window, and Think
-//!   answers the sender of a result with no frame at all).
-//!
-//! Declared (docs/protocol.md's vocabulary): `recovery`, `coalesce`
-//! (Think's `COALESCE_MS = 50`), `dangling-call-repair` (agents'
-//! `repairInterruptedToolParts`). Lacked: `chat` (Think's `chat()` is an RPC
-//! into the Durable Object; nothing outside reaches it), `store-faults`
-//! (workerd's SQLite cannot be made to refuse a write), `stored-transcript`
-//! (a store the harness seeds is not one Think reads). `messenger` and
-//! `provider-retries` are not declared. Settings Think cannot take
-//! (settings.mjs's `unsupported`) are noted on stderr at start.
+// Think as an engine of the live bridge (adapters/live/, its README has
+// the driver interface): workerd with the app started on the run's scratch
+// directory, driven over Think's WebSocket chat protocol as useAgentChat
+// drives it, its store read from the Durable Object's SQLite file.
+//
+// - One Durable Object instance is the run's conversation; each harness
+//   connection is a WebSocket of its own (client.mjs translates frames).
+// - The store is what Think persisted (store.mjs), synced when a frame
+//   says Think wrote (a transcript, a message update, a turn's end).
+// - A model request belongs to the request whose stream is under way on
+//   the clients (Think's own id: the client's for a user message, a fresh
+//   one for a continuation or a recovery, learnt from the resume offer
+//   Think sends as it starts one), else to the last one a client sent;
+//   `continuation` is true for every request Think starts itself.
+// - Busy while a request streams, a recovery is under way (Think's
+//   `cf_agent_chat_recovering`, or a stored incident still live), a stored
+//   stream is left `streaming` (a restarted object wakes on its keep-alive
+//   alarm to recover it), or Think sent anything, or was sent anything, in
+//   the last quiet window (`TURNSIM_THINK_QUIET_MS`, 500 ms: a tool result
+//   starts its continuation after Think's 50 ms coalesce window, and Think
+//   answers the sender of a result with no frame at all).
+//
+// Declared (docs/protocol.md's vocabulary): `recovery`, `coalesce`
+// (Think's `COALESCE_MS = 50`), `dangling-call-repair` (agents'
+// `repairInterruptedToolParts`). Lacked: `chat` (Think's `chat()` is an RPC
+// into the Durable Object; nothing outside reaches it), `store-faults`
+// (workerd's SQLite cannot be made to refuse a write), `stored-transcript`
+// (a store the harness seeds is not one Think reads). `messenger` and
+// `provider-retries` are not declared. Settings Think cannot take
+// (settings.mjs's `unsupported`) are noted on stderr at start.
 import { bundle } from "./bundle.mjs";
 import { ThinkClient } from "./client.mjs";
 import { thinkSettings, clientToolSchemas, unsupported } from "./settings.mjs";

@@ -1,28 +1,28 @@
-//! A scenario's engine config (`EngineConfig`, engine/src/config.rs) in
-//! Think's terms: the settings app/think-agent.js reads from its
-//! TURNSIM_SETTINGS binding, and the settings Think cannot take.
-//!
-//! | turnsim | Think 0.23.0 |
-//! |---|---|
-//! | `stall_timeout_ms` | `chatStreamStallTimeoutMs` (0: off, both) |
-//! | `recovery.max_attempts`, `stable_timeout_ms`, `no_progress_window_ms`, `terminal_message` | `chatRecovery.maxAttempts`, `stableTimeoutMs`, `noProgressTimeoutMs`, `terminalMessage` |
-//! | `max_steps` | `maxSteps` |
-//! | `tools`: `server`, `approval`, `client_approval` | `getTools()`: an `execute` that calls the runner (none for `client_approval`), `needsApproval` for the last two |
-//! | `tools`: `client`, `human` | the request's `clientTools` |
-//!
-//! `keepAliveIntervalMs` (Agent's `static options`, how soon a killed object
-//! wakes with no client) is the runner's: 2 s, so a run's restart recovers
-//! within its horizon.
-//!
-//! What Think fixes and a scenario may set otherwise (`unsupported`): its
-//! recovery cannot be switched off (agents' `resolveChatRecoveryConfig`:
-//! "Durable recovery is always enabled"), its coalesce window is
-//! `COALESCE_MS = 50`, its recovery-alarm debounce 30 s and its retry of a
-//! recovery that found no stable state 3 s (`CHAT_RECOVERY_ALARM_DEBOUNCE_MS`,
-//! `CHAT_RECOVERY_STABLE_RETRY_DELAY_SECONDS`), and a scenario's per-turn
-//! stall timeout reaches Think only through `beforeTurn`, which this app
-//! does not take from the client. A scenario that sets one of these is not
-//! applicable to Think.
+// A scenario's engine config (`EngineConfig`, engine/src/config.rs) in
+// Think's terms: the settings app/think-agent.js reads from its
+// TURNSIM_SETTINGS binding, and the settings Think cannot take.
+//
+// | turnsim | Think 0.23.0 |
+// |---|---|
+// | `stall_timeout_ms` | `chatStreamStallTimeoutMs` (0: off, both) |
+// | `recovery.max_attempts`, `stable_timeout_ms`, `no_progress_window_ms`, `terminal_message` | `chatRecovery.maxAttempts`, `stableTimeoutMs`, `noProgressTimeoutMs`, `terminalMessage` |
+// | `max_steps` | `maxSteps` |
+// | `tools`: `server`, `approval`, `client_approval` | `getTools()`: an `execute` that calls the runner (none for `client_approval`), `needsApproval` for the last two |
+// | `tools`: `client`, `human` | the request's `clientTools` |
+//
+// `keepAliveIntervalMs` (Agent's `static options`, how soon a killed object
+// wakes with no client) is the runner's: 2 s, so a run's restart recovers
+// within its horizon.
+//
+// What Think fixes and a scenario may set otherwise (`unsupported`): its
+// recovery cannot be switched off (agents' `resolveChatRecoveryConfig`:
+// "Durable recovery is always enabled"), its coalesce window is
+// `COALESCE_MS = 50`, its recovery-alarm debounce 30 s and its retry of a
+// recovery that found no stable state 3 s (`CHAT_RECOVERY_ALARM_DEBOUNCE_MS`,
+// `CHAT_RECOVERY_STABLE_RETRY_DELAY_SECONDS`), and a scenario's per-turn
+// stall timeout reaches Think only through `beforeTurn`, which this app
+// does not take from the client. A scenario that sets one of these is not
+// applicable to Think.
 
 export const KEEP_ALIVE_INTERVAL_MS = 2000;
 

@@ -1,25 +1,25 @@
-//! What Think persisted, read from the Durable Object's SQLite file: the
-//! transcript (the active branch of agents' session tree, as Think reads it
-//! back) and agents' recovery records.
-//!
-//! Why the file and not the transcript frame (`cf_agent_chat_messages`):
-//! the frame is sent only to a connection, on connect and at a turn's end,
-//! and a connection is an input to Think (it is offered a resume, it keeps
-//! the object awake, it wakes a killed one early): reading the store that
-//! way would change what is judged. The file is what survives a SIGKILL,
-//! can be read at any rest, with workerd running or dead, and touches
-//! nothing of Think's. It is the one `<hash>.sqlite` beside
-//! `metadata.sqlite` in the namespace's directory: real SQLite in WAL mode,
-//! read-only here.
-//!
-//! Node 20 has no SQLite of its own, so the read is Python's `sqlite3`
-//! module (python3 is on every machine here), one short process per read.
-//! agents' key-value rows are V8-serialized values (`_cf_KV`), which
-//! `node:v8` reads.
-//!
-//! The active branch is Think's (agents' `SessionsCore`): the newest row
-//! (max `seq`) is the leaf, its `parent_id`s lead to the root, and a row
-//! longer than one SQLite value continues in `cf_agents_session_message_chunks`.
+// What Think persisted, read from the Durable Object's SQLite file: the
+// transcript (the active branch of agents' session tree, as Think reads it
+// back) and agents' recovery records.
+//
+// Why the file and not the transcript frame (`cf_agent_chat_messages`):
+// the frame is sent only to a connection, on connect and at a turn's end,
+// and a connection is an input to Think (it is offered a resume, it keeps
+// the object awake, it wakes a killed one early): reading the store that
+// way would change what is judged. The file is what survives a SIGKILL,
+// can be read at any rest, with workerd running or dead, and touches
+// nothing of Think's. It is the one `<hash>.sqlite` beside
+// `metadata.sqlite` in the namespace's directory: real SQLite in WAL mode,
+// read-only here.
+//
+// Node 20 has no SQLite of its own, so the read is Python's `sqlite3`
+// module (python3 is on every machine here), one short process per read.
+// agents' key-value rows are V8-serialized values (`_cf_KV`), which
+// `node:v8` reads.
+//
+// The active branch is Think's (agents' `SessionsCore`): the newest row
+// (max `seq`) is the leaf, its `parent_id`s lead to the root, and a row
+// longer than one SQLite value continues in `cf_agents_session_message_chunks`.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";

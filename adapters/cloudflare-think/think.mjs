@@ -1,9 +1,9 @@
-//! One run of Think: its directory, its port, its workerd, its clients.
-//! `start()` bundles (cached) and starts workerd on a fresh state directory;
-//! `evict()` is SIGKILL of workerd's process group and a restart on the same
-//! directory and port (the clients' sockets die with it, as a browser's do
-//! when the object is killed); `stop()` kills it and removes the directory.
-//! Every process it started is reaped before `stop()` resolves.
+// One run of Think: its directory, its port, its workerd, its clients.
+// `start()` bundles (cached) and starts workerd on a fresh state directory;
+// `evict()` is SIGKILL of workerd's process group and a restart on the same
+// directory and port (the clients' sockets die with it, as a browser's do
+// when the object is killed); `stop()` kills it and removes the directory.
+// Every process it started is reaped before `stop()` resolves.
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";

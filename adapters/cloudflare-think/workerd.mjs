@@ -1,17 +1,17 @@
-//! workerd for one run: the config (written per run into its directory)
-//! and the process (started in a process group of its own, probed until it
-//! serves, killed with SIGKILL and reaped).
-//!
-//! The config: one Worker (the bundle), a Durable Object namespace for
-//! TurnsimThink with SQLite storage on local disk in the run's state
-//! directory (the `do` service, a writable disk), the run's settings as the
-//! text binding TURNSIM_SETTINGS, and no network: globalOutbound is an
-//! external service at the runner's provider, and TOOLS one at the runner's
-//! tool endpoint. A fetch to any host lands on the provider; nothing else
-//! is reachable.
-//!
-//! workerd drains for ~10 s on SIGTERM, so a run ends it with SIGKILL (and an
-//! eviction is SIGKILL too: the process dies with nothing flushed).
+// workerd for one run: the config (written per run into its directory)
+// and the process (started in a process group of its own, probed until it
+// serves, killed with SIGKILL and reaped).
+//
+// The config: one Worker (the bundle), a Durable Object namespace for
+// TurnsimThink with SQLite storage on local disk in the run's state
+// directory (the `do` service, a writable disk), the run's settings as the
+// text binding TURNSIM_SETTINGS, and no network: globalOutbound is an
+// external service at the runner's provider, and TOOLS one at the runner's
+// tool endpoint. A fetch to any host lands on the provider; nothing else
+// is reachable.
+//
+// workerd drains for ~10 s on SIGTERM, so a run ends it with SIGKILL (and an
+// eviction is SIGKILL too: the process dies with nothing flushed).
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";

@@ -1,14 +1,14 @@
-//! A small OpenAI-compatible chat-completions provider for the standalone
-//! repros and the tests (the live runner has its own): each request gets
-//! the next of a list of scripted answers, streamed as SSE.
-//!
-//! An answer is a list of steps: `{ text: "..." }` (one delta),
-//! `{ call: { id, name, input } }` (a tool call, its arguments in two
-//! deltas), `{ partialCall: { id, name, argumentsText } }` (a tool call whose
-//! arguments stop partway), `{ finish: "stop" | "tool_calls" }`, `{ waitMs: n }`, and
-//! `{ hang: true }` (the connection stays open and silent until the client
-//! goes away). Requests past the list get the last answer. Every request is
-//! recorded: its messages and when it came.
+// A small OpenAI-compatible chat-completions provider for the standalone
+// repros and the tests (the live runner has its own): each request gets
+// the next of a list of scripted answers, streamed as SSE.
+//
+// An answer is a list of steps: `{ text: "..." }` (one delta),
+// `{ call: { id, name, input } }` (a tool call, its arguments in two
+// deltas), `{ partialCall: { id, name, argumentsText } }` (a tool call whose
+// arguments stop partway), `{ finish: "stop" | "tool_calls" }`, `{ waitMs: n }`, and
+// `{ hang: true }` (the connection stays open and silent until the client
+// goes away). Requests past the list get the last answer. Every request is
+// recorded: its messages and when it came.
 import http from "node:http";
 
 export async function startProvider(answers) {

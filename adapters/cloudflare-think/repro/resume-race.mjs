@@ -1,20 +1,20 @@
-//! The resume race, without turnsim: Think 0.23.0 in workerd, a reply cut
-//! by SIGKILL mid-stream, workerd restarted on the same disk, and a client
-//! that reconnects as `useAgentChat` does (it asks whether a stream can be
-//! resumed, and acks the offer at once). Some runs, Think's recovery of the
-//! interrupted turn is skipped and the turn is abandoned: no model call
-//! after the kill, no terminal frame, the partial stored `streaming` for
-//! good. Prints one line per run and the rate; exits 1 when any run was
-//! abandoned, 0 when none was.
-//!
-//!   node adapters/cloudflare-think/repro/resume-race.mjs [--runs N] [--kills K] [--client probe|silent]
-//!
-//! Each run kills workerd K times (default 2), each time once the model
-//! call under way (the turn, then each recovery) has streamed four words,
-//! and restarts it after --down-ms (default 300) with no process.
-//!
-//! `--client silent` reconnects without asking (no probe, no ack): the
-//! control, where recovery is expected to run every time.
+// The resume race, without turnsim: Think 0.23.0 in workerd, a reply cut
+// by SIGKILL mid-stream, workerd restarted on the same disk, and a client
+// that reconnects as `useAgentChat` does (it asks whether a stream can be
+// resumed, and acks the offer at once). Some runs, Think's recovery of the
+// interrupted turn is skipped and the turn is abandoned: no model call
+// after the kill, no terminal frame, the partial stored `streaming` for
+// good. Prints one line per run and the rate; exits 1 when any run was
+// abandoned, 0 when none was.
+//
+//   node adapters/cloudflare-think/repro/resume-race.mjs [--runs N] [--kills K] [--client probe|silent]
+//
+// Each run kills workerd K times (default 2), each time once the model
+// call under way (the turn, then each recovery) has streamed four words,
+// and restarts it after --down-ms (default 300) with no process.
+//
+// `--client silent` reconnects without asking (no probe, no ack): the
+// control, where recovery is expected to run every time.
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ThinkRun } from "../think.mjs";

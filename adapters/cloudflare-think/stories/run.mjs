@@ -1,15 +1,15 @@
-//! Runs the stories (stories.mjs) against the real Think, each `--repeat N`
-//! times, one at a time, and prints a table: runs, how many kept Think's
-//! contract, the rate, the median wall time of a run. A verdict is a rate:
-//! a story that fails one run of many is reported failing, never passing.
-//!
-//!   node adapters/cloudflare-think/stories/run.mjs [--repeat N] [--sample] [NAME ...]
-//!
-//! `--sample` runs the CI sample: the controls, which must keep the
-//! contract on every run, and one story Think deterministically breaks, which must fail on
-//! every run (a story that cannot fail proves nothing). Exit: 0 when every
-//! story met that, 1 when one did not, 2 on a story name that does not exist.
-//! Without `--sample`, exit 1 when any run of any story broke the contract.
+// Runs the stories (stories.mjs) against the real Think, each `--repeat N`
+// times, one at a time, and prints a table: runs, how many kept Think's
+// contract, the rate, the median wall time of a run. A verdict is a rate:
+// a story that fails one run of many is reported failing, never passing.
+//
+//   node adapters/cloudflare-think/stories/run.mjs [--repeat N] [--sample] [NAME ...]
+//
+// `--sample` runs the CI sample: the controls, which must keep the
+// contract on every run, and one story Think deterministically breaks, which must fail on
+// every run (a story that cannot fail proves nothing). Exit: 0 when every
+// story met that, 1 when one did not, 2 on a story name that does not exist.
+// Without `--sample`, exit 1 when any run of any story broke the contract.
 import { parseArgs } from "node:util";
 import { STORIES } from "./stories.mjs";
 

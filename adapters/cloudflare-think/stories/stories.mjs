@@ -1,14 +1,14 @@
-//! The stories run against the real Think: the seeds' (#1644, #1647,
-//! #1667, #1671, #1781), each finding of the glue engine
-//! (docs/cloudflare-agents-findings.md) that a client and a provider can
-//! show, and controls. Each is one turnsim scenario's story told in real
-//! time, named by `mirrors`. `run()` returns `{ ok, detail }`, ok when Think
-//! did what the story asks: Think's own contract where it has one (quoted
-//! beside the story), else the harness's invariant; or `{ na: true, detail }`
-//! when the story's premise cannot be set up on Think (not a verdict).
-//! `breaks: true` marks a story Think does not keep on any run
-//! (docs/cloudflare-think-findings.md classes each: finding, hardening
-//! request, out-of-contract input).
+// The stories run against the real Think: the seeds' (#1644, #1647,
+// #1667, #1671, #1781), each finding of the glue engine
+// (docs/cloudflare-agents-findings.md) that a client and a provider can
+// show, and controls. Each is one turnsim scenario's story told in real
+// time, named by `mirrors`. `run()` returns `{ ok, detail }`, ok when Think
+// did what the story asks: Think's own contract where it has one (quoted
+// beside the story), else the harness's invariant; or `{ na: true, detail }`
+// when the story's premise cannot be set up on Think (not a verdict).
+// `breaks: true` marks a story Think does not keep on any run
+// (docs/cloudflare-think-findings.md classes each: finding, hardening
+// request, out-of-contract input).
 import { resumeRace } from "../repro/resume-race.mjs";
 import { sleep, storedTool, textOf, waitFor, withWorld } from "./world.mjs";
 

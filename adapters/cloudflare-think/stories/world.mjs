@@ -1,7 +1,7 @@
-//! What a story runs in: a provider answering from a script, Think in
-//! workerd with the story's config, one client, everything it was sent (as
-//! turnsim frames and as Think's own), and waits bounded in wall time.
-//! `withWorld(answers, config, body)` tears it all down whatever happens.
+// What a story runs in: a provider answering from a script, Think in
+// workerd with the story's config, one client, everything it was sent (as
+// turnsim frames and as Think's own), and waits bounded in wall time.
+// `withWorld(answers, config, body)` tears it all down whatever happens.
 import { ThinkRun } from "../think.mjs";
 import { startProvider } from "../repro/provider.mjs";
 
