@@ -10,6 +10,7 @@
 // | ... `tool-output-*`, `tool-approval-request` | `Tool` with the call's new state |
 // | ... `done` | `Done` (`continuation` as flagged), or `Error` with the body when `error` |
 // | `cf_agent_message_updated` | `Tool` for each tool part whose state changed |
+// | ... chunks flagged `replay` (a resumed turn's stream from its start) | one `Messages`: the transcript shown, with the replayed message as it stands |
 // | `cf_agent_chat_recovering` | `Recovering` |
 // | `cf_agent_stream_resuming` | `StreamResuming`, when this client asked (`resumeRequest`) |
 // | `cf_agent_stream_resume_none` | `ResumeNone`, when this client asked |
@@ -21,6 +22,7 @@
 // harness's: its own handshake (`resume_request` / `resume_ack`) is the
 // one a scenario asks for and `resume-handshake` judges.
 import WebSocket from "ws";
+import { applyChunkToParts } from "agents/chat";
 import { fromUIMessage, uiToolName } from "../node/messages.mjs";
 import { fromUIChunk } from "../node/chunks.mjs";
 import { AGENT_PATH } from "./workerd.mjs";
@@ -48,6 +50,9 @@ export class ThinkClient {
     this.ackOffersUnasked = ackOffersUnasked;
     this.messageOfRequest = new Map(); // request id -> the assistant message its `start` named
     this.lastAssistant = null; // the last assistant message this client shows: where a continuation's chunks go
+    this.shown = []; // the transcript this client was last sent whole (UI messages)
+    this.replaying = null; // a replayed stream being caught up: { requestId, message }
+    this.transcriptArrived = new Promise((resolve) => (this.onTranscript = resolve));
     this.toolNames = new Map(); // call id -> tool name
     this.toolStates = new Map(); // call id -> last state this client was told
     this.acked = new Set(); // offers acked (the published client acks each once)
@@ -125,8 +130,8 @@ export class ThinkClient {
     switch (data.type) {
       case "cf_agent_chat_messages":
         for (const message of data.messages) this.rememberTools(message, false);
-        this.lastAssistant = data.messages.findLast((message) => message.role === "assistant")?.id ?? null;
-        return this.onFrame({ Messages: data.messages.map((message) => fromUIMessage(message)) });
+        this.showTranscript(data.messages);
+        return this.onTranscript();
       case "cf_agent_message_updated":
         return this.rememberTools(data.message, true);
       case "cf_agent_use_chat_response":
@@ -156,17 +161,53 @@ export class ThinkClient {
     return true;
   }
 
-  response(data) {
-    if (data.done && data.error) return this.onFrame({ Error: { request_id: data.id, message: String(data.body ?? "") } });
-    if (data.done) return this.onFrame({ Done: { request_id: data.id, continuation: !!data.continuation } });
-    if (!data.body) return;
-    let chunk;
-    try {
-      chunk = JSON.parse(data.body);
-    } catch {
+  /** Sends the whole transcript `messages` (UI messages) as this client now shows it. */
+  showTranscript(messages) {
+    this.shown = messages;
+    this.lastAssistant = messages.findLast((message) => message.role === "assistant")?.id ?? null;
+    this.onFrame({ Messages: messages.map((message) => fromUIMessage(message)) });
+  }
+
+  /**
+   * Think replays a resumed stream from its start (chunks flagged `replay`):
+   * the client catches up on it in one go, so its end (`replayComplete`, a
+   * live chunk, or the stream's end) shows the transcript with the replayed
+   * message as it stands, and the live chunks follow.
+   */
+  replay(data) {
+    if (!this.replaying || this.replaying.requestId !== data.id) this.replaying = { requestId: data.id, message: null };
+    const chunk = data.body ? parseJson(data.body) : null;
+    if (!chunk) return;
+    if (chunk.type === "start") {
+      const id = chunk.messageId ?? data.id;
+      this.replaying.message = { id, role: "assistant", parts: [] };
+      this.messageOfRequest.set(data.id, this.replaying.message.id);
       return;
     }
-    this.chunk(data.id, chunk, !!data.continuation);
+    if (chunk.type === "tool-input-start") this.toolNames.set(chunk.toolCallId, chunk.toolName);
+    if (this.replaying.message) applyChunkToParts(this.replaying.message.parts, chunk);
+  }
+
+  caughtUp() {
+    const message = this.replaying?.message;
+    this.replaying = null;
+    if (!message) return;
+    const at = this.shown.findIndex((shown) => shown.id === message.id);
+    const messages = at >= 0 ? this.shown.map((shown, index) => (index === at ? message : shown)) : [...this.shown, message];
+    for (const part of message.parts) if (part.toolCallId) this.toolStates.set(part.toolCallId, part.state);
+    this.showTranscript(messages);
+  }
+
+  response(data) {
+    // A continuation's stream offered as it starts replays what it has streamed so far
+    // into the message the client shows: those chunks are shown as they come.
+    if (data.replay && !data.continuation && !data.done && !data.replayComplete) return this.replay(data);
+    if (this.replaying) this.caughtUp();
+    if (data.replayComplete) return;
+    if (data.done && data.error) return this.onFrame({ Error: { request_id: data.id, message: String(data.body ?? "") } });
+    if (data.done) return this.onFrame({ Done: { request_id: data.id, continuation: !!data.continuation } });
+    const chunk = data.body ? parseJson(data.body) : null;
+    if (chunk) this.chunk(data.id, chunk, !!data.continuation);
   }
 
   /**
@@ -205,5 +246,13 @@ export class ThinkClient {
       if (announce) this.tool(part.toolCallId, part.state);
       else this.toolStates.set(part.toolCallId, part.state);
     }
+  }
+}
+
+function parseJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }

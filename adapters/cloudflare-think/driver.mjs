@@ -11,7 +11,10 @@
 //   the clients (Think's own id: the client's for a user message, a fresh
 //   one for a continuation or a recovery, learnt from the resume offer
 //   Think sends as it starts one), else to the last one a client sent;
-//   `continuation` is true for every request Think starts itself.
+//   `continuation` is true for every request Think starts itself. A
+//   recovery's continue shows the model Think's continue prompt as a last
+//   user message that Think never stores: the request is reported without
+//   it, as the continuation of the reply before it.
 // - Busy while a request streams, a recovery is under way (Think's
 //   `cf_agent_chat_recovering`, or a stored incident still live), a stored
 //   stream is left `streaming` (a restarted object wakes on its keep-alive
@@ -38,6 +41,10 @@ import path from "node:path";
 
 const QUIET_MS = Number(process.env.TURNSIM_THINK_QUIET_MS) || 500;
 const LIVE_INCIDENT = new Set(["attempting", "scheduled", "running"]);
+/** How long a connection waits for Think's transcript before the harness goes on. */
+const CONNECT_MS = 10_000;
+/** Think's recovery prompt (dist/think.js 1266), shown to the model and never stored. */
+const CONTINUE_PROMPT = "Continue your previous response from exactly where it left off. Do not repeat any of it.";
 /** How long a store sync waits for Think to name a client request's reply (its UI stream's `start`). */
 const NAMING_MS = 300;
 
@@ -123,9 +130,13 @@ export class ThinkDriver {
    * request shows the leaf it continues (docs/cloudflare-think-findings.md).
    */
   describeRequest(body, stored) {
-    const id = this.streamingRequest() ?? this.lastRequest ?? "r0";
-    const request = this.requests.get(id);
-    const messages = requestMessages(body, stored);
+    // A restarted object's recovery asks the model before any client hears
+    // of it: its request is the one its stored stream names.
+    const id = this.streamingRequest() ?? this.stored.streamingRequest ?? this.lastRequest ?? "r0";
+    // Think continues a stored partial answer and retries a turn that stored none.
+    const continues = this.stored.messages.at(-1)?.role === "assistant";
+    const request = this.requests.get(id) ?? (id === this.stored.streamingRequest ? this.started(id, { continuation: continues }) : undefined);
+    const messages = requestMessages(withoutContinuePrompt(body), stored);
     const last = messages.at(-1);
     if (request?.messageId && last?.role === "user") messages.push({ id: request.messageId, role: "assistant", parts: [{ type: "step-start" }] });
     else if (request?.messageId && last?.id.startsWith("request-reply-")) last.id = request.messageId;
@@ -135,7 +146,7 @@ export class ThinkDriver {
   }
 
   requestIdOfTool() {
-    return this.streamingRequest() ?? this.lastRequest ?? "r0";
+    return this.streamingRequest() ?? this.stored.streamingRequest ?? this.lastRequest ?? "r0";
   }
 
   streamingRequest() {
@@ -156,6 +167,10 @@ export class ThinkDriver {
     });
     this.clients.set(id, client);
     await client.open();
+    // A connection shows the conversation once Think sends it (a restarted
+    // object wakes for the connection first: 1-2 s here); until then the
+    // harness would judge a client that was never shown anything.
+    await Promise.race([client.transcriptArrived, new Promise((resolve) => setTimeout(resolve, CONNECT_MS))]);
   }
 
   disconnect(id) {
@@ -168,11 +183,11 @@ export class ThinkDriver {
     this.lastActivityMs = performance.now();
     if (data.type === "cf_agent_chat_recovering") this.recovering = !!data.recovering;
     // Think offers a stream (a continuation, a recovery) as it starts it, before it asks the model.
-    // Every request Think starts itself (not a client's) continues the answer
-    // before it: a tool continuation, or a recovery's continue (a recovery
-    // that retries a turn that streamed nothing is the exception, and is
-    // flagged so here too).
-    if (data.type === "cf_agent_stream_resuming" && data.id) this.started(data.id, { continuation: true });
+    // A request Think starts itself (not a client's), offered as it starts,
+    // continues the answer before it: a tool continuation, or a recovery's
+    // continue. (An offer of a request already known, to a client that
+    // joins, says nothing of it.)
+    if (data.type === "cf_agent_stream_resuming" && data.id && !this.requests.has(data.id)) this.started(data.id, { continuation: true });
     if (data.type === "cf_agent_chat_messages" || data.type === "cf_agent_message_updated") this.bridge.storeChanged();
     if (data.type !== "cf_agent_use_chat_response" || !data.id || data.replay) return;
     const request = this.started(data.id, data);
@@ -255,6 +270,19 @@ export class ThinkDriver {
   stop() {
     for (const client of this.clients.values()) client.close();
   }
+}
+
+/**
+ * A recovery's continue asks the model with Think's prompt appended as a
+ * user message it never stores: the request continues the reply before it,
+ * and is reported so (the prompt is Think's means, not a message of the
+ * conversation).
+ */
+function withoutContinuePrompt(body) {
+  const messages = body.messages ?? [];
+  const last = messages.at(-1);
+  if (last?.role !== "user" || !String(typeof last.content === "string" ? last.content : JSON.stringify(last.content)).includes(CONTINUE_PROMPT)) return body;
+  return { ...body, messages: messages.slice(0, -1) };
 }
 
 function safeJson(text) {

@@ -50,8 +50,8 @@ records = {}
 if "_cf_KV" in tables:
     for (key, value) in db.execute("select key, value from _cf_KV where key like 'cf:chat%'"):
         records[key] = base64.b64encode(value).decode()
-streaming = "cf_agents_streams" in tables and db.execute("select count(*) from cf_agents_streams where state = 'streaming'").fetchone()[0] > 0
-print(json.dumps({"messages": messages, "records": records, "streaming": streaming}))
+live = db.execute("select tag from cf_agents_streams where state = 'streaming' order by created_at desc").fetchall() if "cf_agents_streams" in tables else []
+print(json.dumps({"messages": messages, "records": records, "streaming": len(live) > 0, "streamingRequest": live[0][0] if live else None}))
 `;
 
 /** The Durable Object's SQLite file under a run's state directory, or null before Think made one. */
@@ -68,19 +68,21 @@ export function findDatabase(stateDir) {
 /**
  * The transcript as the store's `Message`s (engine/src/transcript.rs) and
  * agents' chat records (`cf:chat-recovery:incident:*`, `cf:chat:recovering`,
- * ...) by key, and whether a stream is stored still `streaming` (a turn a
- * dead process left, which Think recovers when it wakes); empty before
- * Think stored anything.
+ * ...) by key, whether a stream is stored still `streaming` (a turn a
+ * dead process left, which Think recovers when it wakes), and the request
+ * the newest such stream belongs to (its tag); empty before Think stored
+ * anything.
  */
 export function readStore(stateDir) {
   const database = fs.existsSync(stateDir) ? findDatabase(stateDir) : null;
-  if (!database) return { messages: [], records: {}, streaming: false };
+  if (!database) return { messages: [], records: {}, streaming: false, streamingRequest: null };
   const output = execFileSync("python3", ["-c", READ_SCRIPT, database], { encoding: "utf8", timeout: 10_000 });
   const read = JSON.parse(output);
   return {
     messages: read.messages.map((content) => fromUIMessage(JSON.parse(content))),
     records: Object.fromEntries(Object.entries(read.records).map(([key, value]) => [key, deserialize(value)])),
-    streaming: read.streaming
+    streaming: read.streaming,
+    streamingRequest: read.streamingRequest
   };
 }
 
