@@ -24,10 +24,10 @@ import { chunks, messages as stored, Write } from "../node/index.mjs";
 import { SessionChatState } from "./state.mjs";
 import { HarnessTransport } from "./transport.mjs";
 
-/** The opaque store entry holding the `chat()` keys already taken. */
-const KEYS_KEY = "ai-sdk-chat:chat-keys";
 /** The opaque store entry holding each client's `auto_continue` by call id (the SDK has no such flag). */
 const OPT_IN_KEY = "ai-sdk-chat:auto-continue";
+/** What a `chat()` caller whose message the paused queue holds is told. */
+const QUEUE_PAUSED = "not sent: the chat's queue is paused after a failed request until the next message";
 /** `addToolOutput` needs an error text; the protocol's error may carry none (the built-in engine's default). */
 const DEFAULT_TOOL_ERROR = "Tool execution denied by user";
 
@@ -54,7 +54,6 @@ export class Session {
     this.answers = new Map();
     /** `chat()` callers by the id of the user message they sent. */
     this.callers = new Map();
-    this.keys = new Set(host.store.get(KEYS_KEY) ?? []);
     /** The last committed JSON of each message, so an unchanged one is not written again. */
     this.committed = new Map(host.store.state.messages.map((message) => [message.id, JSON.stringify(message)]));
     /** The per-turn stall timeout of the last user message, for continuations a result starts. */
@@ -79,8 +78,19 @@ export class Session {
 
   // ---- protocol handlers -------------------------------------------------
 
-  /** A restarted process only loads the stored messages: a `Chat` has no boot step. */
-  boot() {}
+  /**
+   * A restarted process builds a new `Chat` over the stored messages; a
+   * `Chat` has no boot step. Where their last step is a complete batch the
+   * continuation was owed, and an app continues a loaded chat as the
+   * `useChat` reference says: `sendMessage()` with no message "resubmits
+   * the current messages (useful after adding tool outputs)". The chat
+   * asks `sendAutomaticallyWhen` only as a stream ends or an output is
+   * added, and a load is neither.
+   */
+  boot() {
+    if (this.continues(this.state.messages)) return this.run(this.uiChat.sendMessage(undefined, this.requestOptions()));
+    return undefined;
+  }
 
   /** The transcript; and while the chat's status is `error`, the error of the request that failed. */
   async connect(connection) {
@@ -106,17 +116,13 @@ export class Session {
     return this.send(text, options, null);
   }
 
-  /** `chat()` is glue over `sendMessage`: the SDK has no server-side call with callbacks. */
+  /**
+   * `chat()` is glue over `sendMessage`: the SDK has no server-side call
+   * with callbacks. `sendMessage` takes no key, so a call delivered twice
+   * is sent twice, as Think's `chat()` takes it (the caller's key is not
+   * read: README, "Equal terms").
+   */
   async chat(caller, text, options) {
-    // A call delivered twice (one key) is taken once, as the built-in engine does.
-    if (caller.key !== undefined && caller.key !== null) {
-      if (this.keys.has(caller.key)) {
-        this.host.observe({ event: "chat-repeated", key: caller.key });
-        return caller.returned();
-      }
-      this.keys.add(caller.key);
-      await this.commit([Write.put(KEYS_KEY, [...this.keys])]);
-    }
     await this.send(text, options, caller);
   }
 
@@ -227,7 +233,7 @@ export class Session {
   }
 
   /** The chat's `onFinish`: the message is stored whole, then clients and the caller are told. */
-  finished({ message, isError }) {
+  finished({ message, isError, isAbort, finishReason }) {
     const request = this.request;
     this.request = null;
     const kept = this.state.messages.find((candidate) => candidate.id === message.id);
@@ -244,6 +250,28 @@ export class Session {
       if (error !== null) request.caller.onError(error);
       else request.caller.onDone();
       request.caller.returned();
+    }
+    if (isError || isAbort || finishReason === "interrupted") this.releaseQueuedCallers();
+  }
+
+  /**
+   * A request that failed, was stopped or was interrupted pauses the chat's
+   * queue "until the next message is sent" (`experimental_queue`), which
+   * may never come: a `chat()` caller whose message waits there would hear
+   * nothing. Its message leaves the queue unsent (it was never stored) and
+   * the caller is told so.
+   */
+  releaseQueuedCallers() {
+    for (const message of this.uiChat.experimental_queuedMessages) {
+      const caller = this.callers.get(message.id);
+      if (!caller) continue;
+      this.callers.delete(message.id);
+      this.uiChat.experimental_removeQueuedMessage(message.id);
+      const requestId = this.reserved.get(message.id) ?? this.newId("r");
+      this.reserved.delete(message.id);
+      caller.onStart(requestId);
+      caller.onError(QUEUE_PAUSED);
+      caller.returned();
     }
   }
 

@@ -201,8 +201,31 @@ export class Session {
     this.interaction(update, autoContinue);
   }
 
+  /**
+   * An approval reaches Think as the published client sends one:
+   * `useAgentChat` finds the call by the approval id its part carries and
+   * sends nothing for a part that carries none (agents `chat/react.js`,
+   * `addToolApprovalResponseAndNotifyServer`). The AI SDK engine's `Chat`
+   * drops the same approval (`addToolApprovalResponse` matches approval ids).
+   */
   approval(callId, approved, autoContinue) {
+    if (this.askedNoApproval(callId)) {
+      this.host.observe({ event: "tool-ignored", call_id: callId });
+      return;
+    }
     this.interaction(toolApprovalUpdate(callId, approved), autoContinue);
+  }
+
+  /**
+   * Whether the call's part, stored or streaming, carries no approval, so a
+   * client was never given one to answer. A call this process does not hold
+   * (its request was lost with a predecessor) may be one a client was asked
+   * about: its approval goes to Think.
+   */
+  askedNoApproval(callId) {
+    const live = this.streaming ? this.streaming.accumulator.mergeInto(this.messages) : this.messages;
+    const part = live.flatMap((message) => message.parts).find((candidate) => candidate.toolCallId === callId);
+    return part !== undefined && part.approval == null;
   }
 
   // ---- tool results, approvals and the continuation barrier --------------

@@ -16,6 +16,7 @@
 import { clock, random, macrotaskTurn, pendingImmediates } from "./sandbox.mjs";
 import { freshInstance, forgetGlobals, rememberGlobals } from "./generations.mjs";
 import { Wire } from "./wire.mjs";
+import { generationSeed } from "./random.mjs";
 import { Store } from "./store.mjs";
 import { ModelProxy } from "./model.mjs";
 
@@ -301,7 +302,7 @@ async function loadGeneration(module, generation) {
 async function oneRun(wire, init, makeEngine, offers) {
   if (init.protocol !== PROTOCOL_VERSION) exitWith(`protocol ${init.protocol} is not spoken here (version ${PROTOCOL_VERSION})`);
   clock.reset(init.wall_base_ms);
-  random.reseed(init.seed);
+  random.reseed(generationSeed(init.seed, init.generation));
   clock.advanceTo(init.now_ns);
   const host = new Host(wire, init);
   const engine = await makeEngine(host);

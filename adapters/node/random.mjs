@@ -1,10 +1,33 @@
 // Seeded randomness: the generator behind `Math.random`,
 // `crypto.getRandomValues`, `crypto.randomUUID` and `crypto.randomBytes`
 // once the sandbox is installed. xoshiro128** seeded through splitmix64 from
-// the run's seed, so the same seed gives the same draws, and a different
-// seed different ones.
+// the generation's seed (`generationSeed`: the run's seed and the
+// generation's number), so the same seed gives the same draws, and a
+// different seed or a later generation different ones.
 
 const MASK64 = (1n << 64n) - 1n;
+const GOLDEN_GAMMA = 0x9e3779b97f4a7c15n;
+
+/** splitmix64's finaliser: a well-mixed 64-bit word from any 64-bit word. */
+function mix64(value) {
+  let z = BigInt.asUintN(64, value);
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK64;
+  return z ^ (z >> 31n);
+}
+
+/**
+ * The seed of generation `generation`'s generator in a run seeded `seed`:
+ * the run's seed for generation 1, a seed mixed from both for every later
+ * one, so a restarted engine does not redraw its predecessor's bits (and
+ * ids), as a real restart would not. `turnsim engine` and the Python SDK
+ * derive the same numbers (tests/fixtures/generation-seeds.json).
+ */
+export function generationSeed(seed, generation) {
+  const runSeed = BigInt.asUintN(64, BigInt(seed));
+  if (generation <= 1) return runSeed;
+  return mix64(runSeed + BigInt(generation) * GOLDEN_GAMMA);
+}
 
 /** splitmix64: spreads one 64-bit seed into well-mixed words. */
 function* splitmix64(seed) {

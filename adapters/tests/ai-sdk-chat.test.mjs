@@ -2,7 +2,8 @@
 // tool continued once, two parallel results continued once (the SDK's
 // `sendAutomaticallyWhen` decides, after the second), a result that opts
 // out of continuing, the user message and answer stored, the capabilities
-// it declares, and an answered approval shown with its decision.
+// it declares, an answered approval shown with its decision, and every
+// `chat()` caller given an outcome when a failed request pauses the queue.
 
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
@@ -111,7 +112,7 @@ test("a result that opts out of continuing leaves the turn with the client", TIM
   await harness.close();
 });
 
-test("a chat() call is answered through its callback once, however often it is delivered", TIMEOUT, async () => {
+test("a chat() call is answered through its callback, and one delivered again is sent again (sendMessage takes no key)", TIMEOUT, async () => {
   const harness = new FakeHarness(ENGINE);
   await harness.init({ config: CONFIG });
   const callbacks = (messages, chat) =>
@@ -124,8 +125,31 @@ test("a chat() call is answered through its callback once, however often it is d
   assert.equal(calls.filter((call) => call.on_event).length, 4, "each text chunk is an event");
 
   const again = await harness.input({ type: "chat", chat: 2, key: "k1", text: "hello", options: { stall_timeout_ms: null } });
-  assert.deepEqual(callbacks(again, 2), ["returned"], "the same key again is let go unused");
-  assert.deepEqual(requests(again), [], "and calls no model");
+  assert.deepEqual(callbacks(again, 2), [{ on_start: { request_id: "r4" } }], "the same key again is a new request, as Think's chat() takes it");
+  assert.equal(requests(again).length, 1, "and the model is asked again");
+  await harness.close();
+});
+
+test("chat() callers whose messages wait in the queue are told when a failed request pauses it", TIMEOUT, async () => {
+  const harness = new FakeHarness(ENGINE);
+  await harness.init({ config: CONFIG });
+  const callbacks = (messages, chat) =>
+    messages.filter((message) => message.type === "callback" && message.chat === chat).map((message) => message.call);
+  await harness.input({ type: "chat", chat: 1, key: "k1", text: "tell me a story", options: { stall_timeout_ms: null } });
+  await stream(harness, 1, [{ type: "text-start", id: "t1" }, { type: "text-delta", id: "t1", delta: "Once" }]);
+  const queued = [
+    ...(await harness.input({ type: "chat", chat: 2, key: "k2", text: "and then?", options: { stall_timeout_ms: null } })),
+    ...(await harness.input({ type: "chat", chat: 3, key: "k3", text: "and after?", options: { stall_timeout_ms: null } })),
+  ];
+  assert.deepEqual(requests(queued), [], "both wait in the queue while the first streams");
+  const failed = await harness.input({ type: "model_end", call: 1, end: { kind: "http", status: 400 } });
+  assert.deepEqual(callbacks(failed, 1).at(-2), { on_error: { message: "provider error 400" } }, "the failed request's caller is told");
+  for (const chat of [2, 3]) {
+    const [start, error, returned] = callbacks(failed, chat);
+    assert.ok(start.on_start && error.on_error && returned === "returned", `caller ${chat} gets an outcome: ${JSON.stringify(callbacks(failed, chat))}`);
+    assert.match(error.on_error.message, /not sent: the chat's queue is paused/);
+  }
+  assert.deepEqual(requests(failed), [], "and the paused queue sends nothing");
   await harness.close();
 });
 

@@ -1,7 +1,8 @@
 // The Cloudflare engine under the fake harness: the #1649 race driven by
 // hand. Cloudflare's AutoContinuationController holds the continuation
 // while the stream is open, on virtual time, and fires it once, on a
-// `timer`, after the stream ends.
+// `timer`, after the stream ends. And client input reaches Think as the
+// published client sends it: no approval for a call that asked none.
 
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
@@ -135,4 +136,20 @@ test("the engine's own modules keep no state at the top level", async () => {
     const found = source.split("\n").filter((line) => stateful.test(line));
     assert.deepEqual(found, [], `${name} keeps state at the top level`);
   }
+});
+
+test("an approval of a call that asked for none is not sent on: useAgentChat has no approval id to send", { timeout: 30_000 }, async () => {
+  const harness = new FakeHarness(ENGINE);
+  await harness.init({ config: CONFIG });
+  await harness.input({ type: "user_message", text: "do it", options: { stall_timeout_ms: null } });
+  await chunk(harness, 0, { type: "tool-call", id: "tc-fast", name: "fast_tool", input: {} });
+  await chunk(harness, 0, { type: "finish-step", reason: "tool-calls", usage: { input_tokens: 1, output_tokens: 1 } });
+  await chunk(harness, 0, { type: "finish", reason: "tool-calls" });
+  harness.nowNs = 100e6;
+  const approved = await harness.input({ type: "approval", call_id: "tc-fast", approved: true, auto_continue: true });
+  assert.equal(observed(approved, "tool-ignored").length, 1, "the approval is dropped");
+  assert.equal(idleTimer(approved), null, "and arms no continuation");
+  const tool = harness.store.messages.at(-1).parts.find((part) => part.type === "tool");
+  assert.equal(tool.state, "input-available", "the call still waits for its result");
+  await harness.close();
 });

@@ -8,7 +8,9 @@
 import { afterEach, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
 import { FakeHarness, killAll } from "./fake-harness.mjs";
+import { generationSeed } from "../node/random.mjs";
 
 const test = (name, fn) => nodeTest(name, { timeout: 30_000 }, fn);
 afterEach(killAll);
@@ -88,4 +90,32 @@ test("an engine whose modules keep no state starts a generation in place on the 
   const second = report(await say(harness, "b"));
   assert.deepEqual(second, { generation: 2, seen: ["b"], evaluations: 1, timersFired: 0, globals: [] }, "the old generation's global is gone");
   await harness.close();
+});
+
+test("a restarted engine draws ids apart from its predecessor's, and each generation's ids are a function of the seed", async () => {
+  const drawId = async (harness) => posts(await say(harness, "id"))[0];
+  const inPlace = new FakeHarness(ENGINE);
+  await inPlace.init({ seed: 5 });
+  const first = await drawId(inPlace);
+  await inPlace.init({ seed: 5, generation: 2, state: inPlace.store });
+  const second = await drawId(inPlace);
+  await inPlace.close();
+  assert.notEqual(second, first, "generation 2 redrew generation 1's id");
+
+  const fresh = new FakeHarness(ENGINE);
+  await fresh.init({ seed: 5, generation: 2 });
+  assert.equal(await drawId(fresh), second, "generation 2 in a new process draws what it drew in place");
+  await fresh.close();
+  const again = new FakeHarness(ENGINE);
+  await again.init({ seed: 5 });
+  assert.equal(await drawId(again), first, "generation 1 draws from the run's seed");
+  await again.close();
+});
+
+test("generation seeds are the ones turnsim engine and the Python SDK derive", () => {
+  const vectors = JSON.parse(readFileSync(new URL("./fixtures/generation-seeds.json", import.meta.url), "utf8"));
+  assert.ok(vectors.length >= 4);
+  for (const { seed, generation, derived } of vectors) {
+    assert.equal(generationSeed(BigInt(seed), Number(generation)), BigInt(derived), `seed ${seed}, generation ${generation}`);
+  }
 });

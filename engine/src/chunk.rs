@@ -28,6 +28,14 @@ impl FinishReason {
             Self::Unknown => "unknown",
         }
     }
+
+    /// Whether a step that ends so runs its server tools: only a `stop` or
+    /// `tool-calls` finish does, as in `ai` 7.0.173
+    /// (`isToolExecutionAllowedFinishReason`); a step cut by `length`, a
+    /// content filter, an error or an unknown reason leaves its calls unrun.
+    pub fn allows_tool_execution(self) -> bool {
+        matches!(self, Self::Stop | Self::ToolCalls)
+    }
 }
 
 /// Token usage the provider reports with a finished step.

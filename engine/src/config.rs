@@ -66,7 +66,10 @@ pub enum ServerToolStart {
     /// stream could still stall, fail or be evicted. The default, because
     /// it is what the reference does: the AI SDK 7's `streamText`, under
     /// Think 0.23.0 (`ai ^7.0.0`) and the AI SDK's `Chat`, queues each call
-    /// and executes them at the model call's end.
+    /// and executes them at the model call's end, and only when the call
+    /// ended `stop` or `tool-calls` (`isToolExecutionAllowedFinishReason`):
+    /// a step cut by `length`, a content filter or an error runs none, and
+    /// the turn ends there with the calls unrun.
     #[default]
     AfterStep,
 }

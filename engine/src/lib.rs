@@ -22,6 +22,7 @@ pub mod session;
 pub mod transcript;
 
 pub use chunk::{Chunk, FinishReason, StreamError, Usage};
+pub use clock::anchor_wall_ms;
 pub use config::{EngineConfig, RecoveryConfig, ServerToolStart, ToolKind, TurnOptions};
 pub use events::{EngineEvent, TurnStatus};
 pub use ports::{

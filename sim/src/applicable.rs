@@ -33,6 +33,39 @@ pub struct Split {
     pub not_applicable: Vec<NotApplicable>,
 }
 
+/// What `run` does with a scenario that does not apply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum NotApplicableMode {
+    /// Report it not applicable, and do not run it.
+    #[default]
+    Skip,
+    /// Run it too, judged without what it needs: only violations the
+    /// missing capabilities do not explain count (`capability::explains`).
+    Run,
+    /// Run only the scenarios that do not apply, judged so.
+    Only,
+}
+
+impl Split {
+    /// The scenarios `mode` runs (in file order), and those it reports not
+    /// applicable instead.
+    pub fn select(self, mode: NotApplicableMode) -> (Vec<ScenarioFile>, Vec<NotApplicable>) {
+        if mode == NotApplicableMode::Skip {
+            return (self.applicable, self.not_applicable);
+        }
+        let mut judged: Vec<ScenarioFile> = self
+            .not_applicable
+            .into_iter()
+            .map(|skipped| ScenarioFile { judged_without: skipped.missing, ..skipped.file })
+            .collect();
+        if mode == NotApplicableMode::Run {
+            judged.extend(self.applicable);
+            judged.sort_by(|left, right| left.path.cmp(&right.path));
+        }
+        (judged, Vec::new())
+    }
+}
+
 /// Splits `files` by what the engine declares. The engine is asked only
 /// when some scenario needs anything: a suite without `needs` runs as before.
 pub fn split(files: Vec<ScenarioFile>) -> Split {

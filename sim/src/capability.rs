@@ -2,7 +2,11 @@
 //! from a small closed vocabulary (`docs/protocol.md`). An engine declares
 //! its own in the `idle` that answers `init`; a scenario names what it needs
 //! (`needs:`). A scenario whose needs the engine does not declare is not
-//! run: it is reported as not applicable, apart from pass and fail.
+//! run: it is reported as not applicable, apart from pass and fail. Run
+//! anyway (`run --not-applicable run|only`), it is judged without them:
+//! each capability names the invariants its absence explains ([`EXPLAINED`]),
+//! and every other violation is the engine's own, so a bug cannot hide
+//! behind "not applicable".
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -70,6 +74,50 @@ impl fmt::Display for Capability {
     }
 }
 
+/// What a missing capability explains, by invariant id (`turnsim list
+/// invariants`): the invariants an engine without it may break in a
+/// scenario that needs it, and no others. One line per capability, each
+/// with why.
+const EXPLAINED: [(Capability, &[&str]); 6] = [
+    // A turn an eviction or a stall cut is left as it stopped: a stored
+    // message nothing answers again, a partial still `streaming`, a call
+    // cut mid input never recovered.
+    (Capability::Recovery, &["no-lost-work", "transcript-shape", "mid-tool-input-recovers"]),
+    // Deliveries go unanswered: nothing is posted.
+    (Capability::Messenger, &["messenger-once", "messenger-view"]),
+    // A failed or empty attempt is kept as it came, not taken back: an empty
+    // finish is the answer, with nothing in it for the user.
+    (Capability::ProviderRetries, &["no-empty-answer", "transcript-shape", "no-lost-work"]),
+    // A refused commit is written with the next one; the turn goes on.
+    (Capability::StoreRefusalFailsTurn, &[]),
+    // A call left without a result stays so.
+    (Capability::DanglingCallRepair, &["tool-results-present"]),
+    // Only when the continuation fires moves, which invariants do not pin.
+    (Capability::Coalesce, &[]),
+];
+
+/// Whether a missing capability explains a violation of `check`. An
+/// expectation (`expect.*`) and `fault-landed` are the scenario's story,
+/// told for an engine with what it needs, so any missing capability
+/// explains them; an engine fault (a crash, a protocol error) is never
+/// explained.
+pub fn explains(missing: &[Capability], check: &str) -> bool {
+    let story = check.starts_with("expect.") || check == crate::check::landed::CHECK;
+    let invariant =
+        || EXPLAINED.iter().any(|(capability, checks)| missing.contains(capability) && checks.contains(&check));
+    !missing.is_empty() && (story || invariant())
+}
+
+/// The violations of a run of a scenario judged without `missing` that no
+/// missing capability explains: all of them when nothing is missing.
+pub fn unexplained(
+    missing: &[Capability],
+    mut violations: Vec<crate::check::Violation>,
+) -> Vec<crate::check::Violation> {
+    violations.retain(|violation| !explains(missing, &violation.check));
+    violations
+}
+
 /// `recovery, messenger`.
 pub fn names<'a>(capabilities: impl IntoIterator<Item = &'a Capability>) -> String {
     capabilities.into_iter().map(|capability| capability.name()).collect::<Vec<_>>().join(", ")
@@ -130,6 +178,29 @@ mod tests {
         }
         let error = Capability::parse("teleport").expect_err("unknown");
         assert!(error.contains("`teleport`") && error.contains("recovery"), "{error}");
+    }
+
+    #[test]
+    fn what_a_capability_explains_names_invariants_that_exist() {
+        let invariants: Vec<&str> =
+            crate::check::invariants::INVARIANTS.iter().map(|invariant| invariant.name).collect();
+        for (capability, checks) in EXPLAINED {
+            for check in checks {
+                assert!(invariants.contains(check), "{capability} explains `{check}`, which is no invariant");
+            }
+        }
+        assert_eq!(EXPLAINED.map(|(capability, _)| capability), Capability::ALL, "one line per capability");
+    }
+
+    #[test]
+    fn a_missing_capability_explains_its_invariants_and_the_story_only() {
+        let recovery = [Capability::Recovery];
+        assert!(explains(&recovery, "no-lost-work"));
+        assert!(explains(&recovery, "expect.model_calls") && explains(&recovery, "fault-landed"));
+        assert!(!explains(&recovery, "callback-contract"), "a caller left without an outcome is the engine's");
+        assert!(!explains(&recovery, "engine-fault"), "a crash is never explained");
+        assert!(!explains(&[Capability::Messenger], "no-lost-work"));
+        assert!(!explains(&[], "expect.model_calls"), "a scenario that applies is judged whole");
     }
 
     #[test]

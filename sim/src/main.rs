@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use mimalloc::MiMalloc;
+use turnsim::applicable::NotApplicableMode;
 use turnsim::cli::crash_points::Sweep;
 use turnsim::cli::explore::ExploreFlags;
 use turnsim::cli::list::ListWhat;
@@ -72,6 +73,11 @@ enum Command {
         /// Bring back a historical bug (repeatable); see `list regressions`.
         #[arg(long = "regression")]
         regressions: Vec<Regression>,
+        /// A scenario that needs what the engine does not declare: skip it
+        /// (reported N/A), run it too, or run only those. Run, only the
+        /// violations its missing capabilities do not explain count.
+        #[arg(long, value_enum, default_value_t = NotApplicableMode::Skip)]
+        not_applicable: NotApplicableMode,
     },
     /// Run one seed and print its whole timeline.
     Replay {
@@ -244,8 +250,9 @@ fn main() -> ExitCode {
     }
     let result = match arguments.command {
         Command::Engine { capabilities } => return cli::engine::serve(capabilities),
-        Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions } => {
-            cli::run::run(paths, seeds, seed_start, jobs, shard, format, RegressionSet::of(regressions))
+        Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions, not_applicable } => {
+            let selection = cli::run::Selection { seeds, seed_start, jobs, shard, not_applicable };
+            cli::run::run(paths, selection, format, RegressionSet::of(regressions))
         }
         Command::Replay { file, seed, format, regressions } => {
             cli::replay::replay(&file, seed, format, &RegressionSet::of(regressions))

@@ -126,10 +126,11 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// Runs one seed and checks it.
+/// Runs one seed and checks it. A scenario run without a capability it
+/// needs keeps only what that does not explain.
 pub fn run_one(file: &ScenarioFile, seed: u64, regressions: &RegressionSet) -> (RunRecord, Vec<Violation>) {
     let record = world::run(file, seed, regressions);
-    let violations = check_run(file, &record);
+    let violations = crate::capability::unexplained(&file.judged_without, check_run(file, &record));
     (record, violations)
 }
 
@@ -233,6 +234,10 @@ pub fn replay_command(file: &ScenarioFile, seed: u64, regressions: &RegressionSe
         command.push_str(&format!(" --regression {regression}"));
     }
     command.push_str(&crate::world::engine_flag());
+    if !file.judged_without.is_empty() {
+        let missing = crate::capability::names(&file.judged_without);
+        command.push_str(&format!("  # run without {missing}: what that explains does not count"));
+    }
     command
 }
 

@@ -1,6 +1,6 @@
-// A tool result that matches no waiting tool call (a duplicate the client
-// sent again, or one for an unknown call) still starts a continuation when
-// it carries `autoContinue`. Think's `tool-result` handler
+// A tool result that matches no waiting tool call (a second result for a
+// call already answered) still starts a continuation when it carries
+// `autoContinue`. Think's `tool-result` handler
 // (`_handleProtocolEvent`, @cloudflare/think 0.23.0) enqueues the apply and
 // then calls `_scheduleAutoContinuation` whatever the apply found; once the
 // first continuation has ended, `continuation.pending` is empty, so the
@@ -8,11 +8,18 @@
 // complete and no stream is open. The model is called again for a batch it
 // already answered.
 //
+// The input is one the published client sends: each tab running
+// `useAgentChat` with `experimental_automaticToolResolution` executes an
+// `input-available` client tool call it has not processed itself and sends
+// its result (agents 0.32.0 `dist/chat/react.js:660-692`: the set of
+// processed calls is per tab), so two open tabs answer one call twice; a
+// reconnecting tab can do the same.
+//
 // Run: node adapters/cloudflare-agents/repro/duplicate-result-starts-another-continuation.mjs
 // (from the turnsim repository, after `npm ci --prefix adapters`).
 // Uses only the published `agents` package (`agents/chat`): the
 // continuation controller and the tool-result helpers, wired as Think's
-// handler wires them. Exits 1 while the bug shows, 0 once fixed.
+// handler wires them. Prints the contract it breaks and exits 1 while the bug shows, 0 once fixed.
 
 import {
   AutoContinuationController,
@@ -66,17 +73,19 @@ function toolResult(toolCallId, output) {
   return tail;
 }
 
-const first = await toolResult("call-1", "3 meetings");
+const first = await toolResult("call-1", "3 meetings"); // the first tab's result
 await settle();
-console.log(`result for call-1 applied: ${first}; continuations fired: ${fired.length}`);
-const again = await toolResult("call-1", "3 meetings");
+console.log(`result for call-1 from one tab applied: ${first}; continuations fired: ${fired.length}`);
+const again = await toolResult("call-1", "3 meetings"); // the second tab's
 await settle();
-const unknown = await toolResult("call-unknown", "?");
-await settle();
-console.log(`the same result again applied: ${again}; a result for an unknown call applied: ${unknown}; continuations fired: ${fired.length}`);
+console.log(`the same call's result from a second tab applied: ${again}; continuations fired: ${fired.length}`);
 
 if (fired.length > 1) {
-  console.log("BUG: results that changed nothing started another continuation of a batch already continued");
+  console.log("BUG: a result that changed nothing started another continuation of a batch already continued");
+  console.log(
+    'contract: @cloudflare/think 0.23.0 docs/client-tools.md:147: "when all pending tool results are received, Think starts a new model turn with the tool results in context"; ' +
+      'agents 0.32.0 dist/chat/index.d.ts:2845-2849 (AutoContinuationController.cancelTimer): "a sibling result that re-armed it during a barrier wait can\'t fire a duplicate continuation after this one starts"',
+  );
   process.exit(1);
 }
 console.log("ok: one continuation for one batch");

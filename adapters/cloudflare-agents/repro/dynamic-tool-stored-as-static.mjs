@@ -8,8 +8,9 @@
 //
 // Run: node adapters/cloudflare-agents/repro/dynamic-tool-stored-as-static.mjs
 // (from the turnsim repository, after `npm ci --prefix adapters`).
-// Uses only the published `agents` and `ai` packages. Exits 1 while the
-// bug shows, 0 once fixed.
+// Uses only the published `agents` and `ai` packages; Think documents
+// runtime-registered tools (its docs/lifecycle-hooks.md:616). Prints the
+// contract it breaks and exits 1 while the bug shows, 0 once fixed.
 
 import { StreamAccumulator } from "agents/chat";
 import { dynamicTool, jsonSchema, readUIMessageStream, stepCountIs, streamText } from "ai";
@@ -45,6 +46,10 @@ console.log(`the client's stream reader shows: ${clientPart?.type}; the message 
 
 if (clientPart?.type !== storedPart?.type) {
   console.log("BUG: the stored message shows the dynamic tool's call as a static tool part");
+  console.log(
+    'contract: ai 7.0.173 docs/04-ai-sdk-ui/03-chatbot-tool-usage.mdx:609: "When using dynamic tools (tools with unknown types at compile time), the UI parts use a generic `dynamic-tool` type instead of specific tool types"; ' +
+      'agents 0.32.0 dist/chat/index.d.ts:144-149 (applyChunkToParts): "Applies a stream chunk to a mutable parts array, building up the message incrementally. ... Handles all common chunk types that both server and client need"',
+  );
   process.exit(1);
 }
 console.log("ok: stored as streamed");

@@ -20,12 +20,15 @@
 // failure the user was already told. Until the incident TTL sweep.
 //
 // This script drives the engine with Think's call sequence for one stall
-// whose partial the storage refuses to store.
+// whose partial the storage refuses to store (Think's own doc of
+// `_routeStreamInterruption` names "a rejected incident write" as a
+// routing failure it expects; the app's `onChatRecovery` is the default,
+// which returns `{}`).
 //
 // Run: node adapters/cloudflare-agents/repro/failed-stall-routing-leaves-incident-attempting.mjs
 // (from the turnsim repository, after `npm ci --prefix adapters`).
-// Uses only the published `agents` package (`agents/chat`). Exits 1 while
-// the bug shows, 0 once fixed.
+// Uses only the published `agents` package (`agents/chat`). Prints the
+// contract it breaks and exits 1 while the bug shows, 0 once fixed.
 
 import {
   ChatRecoveryEngine,
@@ -91,6 +94,10 @@ console.log(`incidents still live: ${active.map(({ incident }) => `${incident.in
 
 if (outcome === "failed" && active.length > 0) {
   console.log("BUG: a stall whose routing failed leaves its incident live, with no recovery scheduled to end it");
+  console.log(
+    'contract: @cloudflare/think 0.23.0 src/think.ts:17296-17297 (in dist/think.js.map, _routeStallToBoundedRecovery\'s outcomes): "`failed` — `onChatRecovery` threw; the incident is marked `failed` and the caller runs its generic terminal error path"; ' +
+      'agents 0.32.0 dist/chat/index.d.ts:2234-2236 (handleChatFiberRecovery): "Any throw after the incident opens flips it to `failed` so it is never left leaking in `attempting`"',
+  );
   process.exit(1);
 }
 console.log("ok: no incident is left live by a failed routing");

@@ -15,7 +15,8 @@
 // Run: node adapters/cloudflare-agents/repro/held-continuation-fires-after-recovery.mjs
 // (from the turnsim repository, after `npm ci --prefix adapters`).
 // Uses only the published `agents` package (`agents/chat`), wired as
-// Think wires it. Exits 1 while the bug shows, 0 once fixed.
+// Think wires it. Prints the contract it breaks and exits 1 while the bug
+// shows, 0 once fixed.
 
 import { AutoContinuationController, ContinuationState, drainInteractionApplies, hasIncompleteToolBatch } from "agents/chat";
 
@@ -61,6 +62,11 @@ console.log(`model calls: ${modelCalls.join(", ")}`);
 
 if (modelCalls.length > 2) {
   console.log("BUG: the held continuation fired after the recovery turn had already continued the batch");
+  console.log(
+    "contract: @cloudflare/think 0.23.0 src/think.ts:14943-14947 (in dist/think.js.map): \"A stall-recovery early-return does a plain clear instead (no re-arm): " +
+      "its scheduled continuation re-runs the turn and that finalize re-triggers the held barrier, so re-arming here would double-fire alongside the recovery continuation.\" " +
+      "(cloudflare/agents#1671: \"a spurious double model invocation\")",
+  );
   process.exit(1);
 }
 console.log("ok: the batch was continued once");

@@ -20,8 +20,8 @@
 //
 // Run: node adapters/cloudflare-agents/repro/recovery-end-clears-another-recovery-status.mjs
 // (from the turnsim repository, after `npm ci --prefix adapters`).
-// Uses only the published `agents` package (`agents/chat`). Exits 1 while
-// the bug shows, 0 once fixed.
+// Uses only the published `agents` package (`agents/chat`). Prints the
+// contract it breaks and exits 1 while the bug shows, 0 once fixed.
 
 import { ChatRecoveryEngine, buildChatRecoveringFrame, resolveChatRecoveryConfig, setChatRecovering } from "agents/chat";
 
@@ -78,6 +78,10 @@ console.log(`second incident: ${secondStatus}; on-connect frame: ${onConnect ? "
 
 if (secondStatus === "scheduled" && (lastFrame?.recovering === false || onConnect === null)) {
   console.log("BUG: clients are told no recovery is under way while another incident's recovery is still scheduled");
+  console.log(
+    'contract: agents 0.32.0 dist/chat/index.d.ts:1731-1733 (buildChatRecoveringFrame): "A client that connects between recovery attempts (no active stream) reads the turn as working rather than frozen"; ' +
+      ':1508-1510 (CHAT_RECOVERING_KEY): "Durable record of an in-progress recovery so a \'recovering…\' status (#1620) can be broadcast live"',
+  );
   process.exit(1);
 }
 console.log("ok: the status stays while a recovery is scheduled");

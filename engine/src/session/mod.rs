@@ -96,6 +96,11 @@ pub(crate) struct Session {
     /// Booted over a predecessor's store: a connection handed over may
     /// still show what that process told it.
     restarted: bool,
+    /// The id counter as the store last took it: an id drawn in a commit
+    /// the store refused is still this process's, and the next commit it
+    /// takes records the counter past it (ids never repeat, across a
+    /// restart too).
+    stored_next_id: u64,
 }
 
 /// A turn's end the store refused: the writes that record it, and its
@@ -103,6 +108,8 @@ pub(crate) struct Session {
 /// over the refused one).
 pub(crate) struct UnrecordedEnd {
     pub writes: Vec<Write>,
+    /// The reply the turn wrote into.
+    pub message_id: String,
     pub message_then: Option<crate::transcript::Message>,
 }
 
@@ -120,6 +127,10 @@ pub(crate) struct Unrecorded {
     pub ended_turns: BTreeMap<String, UnrecordedEnd>,
     /// Incidents closed here whose removal was refused.
     pub closed_incidents: std::collections::BTreeSet<String>,
+    /// Requests whose terminal recovery message went out as their terminal
+    /// frame while the store refused its record: they are not then told
+    /// `done` as well.
+    pub terminal_told: std::collections::BTreeSet<String>,
 }
 
 /// Rounds of refused commits handled before the session waits for its next
@@ -139,6 +150,7 @@ impl Session {
     pub(crate) fn boot(config: EngineConfig, ports: Ports, sink: InputSink) -> Self {
         let durable = ports.store.load();
         let restarted = !durable.messages.is_empty();
+        let stored_next_id = durable.next_id;
         let mut session = Session {
             config,
             ports,
@@ -160,6 +172,7 @@ impl Session {
             resuming: Default::default(),
             recovering_shown: false,
             restarted,
+            stored_next_id,
         };
         session.recover();
         session.reconcile_if_refused();
@@ -440,10 +453,12 @@ impl Session {
         if batch.is_empty() {
             return true;
         }
+        self.count_ids(&mut batch, self.durable.next_id);
         if self.ports.store.commit(&batch).is_err() {
             self.refused = true;
             return false;
         }
+        self.ids_counted(&batch);
         for write in &batch {
             self.durable.apply(write);
         }
@@ -451,6 +466,21 @@ impl Session {
             self.caught_up();
         }
         true
+    }
+
+    /// Records the id counter past `drawn` with `batch` when a refused
+    /// commit left the store behind it.
+    fn count_ids(&self, batch: &mut Vec<Write>, drawn: u64) {
+        let counted = batch.iter().any(|write| matches!(write, Write::NextId(_)));
+        if self.stored_next_id < drawn && !counted {
+            batch.push(Write::NextId(drawn));
+        }
+    }
+
+    /// The store took `batch`: the counter as it now holds it.
+    fn ids_counted(&mut self, batch: &[Write]) {
+        let taken = batch.iter().filter_map(|write| if let Write::NextId(id) = write { Some(*id) } else { None });
+        self.stored_next_id = taken.fold(self.stored_next_id, u64::max);
     }
 
     /// The store took what it had refused with a later commit: forget it,
@@ -485,11 +515,16 @@ impl Session {
         if batch.is_empty() {
             return true;
         }
+        let drawn = self.durable.next_id;
+        self.count_ids(&mut batch, drawn);
         if self.ports.store.commit(&batch).is_err() {
+            // The ids drawn stay drawn: one may already have been shown.
             self.durable = before;
+            self.durable.next_id = drawn;
             self.refused = true;
             return false;
         }
+        self.ids_counted(&batch);
         if owed {
             // The mirror as the store now holds it: what was owed first.
             self.durable = before;

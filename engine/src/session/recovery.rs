@@ -115,7 +115,8 @@ impl Session {
     /// What the store still lacks of this process's refused records, as
     /// `state` stands: each write still missing of a turn's end (the turn
     /// still in flight, its message as it was then, its failure not
-    /// stored), none that a later commit overtook, and the removal of each
+    /// stored, the continuation it took still owed), none that a later
+    /// commit overtook, and the removal of each
     /// incident closed here. Every commit carries them first, so the store
     /// catches up at the first commit it accepts.
     pub(super) fn owed_writes(&self, state: &crate::durable::DurableState) -> Vec<Write> {
@@ -132,6 +133,12 @@ impl Session {
                     now == end.message_then.as_ref() && now != Some(message)
                 }
                 Write::Terminal(status) => &state.terminal_status != status,
+                // The continuation the turn took is not owed to the next
+                // process: one left stored would answer again a turn its
+                // clients were told failed.
+                Write::Intent(None) => {
+                    state.continuation_intent.as_ref().is_some_and(|intent| intent.message_id == end.message_id)
+                }
                 _ => false,
             });
             owed.extend(missing.cloned());
@@ -499,6 +506,9 @@ impl Session {
         self.observe(event);
         if announce {
             self.broadcast(Frame::Error { request_id: request_id.to_string(), message: terminal });
+            if !recorded {
+                self.unrecorded.terminal_told.insert(request_id.to_string());
+            }
         }
         recorded
     }

@@ -273,7 +273,12 @@ impl Session {
                 self.broadcast(frame);
             }
         }
-        self.run_step_server_tools();
+        // Run at the step's end, a server tool runs only if the step ended on
+        // a finish that allows it (`ai` 7.0.173); one run as its call
+        // arrived (`at_tool_call`) ran whatever the finish, as before 7.
+        if reason.allows_tool_execution() || self.config.server_tools == ServerToolStart::AtToolCall {
+            self.run_step_server_tools();
+        }
         let Some(turn) = self.turn.as_mut() else {
             return;
         };

@@ -385,7 +385,8 @@ impl Session {
                 let user = self.answered_by(&turn.assistant.id, turn.after.as_deref());
                 writes.push(Write::Terminal(Some(self.terminal(&turn.request_id, message, user))));
             }
-            let end = super::UnrecordedEnd { writes, message_then };
+            let message_id = turn.assistant.id.clone();
+            let end = super::UnrecordedEnd { writes, message_id, message_then };
             self.unrecorded.ended_turns.insert(turn.request_id.clone(), end);
             self.look_again_shortly();
         }
@@ -426,7 +427,9 @@ impl Session {
             (TurnStatus::Interrupted, _) => {
                 // Recovery gave up on this stream and sent the terminal
                 // message as its terminal frame: one terminal frame per request.
-                let ended = self.durable.terminal_status.as_ref().is_some_and(|status| status.request_id == request_id);
+                let stored =
+                    self.durable.terminal_status.as_ref().is_some_and(|status| status.request_id == request_id);
+                let ended = stored || self.unrecorded.terminal_told.contains(&request_id);
                 if !ended {
                     self.broadcast(Frame::Done { request_id, continuation });
                 }

@@ -135,14 +135,39 @@ impl CallFact {
     /// them on an empty reply: (whether it is reasoning, its text), empty
     /// ones left out. What the call added, without what the request showed.
     pub fn streamed_texts(&self, history: &History) -> Vec<(bool, String)> {
+        let streamed = self.streamed(history);
+        let texts = streamed.parts.iter().filter_map(text_of).filter(|(_, text)| !text.is_empty());
+        texts.map(|(reasoning, text)| (reasoning, text.to_string())).collect()
+    }
+
+    /// The tool calls the call streamed, each with the input the model gave
+    /// it: the `tool-call`'s input, or the streamed input text when it
+    /// parses (a call finalised only at `finish-step`). A call whose input
+    /// never became whole has none.
+    pub fn streamed_tools(&self, history: &History) -> Vec<(ToolPart, Option<serde_json::Value>)> {
+        let streamed = self.streamed(history);
+        let tools = streamed.parts.iter().filter_map(|part| match part {
+            Part::Tool(tool) => Some(tool.clone()),
+            _ => None,
+        });
+        tools
+            .map(|tool| {
+                let input = tool.input.clone().or_else(|| serde_json::from_str(&tool.input_text).ok());
+                (tool, input)
+            })
+            .collect()
+    }
+
+    /// What the call streamed, built on an empty reply by the shared
+    /// message format's chunk rules.
+    fn streamed(&self, history: &History) -> Message {
         let mut streamed = Message { id: String::new(), role: Role::Assistant, parts: Parts::new() };
         for &at in &self.applied {
             if let Boundary::ModelChunk { chunk, .. } = &history.crossings[at].what {
                 streamed.apply_chunk(chunk);
             }
         }
-        let texts = streamed.parts.iter().filter_map(text_of).filter(|(_, text)| !text.is_empty());
-        texts.map(|(reasoning, text)| (reasoning, text.to_string())).collect()
+        streamed
     }
 
     fn add_tool(&mut self, id: &str) {
@@ -536,6 +561,18 @@ pub fn last_step_tools(message: &Message) -> impl Iterator<Item = &ToolPart> {
         Part::Tool(tool) => Some(tool),
         _ => None,
     })
+}
+
+/// The messages a crossing shows: a transcript frame, a model request, a
+/// commit's messages.
+pub fn shown_messages(what: &Boundary) -> Vec<&Message> {
+    match what {
+        Boundary::Frame { frame: Frame::Messages(messages), .. } => messages.iter().collect(),
+        Boundary::Frame { frame: Frame::Reset { message, .. }, .. } => vec![message],
+        Boundary::ModelRequest { request, .. } => request.messages.iter().collect(),
+        Boundary::Commit { writes } => writes.iter().filter_map(Write::message).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Text, reasoning or a tool call: a message of only `step-start`s (or

@@ -53,11 +53,18 @@ pub struct Atom<'a> {
     pub kind: Kind,
     pub id: &'a str,
     pub what: What,
+    /// A finished call's tool name and input: every consumer is owed the
+    /// call the model made, not only its id.
+    pub call: Option<(&'a str, &'a serde_json::Value)>,
 }
 
 impl PartialEq for Atom<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.kind == other.kind && self.what == other.what && (self.kind != Kind::Tool || self.id == other.id)
+        let same_call = self.what != What::Called || self.call == other.call;
+        self.kind == other.kind
+            && self.what == other.what
+            && (self.kind != Kind::Tool || self.id == other.id)
+            && same_call
     }
 }
 
@@ -72,7 +79,10 @@ impl std::fmt::Display for Atom<'_> {
             What::Start => write!(f, "the start of {kind} {}", self.id),
             What::Char(c) => write!(f, "{c:?} of {kind} {}", self.id),
             What::End => write!(f, "the end of {kind} {}", self.id),
-            What::Called => write!(f, "the finished call {}", self.id),
+            What::Called => match self.call {
+                Some((name, input)) => write!(f, "the finished call {} ({name} {input})", self.id),
+                None => write!(f, "the finished call {}", self.id),
+            },
         }
     }
 }
@@ -81,10 +91,10 @@ impl std::fmt::Display for Atom<'_> {
 /// or the end of a tool's input).
 pub fn atoms(chunk: &Chunk) -> Vec<Atom<'_>> {
     fn one(kind: Kind, id: &str, what: What) -> Vec<Atom<'_>> {
-        vec![Atom { kind, id, what }]
+        vec![Atom { kind, id, what, call: None }]
     }
     fn chars<'a>(kind: Kind, id: &'a str, delta: &str) -> Vec<Atom<'a>> {
-        delta.chars().map(|c| Atom { kind, id, what: What::Char(c) }).collect()
+        delta.chars().map(|c| Atom { kind, id, what: What::Char(c), call: None }).collect()
     }
     match chunk {
         Chunk::TextStart { id } => one(Kind::Text, id, What::Start),
@@ -95,7 +105,9 @@ pub fn atoms(chunk: &Chunk) -> Vec<Atom<'_>> {
         Chunk::ReasoningEnd { id } => one(Kind::Reasoning, id, What::End),
         Chunk::ToolInputStart { id, .. } => one(Kind::Tool, id, What::Start),
         Chunk::ToolInputDelta { id, delta } => chars(Kind::Tool, id, delta),
-        Chunk::ToolCall { id, .. } => one(Kind::Tool, id, What::Called),
+        Chunk::ToolCall { id, name, input, .. } => {
+            vec![Atom { kind: Kind::Tool, id, what: What::Called, call: Some((name, input)) }]
+        }
         // A UI stream has no end of a tool's input (its finished call says
         // it is complete), so an engine need not relay it.
         Chunk::ToolInputEnd { .. } | Chunk::FinishStep { .. } | Chunk::Finish { .. } | Chunk::Error { .. } => {

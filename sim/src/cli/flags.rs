@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::applicable::Split;
+use crate::applicable::{NotApplicable, NotApplicableMode, Split};
 use crate::scenario::{load_paths, ScenarioError, ScenarioFile};
 
 fn default_jobs() -> usize {
@@ -50,6 +50,22 @@ pub fn load_applicable(paths: &[PathBuf]) -> Result<Split, ScenarioError> {
         )));
     }
     Ok(split)
+}
+
+/// The scenarios under `paths` that `mode` runs, and those it reports not
+/// applicable; nothing to run is an error.
+pub fn load_for(
+    paths: &[PathBuf],
+    mode: NotApplicableMode,
+) -> Result<(Vec<ScenarioFile>, Vec<NotApplicable>), ScenarioError> {
+    if mode == NotApplicableMode::Skip {
+        return load_applicable(paths).map(|split| split.select(mode));
+    }
+    let (files, skipped) = crate::applicable::split(load_some(paths)?).select(mode);
+    if files.is_empty() {
+        return Err(usage_error("nothing to run: every scenario applies to the engine (--not-applicable only)"));
+    }
+    Ok((files, skipped))
 }
 
 pub fn env_u64(name: &str) -> Result<Option<u64>, ScenarioError> {

@@ -8,10 +8,10 @@ use clap::ValueEnum;
 
 use turnsim_engine::{Regression, RegressionSet};
 
-use super::flags::{env_u64, jobs_flag, load_applicable, usage_error};
+use super::flags::{env_u64, jobs_flag, load_for, usage_error};
 use super::interrupted_exit;
 use super::progress::Progress;
-use crate::applicable::Split;
+use crate::applicable::NotApplicableMode;
 use crate::runner::{self, Plan, Shard};
 use crate::scenario::ScenarioError;
 use crate::{errln, outln, output, report};
@@ -24,21 +24,28 @@ pub enum RunFormat {
     Github,
 }
 
+/// Which runs `run` makes: the seeds, how they are spread, and what it does
+/// with a scenario that does not apply to the engine.
+pub struct Selection {
+    pub seeds: Option<u64>,
+    pub seed_start: Option<u64>,
+    pub jobs: Option<usize>,
+    pub shard: Option<Shard>,
+    pub not_applicable: NotApplicableMode,
+}
+
 pub fn run(
     paths: Vec<PathBuf>,
-    seeds: Option<u64>,
-    seed_start: Option<u64>,
-    jobs: Option<usize>,
-    shard: Option<Shard>,
+    selection: Selection,
     format: RunFormat,
     regressions: RegressionSet,
 ) -> Result<ExitCode, ScenarioError> {
-    let Split { applicable: files, not_applicable } = load_applicable(&paths)?;
+    let (files, not_applicable) = load_for(&paths, selection.not_applicable)?;
     let plan = Plan {
-        seeds: seeds.or(env_u64("MADSIM_TEST_NUM")?),
-        seed_start: seed_start.or(env_u64("MADSIM_TEST_SEED")?),
-        jobs: jobs_flag(jobs)?,
-        shard,
+        seeds: selection.seeds.or(env_u64("MADSIM_TEST_NUM")?),
+        seed_start: selection.seed_start.or(env_u64("MADSIM_TEST_SEED")?),
+        jobs: jobs_flag(selection.jobs)?,
+        shard: selection.shard,
         regressions,
         files,
     };
@@ -48,9 +55,10 @@ pub fn run(
         return Err(usage_error("nothing to run: 0 seeds selected (check `--seeds`, `MADSIM_TEST_NUM` and `--shard`)"));
     }
     let seeds_from = plan.seed_start.map_or("each file's seed_start".to_string(), |start| start.to_string());
-    let not_run = match not_applicable.len() {
-        0 => String::new(),
-        count => format!(" ({count} not applicable)"),
+    let not_run = match (not_applicable.len(), judged_without(&plan)) {
+        (0, 0) => String::new(),
+        (0, judged) => format!(" ({judged} run without a capability they need: only what it does not explain counts)"),
+        (count, _) => format!(" ({count} not applicable)"),
     };
     errln!(
         "turnsim: {}{not_run}, {}, seeds from {seeds_from}, {}{}",
@@ -89,6 +97,11 @@ pub fn run(
         return Ok(interrupted_exit());
     }
     Ok(if summary.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// How many of the plan's scenarios run without a capability they need.
+fn judged_without(plan: &Plan) -> usize {
+    plan.files.iter().filter(|file| !file.judged_without.is_empty()).count()
 }
 
 fn describe(plan: &Plan) -> String {

@@ -8,6 +8,7 @@ pub mod fault;
 mod group;
 pub mod output;
 pub mod proxy;
+pub mod seeding;
 pub mod serve;
 
 use serde::{Deserialize, Serialize};

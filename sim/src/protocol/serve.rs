@@ -21,6 +21,7 @@ use turnsim_engine::ports::{
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, Input, InputSink};
 
 use super::fault::shown;
+use super::seeding::generation_seed;
 use super::{line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, RunTerms, ToEngine, WireCallback};
 use crate::capability::Capability;
 
@@ -39,8 +40,17 @@ pub fn serve(capabilities: &[Capability]) -> Result<(), String> {
             Err(closed) if closed.is_empty() => return Ok(()),
             Err(error) => return Err(error),
         };
-        let ToEngine::Init { now_ns, seed, config, state, protocol, generation, store_may_refuse, fault_sites, .. } =
-            message
+        let ToEngine::Init {
+            now_ns,
+            seed,
+            config,
+            state,
+            protocol,
+            generation,
+            wall_base_ms,
+            store_may_refuse,
+            fault_sites,
+        } = message
         else {
             return Err(format!("expected init, got {}", type_name(&message)));
         };
@@ -51,18 +61,27 @@ pub fn serve(capabilities: &[Capability]) -> Result<(), String> {
             return Err("init with generation 0: generations are numbered from 1".to_string());
         }
         check_time(now_ns, 0)?;
-        // Seeded as the harness's world is, so the simulated wall clock (the
-        // engine's durable timestamps) reads the same on both sides.
-        let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+        // Each generation draws from a seed of its own (a restarted process
+        // does not redraw its predecessor's bits); the wall clock is the
+        // harness's, anchored to `wall_base_ms` in `one_run`.
+        let runtime = Runtime::with_seed_and_config(generation_seed(seed, generation), madsim::Config::default());
         let run = RunTerms { store_may_refuse, fault_sites };
-        next = runtime.block_on(one_run(wire.clone(), now_ns, *config, *state, run, capabilities));
+        let clock = Clock { now_ns, wall_base_ms };
+        next = runtime.block_on(one_run(wire.clone(), clock, *config, *state, run, capabilities));
     }
+}
+
+/// Where a run's clocks start: sim time `now_ns`, the wall clock at
+/// `wall_base_ms` when sim time was zero.
+struct Clock {
+    now_ns: u64,
+    wall_base_ms: u64,
 }
 
 /// One run: boot, then inputs until the next `init` (returned) or the end.
 async fn one_run(
     wire: Wire,
-    now_ns: u64,
+    clock: Clock,
     config: EngineConfig,
     state: DurableState,
     run: RunTerms,
@@ -71,7 +90,8 @@ async fn one_run(
     wire.unmute();
     #[allow(clippy::disallowed_methods)] // the simulated clock
     let origin = tokio::time::Instant::now();
-    advance(origin, now_ns);
+    turnsim_engine::anchor_wall_ms(clock.wall_base_ms);
+    advance(origin, clock.now_ns);
     let ports = wire.ports(state, run);
     let mut engine = turnsim_engine::session::boot(config, ports, InputSink::detached());
     // Every `init` builds a fresh engine on a fresh runtime (below), so this

@@ -29,6 +29,11 @@ pub struct ScenarioFile {
     /// Model call n (1-based) plays `calls[n - 1]`; later calls play
     /// [`default_reply`].
     pub calls: Vec<Vec<Op>>,
+    /// Capabilities the scenario needs that the engine lacks, when it runs
+    /// anyway (`run --not-applicable`): its runs count only the violations
+    /// these do not explain ([`crate::capability::unexplained`]). Empty for
+    /// a scenario that applies.
+    pub judged_without: Vec<crate::capability::Capability>,
 }
 
 /// The calls a model makes past the end of its script: a short text answer.
@@ -74,7 +79,7 @@ fn parse_located(path: &Path, bytes: &[u8]) -> Result<ScenarioFile, ScenarioErro
         apply_script_fault(fault, &mut calls)
             .map_err(|message| ScenarioError::located(path, &locator, &at, message))?;
     }
-    Ok(ScenarioFile { path: path.to_path_buf(), scenario, calls })
+    Ok(ScenarioFile { path: path.to_path_buf(), scenario, calls, judged_without: Vec::new() })
 }
 
 /// Rules serde cannot say: checked after parsing, located through the prescan.

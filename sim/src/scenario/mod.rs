@@ -207,8 +207,9 @@ pub struct EngineSpec {
     #[serde(default)]
     pub tools: BTreeMap<String, ToolSpec>,
     /// When server tools run: `after_step` (the default: once the step's
-    /// stream has finished, as the AI SDK 7's `streamText` runs them) or
-    /// `at_tool_call` (as each call arrives, while the stream goes on).
+    /// stream has finished with `stop` or `tool-calls`, as the AI SDK 7's
+    /// `streamText` runs them) or `at_tool_call` (as each call arrives,
+    /// while the stream goes on).
     #[serde(default)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_tools: Option<ServerToolStart>,

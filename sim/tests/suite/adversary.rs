@@ -387,7 +387,12 @@ fn a_relay_broken_between_rests_is_caught_by_the_consumer_views() {
         ),
         (Operator::DuplicateFrame, "truncation-retry-succeeds", "client-view", "where the model streamed"),
         (Operator::DuplicateFrame, "client-disconnects-for-good", "client-view", "before the model streamed it"),
-        (Operator::DuplicateFrame, "max-steps-ends-a-tool-loop", "client-view", "is sent the finished call tc-1 where"),
+        (
+            Operator::DuplicateFrame,
+            "max-steps-ends-a-tool-loop",
+            "client-view",
+            "is sent the finished call tc-1 (lookup {\"page\":1}) where",
+        ),
         (
             Operator::ReorderFrames,
             "three-messages-queued-each-answered-in-turn",

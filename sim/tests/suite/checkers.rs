@@ -112,14 +112,14 @@ const CONVERGES: &str = "converges";
 const NO_LOST_WORK: &str = "no-lost-work";
 
 /// A real run of a scenario on seed 0, and the scenario it came from.
-struct Run {
-    file: ScenarioFile,
-    record: RunRecord,
+pub(crate) struct Run {
+    pub(crate) file: ScenarioFile,
+    pub(crate) record: RunRecord,
 }
 
 impl Run {
     /// Runs `file` and asserts that `invariant` reports nothing on it.
-    fn clean(file: ScenarioFile, invariant: &str) -> Self {
+    pub(crate) fn clean(file: ScenarioFile, invariant: &str) -> Self {
         let record = world::run(&file, 0, &RegressionSet::default());
         assert_eq!(record.end, RunEnd::Quiescent, "{}: the clean base run settles", file.scenario.name);
         let run = Self { file, record };
@@ -132,21 +132,21 @@ impl Run {
         run
     }
 
-    fn committed(stem: &str, invariant: &str) -> Self {
+    pub(crate) fn committed(stem: &str, invariant: &str) -> Self {
         Self::clean(scenario(stem), invariant)
     }
 
-    fn inline(yaml: &str, invariant: &str) -> Self {
+    pub(crate) fn inline(yaml: &str, invariant: &str) -> Self {
         Self::clean(inline(yaml), invariant)
     }
 
     /// A copy of the clean record, to break.
-    fn broken(&self) -> RunRecord {
+    pub(crate) fn broken(&self) -> RunRecord {
         self.record.clone()
     }
 
     /// What the invariant named `name` reports on `record`.
-    fn check(&self, name: &str, record: &RunRecord) -> Vec<Violation> {
+    pub(crate) fn check(&self, name: &str, record: &RunRecord) -> Vec<Violation> {
         let invariant = INVARIANTS
             .iter()
             .find(|invariant| invariant.name == name)
@@ -156,7 +156,7 @@ impl Run {
 
     /// Asserts `name` reports, under its own name, a violation whose message
     /// contains `needle`; returns everything it reported.
-    fn assert_fires(&self, name: &str, broken: &RunRecord, needle: &str) -> Vec<Violation> {
+    pub(crate) fn assert_fires(&self, name: &str, broken: &RunRecord, needle: &str) -> Vec<Violation> {
         let violations = self.check(name, broken);
         assert!(
             violations.iter().any(|violation| violation.message.contains(needle)),
@@ -171,7 +171,7 @@ impl Run {
 
     /// Asserts `name` reports nothing on an edited trace that still keeps
     /// its rule.
-    fn assert_passes(&self, name: &str, edited: &RunRecord, why: &str) {
+    pub(crate) fn assert_passes(&self, name: &str, edited: &RunRecord, why: &str) {
         let violations = self.check(name, edited);
         assert!(violations.is_empty(), "{name} must accept {why}: {violations:#?}");
     }
@@ -189,7 +189,7 @@ fn part_kinds(message: &Message) -> Vec<&'static str> {
 
 /// Index of the first history crossing that `matches`; `what` names it for
 /// the panic.
-fn crossing_of(record: &RunRecord, what: &str, matches: impl Fn(&Boundary) -> bool) -> usize {
+pub(crate) fn crossing_of(record: &RunRecord, what: &str, matches: impl Fn(&Boundary) -> bool) -> usize {
     record
         .history
         .crossings
@@ -200,7 +200,7 @@ fn crossing_of(record: &RunRecord, what: &str, matches: impl Fn(&Boundary) -> bo
 
 /// Inserts `crossings` at `at`, stamped with the time and timeline place of
 /// the crossing before.
-fn insert_crossings(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>) {
+pub(crate) fn insert_crossings(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>) {
     let before = &record.history.crossings[at.saturating_sub(1)];
     let (at_us, at_event) = (before.at_us, before.at_event);
     for (offset, what) in crossings.into_iter().enumerate() {
@@ -209,7 +209,7 @@ fn insert_crossings(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>)
 }
 
 /// Replaces the crossing at `at` with `crossings`, at its time and place.
-fn replace_crossing(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>) {
+pub(crate) fn replace_crossing(record: &mut RunRecord, at: usize, crossings: Vec<Boundary>) {
     let replaced = record.history.crossings.remove(at);
     for (offset, what) in crossings.into_iter().enumerate() {
         let crossing = Crossing { at_us: replaced.at_us, at_event: replaced.at_event, what };
@@ -521,7 +521,7 @@ fn single_continuation_does_not_count_a_stream_killed_by_an_eviction_as_open() {
 // ---------------------------------------------------------------- tool-results-present
 
 /// The request of model call `call` in `record`, to edit.
-fn request_mut(record: &mut RunRecord, number: u32) -> &mut ModelRequest {
+pub(crate) fn request_mut(record: &mut RunRecord, number: u32) -> &mut ModelRequest {
     record
         .history
         .crossings
@@ -534,7 +534,7 @@ fn request_mut(record: &mut RunRecord, number: u32) -> &mut ModelRequest {
 }
 
 /// The tool part `call_id` in `messages`, to edit.
-fn tool_in<'a>(messages: &'a mut [Message], call_id: &str) -> &'a mut ToolPart {
+pub(crate) fn tool_in<'a>(messages: &'a mut [Message], call_id: &str) -> &'a mut ToolPart {
     messages
         .iter_mut()
         .flat_map(|message| message.parts.iter_mut())
@@ -2107,7 +2107,7 @@ fn request_matches_store_fires_on_a_user_message_shown_with_other_text() {
     run.assert_fires(
         REQUEST_MATCHES_STORE,
         &broken,
-        "user message m5 is shown as \"third\"; the store holds \"second\"",
+        "message m5 part 0 is shown as text \"third\"; the store holds text \"second\"",
     );
 }
 

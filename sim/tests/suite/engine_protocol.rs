@@ -245,6 +245,66 @@ fn a_scenario_that_needs_what_the_engine_does_not_declare_is_not_applicable() {
     assert!(notices.contains(&format!("::notice file={NEEDS_MESSENGER},line=1")), "a notice: {notices}");
 }
 
+const NEEDS_RECOVERY_MID_TOOL: &str = "scenarios/recovery-mid-tool-input.yaml";
+
+#[test]
+fn a_scenario_run_without_what_it_needs_counts_only_what_that_does_not_explain() {
+    // The built-in engine recovers, but declares it does not: its recovery
+    // scenarios are not applicable, and run anyway they pass.
+    let engine = served_declaring("");
+    let run = |scenario: &str, mode: &str, regression: Option<&str>| {
+        let mut args = vec!["run", scenario, "--seeds", "2", "--not-applicable", mode, "--engine-cmd", &engine];
+        args.extend(regression.map(|regression| ["--regression", regression]).into_iter().flatten());
+        turnsim(&args)
+    };
+    let clean = run(NEEDS_RECOVERY, "only", None);
+    let said = text(&clean);
+    assert_eq!(clean.status.code(), Some(0), "{said}");
+    assert!(said.contains("(1 run without a capability they need"), "{said}");
+    assert!(said.contains(&format!("PASS {NEEDS_RECOVERY} (2 seeds)")), "{said}");
+    assert!(!said.contains("N/A"), "a scenario that runs is not reported not applicable: {said}");
+
+    // A caller left without an outcome is the engine's own bug, whatever it lacks.
+    let glue_bug = run(NEEDS_RECOVERY, "only", Some("silent-interrupt"));
+    let said = text(&glue_bug);
+    assert_eq!(glue_bug.status.code(), Some(1), "a bug no missing capability explains fails: {said}");
+    assert!(said.contains("callback-contract"), "{said}");
+    assert!(said.contains("# run without recovery"), "the replay says how the run was judged: {said}");
+
+    // A recovery that gives up on a call cut mid input is what lacking recovery explains.
+    let explained = run(NEEDS_RECOVERY_MID_TOOL, "only", Some("continue-mid-tool-input"));
+    assert_eq!(explained.status.code(), Some(0), "{}", text(&explained));
+    let judged_whole = turnsim(&[
+        "run",
+        NEEDS_RECOVERY_MID_TOOL,
+        "--seeds",
+        "2",
+        "--regression",
+        "continue-mid-tool-input",
+        "--engine-cmd",
+        &served_declaring("recovery"),
+    ]);
+    assert_eq!(judged_whole.status.code(), Some(1), "the same bug where it applies: {}", text(&judged_whole));
+
+    // `only` over scenarios that all apply has nothing to run; `run` runs both.
+    let nothing = run(NEEDS_NOTHING, "only", None);
+    assert_eq!(nothing.status.code(), Some(2), "{}", text(&nothing));
+    let both = turnsim(&[
+        "run",
+        NEEDS_RECOVERY,
+        NEEDS_NOTHING,
+        "--seeds",
+        "1",
+        "--not-applicable",
+        "run",
+        "--engine-cmd",
+        &engine,
+    ]);
+    let said = text(&both);
+    assert_eq!(both.status.code(), Some(0), "{said}");
+    assert!(String::from_utf8_lossy(&both.stdout).trim_end().ends_with("suite: 2 passed, 0 failed"), "{said}");
+}
+
 #[test]
 fn the_adversary_measures_only_the_scenarios_that_apply() {
     let engine = served_declaring("recovery");

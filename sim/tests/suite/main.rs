@@ -14,6 +14,7 @@ mod growth;
 mod hostile;
 mod hostile_engines;
 mod library;
+mod owed;
 mod provider;
 mod regressions;
 mod replay_views;

@@ -1,6 +1,8 @@
 //! Invariant 2: at most one continuation per tool batch; none while a stream
 //! is open; none while a sibling is unanswered; and, once the batch is
-//! complete and a result opted in, exactly one (liveness).
+//! complete and a result opted in, exactly one (liveness); where a
+//! scenario needs `coalesce`, not before the coalesce window after the
+//! batch's last answer has passed.
 //!
 //! Read from the model requests: what each picks up from (its basis, see
 //! [`crate::check::facts::Basis`]). A request after a tool batch continues
@@ -25,7 +27,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "single-continuation",
-    rule: "one continuation per tool batch, never while a stream is open or a sibling is unanswered, and always once the batch completes",
+    rule: "one continuation per tool batch, never while a stream is open or a sibling is unanswered, never inside the coalesce window (where a scenario needs it), and always once the batch completes",
     check,
 };
 
@@ -51,6 +53,44 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     }
     if input.run.end == RunEnd::Quiescent {
         violations.extend(stranded_batch(input));
+    }
+    violations.extend(inside_the_coalesce_window(input));
+    violations
+}
+
+/// In a scenario that needs `coalesce`: a continuation fires no sooner
+/// than `engine.coalesce_ms` after the last answer to its batch before
+/// it, so the window is one a client can act in (a second result, a
+/// change of mind) before the model is asked again.
+fn inside_the_coalesce_window(input: &CheckInput) -> Vec<Violation> {
+    if !input.scenario.scenario.needs.contains(&crate::capability::Capability::Coalesce) {
+        return Vec::new();
+    }
+    let window_us = input.scenario.scenario.engine_config().coalesce_ms.saturating_mul(1000);
+    let history = &input.run.history;
+    let mut violations = Vec::new();
+    for (at, message_id, call_ids) in input.facts.continuations() {
+        let answers = call_ids.iter().flat_map(|call_id| input.facts.answers.get(call_id)).flatten();
+        let Some(&last) = answers.filter(|&&answer| answer < at).max() else { continue };
+        // The window is a process's: a new one restores the owed
+        // continuation from the store and keeps its own.
+        if input.facts.killed_between(last, at) {
+            continue;
+        }
+        // A recovery under way takes the batch when its alarm fires.
+        let recovering = history.store_at(at).incidents.values().any(|incident| incident.status == "attempting");
+        if recovering {
+            continue;
+        }
+        let waited_us = history.crossings[at].at_us - history.crossings[last].at_us;
+        if waited_us < window_us {
+            let message = format!(
+                "the continuation of {message_id}'s batch fired {} ms after its last answer, inside the {} ms coalesce window",
+                waited_us / 1000,
+                window_us / 1000
+            );
+            violations.push(input.violation_at(NAME, at, message));
+        }
     }
     violations
 }

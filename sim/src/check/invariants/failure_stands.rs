@@ -11,6 +11,13 @@
 //! store refused it): then the failure is about that one, and not judged.
 //! Otherwise the user resends and gets two answers, or reads "it failed"
 //! above the answer. Judged from the frames and the store alone.
+//!
+//! The failure stands for everyone, across connections and processes: once
+//! any client was told it, no model request answers that user message
+//! again until something asks (a restart that lost the failure's record
+//! and answers anyway, with nobody connected to see it, shows here). Only
+//! a failure whose record the store refused, the process dying before it
+//! could record it, is not the next process's to know.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,7 +32,7 @@ use crate::history::{Boundary, CallbackCall};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "failure-stands",
-    rule: "a client told a turn failed is not then streamed an answer to the same user message unless something asked for one after the error",
+    rule: "a client told a turn failed is not then streamed an answer to the same user message, nor is the model asked to answer it again, unless something asked for one after the error",
     check,
 };
 
@@ -54,6 +61,11 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     // Messages asked for (user message, chat, delivery) since the store
     // last took a user message: an error then may be about one of them.
     let mut unstored_asks = 0usize;
+    // Failures told to anyone, by the user message they are about: no
+    // model request answers that message again until something asks.
+    let mut standing: BTreeMap<String, (String, usize)> = BTreeMap::new();
+    // Failures whose record the store refused and has not taken since.
+    let mut unrecorded: BTreeSet<&str> = BTreeSet::new();
     let mut violations = Vec::new();
     for (index, crossing) in history.iter().enumerate() {
         if let Some(request_id) = request_of(&crossing.what).filter(|id| !first_seen.contains_key(*id)) {
@@ -64,9 +76,26 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                 let user = request.messages.iter().rev().find(|message| message.role == Role::User);
                 if let Some(user) = user {
                     answers.entry(request.request_id.clone()).or_insert_with(|| user.id.clone());
+                    if let Some((failed, told_at)) = standing.remove(&user.id) {
+                        let text = format!(
+                            "request {failed} was told failed (event {told_at}), then the model was asked to answer the \
+                             same user message {} again ({}) with nothing asked since",
+                            user.id, request.request_id
+                        );
+                        violations.push(Violation::at(INVARIANT.name, crossing.at_event, text));
+                    }
                 }
             }
+            Boundary::CommitRefused { writes } => unrecorded.extend(terminal_records(writes)),
+            Boundary::Killed => {
+                // A failure whose record the store refused, and the process
+                // died before recording it: the next process cannot know.
+                standing.retain(|_, (request_id, _)| !unrecorded.contains(request_id.as_str()));
+            }
             Boundary::Commit { writes } => {
+                terminal_records(writes).for_each(|request_id| {
+                    unrecorded.remove(request_id);
+                });
                 let before = store.at(index);
                 if writes.iter().any(|write| stores_a_user_message(write, before)) {
                     unstored_asks = 0;
@@ -74,11 +103,13 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             }
             Boundary::UserMessage { .. } | Boundary::Chat { .. } | Boundary::Deliver { .. } => {
                 told.clear();
+                standing.clear();
                 last_ask = Some(index);
                 unstored_asks += 1;
             }
             Boundary::ToolResult { .. } | Boundary::Approval { .. } => {
                 told.clear();
+                standing.clear();
                 last_ask = Some(index);
             }
             Boundary::Connect { connection } | Boundary::Disconnect { connection } => {
@@ -110,6 +141,12 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                 });
                 let user = user.clone();
                 let at_event = crossing.at_event;
+                // For everyone, a failure stands on the message its request
+                // asked the model about (one that asked nothing is judged
+                // per connection only: which message it failed is a guess).
+                if let Some(asked) = answers.get(request_id) {
+                    standing.entry(asked.clone()).or_insert_with(|| (request_id.clone(), at_event));
+                }
                 told.insert(*connection, Told { request_id: request_id.clone(), user, at_event });
             }
             Boundary::Frame { connection, frame: Frame::Chunk { request_id, message_id, .. } } => {
@@ -146,6 +183,14 @@ fn request_of(what: &Boundary) -> Option<&str> {
         Boundary::Callback { call: CallbackCall::Start { request_id }, .. } => Some(request_id),
         _ => None,
     }
+}
+
+/// The requests whose failure `writes` record (a terminal status).
+fn terminal_records(writes: &[Write]) -> impl Iterator<Item = &str> {
+    writes.iter().filter_map(|write| match write {
+        Write::Terminal(Some(status)) => Some(status.request_id.as_str()),
+        _ => None,
+    })
 }
 
 /// Whether `write` stores a user message the store did not hold.

@@ -1,7 +1,8 @@
 //! Invariant 8: the messenger posts exactly once per delivery, and never a
 //! truncated partial as the final answer: a delivery whose reply was cut
-//! off (its last model call before the post stalled, was cut, or died with
-//! the process) gets the apology. And a delivery is recorded `completed`
+//! off (its last model call before the post stalled, was cut, failed, or
+//! died with the process) gets the apology and nothing else, and one whose
+//! answer was complete and stored never gets it. And a delivery is recorded `completed`
 //! only once the posts its `posting` record owed went out: an answer the
 //! engine believes posted and never sent shows here.
 
@@ -9,18 +10,18 @@ use std::collections::BTreeMap;
 
 use turnsim_engine::durable::{DeliveryStage, Write};
 use turnsim_engine::messenger::{ERROR_MESSENGER_RESPONSE, INTERRUPTED_MESSENGER_RESPONSE};
-use turnsim_engine::{Message, Role};
+use turnsim_engine::{FinishReason, Message, Role};
 
 use super::Invariant;
-use crate::check::facts::{CallEnd, PostFact};
-use crate::check::replies::{process_of, record_refused_then_killed, replies};
+use crate::check::facts::{CallEnd, CallFact, PostFact};
+use crate::check::replies::{process_of, record_refused_then_killed, replies, APOLOGIES};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "messenger-once",
-    rule: "each delivery posts exactly once, and an interrupted reply posts the apology, not the partial; a delivery is recorded completed only after the posts its posting record owed were made",
+    rule: "each delivery posts exactly once; an interrupted or failed reply posts the apology alone, not the partial, and an answered one never the apology; a delivery is recorded completed only after the posts its posting record owed were made",
     check,
 };
 
@@ -141,8 +142,12 @@ fn count_replies(input: &CheckInput, delivery_id: &str) -> usize {
     replies.len() - repeats.count()
 }
 
-/// The delivery's first post, when the last model call answering its
-/// message before that post was cut off, must be an apology.
+/// The delivery's first reply tells its outcome truly. When the last
+/// model call answering its message before the reply was cut off or failed
+/// (a provider error nothing retried), every post of it is an apology,
+/// never the partial, before or after one. When that call finished its
+/// answer and the store took it, with nothing failing since (no refused
+/// write, no dead process, no refused post), the reply is not an apology.
 fn check_interrupted(input: &CheckInput, delivery: &Delivery, posts: &[PostFact]) -> Option<Violation> {
     let PostFact { at: posted_at, text, .. } = posts.first()?;
     let message_id = delivery.message_id.as_deref()?;
@@ -153,17 +158,46 @@ fn check_interrupted(input: &CheckInput, delivery: &Delivery, posts: &[PostFact]
     });
     let last = answering.next_back()?;
     let cut_off = match last.end {
-        CallEnd::Parked | CallEnd::Cut | CallEnd::Abandoned | CallEnd::Open => true,
+        CallEnd::Parked | CallEnd::Cut | CallEnd::Abandoned | CallEnd::Open | CallEnd::Http { .. } => true,
         CallEnd::Killed => last.ended_at.is_some_and(|killed| killed < *posted_at),
         _ => false,
     };
     let allowed = [INTERRUPTED_MESSENGER_RESPONSE, ERROR_MESSENGER_RESPONSE];
-    if cut_off && !allowed.contains(&text.as_str()) {
+    let first_reply = replies(input, delivery.id).into_iter().next()?;
+    let partial = first_reply.posts.iter().find(|post| !allowed.contains(&post.text.as_str()));
+    if let (true, Some(partial)) = (cut_off, partial) {
+        let how = if matches!(last.end, CallEnd::Http { .. }) { "failed" } else { "was cut off" };
         let message = format!(
-            "delivery {} was cut off (model call #{} never finished) but posted {text:?} as its answer",
+            "delivery {} {how} (model call #{} never finished) but posted {:?} as its answer",
+            delivery.id, last.call, partial.text
+        );
+        return Some(input.violation_at(NAME, partial.at, message));
+    }
+    if APOLOGIES.contains(&text.as_str()) && answered_undisturbed(input, last, *posted_at) {
+        let message = format!(
+            "delivery {} was answered (model call #{} finished and its answer was stored) but posted the apology {text:?}",
             delivery.id, last.call
         );
         return Some(input.violation_at(NAME, *posted_at, message));
     }
     None
+}
+
+/// Whether `call` finished its answer, the store took it before history
+/// index `until`, and nothing failed from its end to then: no refused
+/// write or post, no dead process.
+fn answered_undisturbed(input: &CheckInput, call: &CallFact, until: usize) -> bool {
+    let finished =
+        matches!(call.end, CallEnd::Finished { reason: FinishReason::Stop, .. }) && call.finished_with_output();
+    let Some(ended) = call.ended_at.filter(|&ended| finished && ended < until) else { return false };
+    let history = &input.run.history;
+    let target = call.target.as_deref();
+    let texts = call.streamed_texts(history);
+    let stored = history.store_at(until);
+    let reply = target.and_then(|target| stored.message(target)).map(Message::text).unwrap_or_default();
+    let kept = texts.iter().filter(|(reasoning, _)| !reasoning).all(|(_, text)| reply.contains(text.as_str()));
+    let failed = history.crossings[ended..until].iter().any(|crossing| {
+        matches!(crossing.what, Boundary::CommitRefused { .. } | Boundary::PostRefused { .. } | Boundary::Killed)
+    });
+    kept && !failed && !reply.is_empty()
 }

@@ -12,11 +12,15 @@ mod messenger_once;
 mod messenger_view;
 mod mid_tool_input;
 mod no_lost_work;
+mod outcome_told;
 mod parked_tool;
 mod request_matches_store;
 mod resume_handshake;
+mod tool_outcomes;
 mod tool_results;
+mod tool_runs;
 mod transcript_shape;
+mod user_text;
 
 use super::{CheckInput, Violation};
 
@@ -30,7 +34,7 @@ pub struct Invariant {
 
 /// Invariant 11 (determinism) is checked by running a seed twice:
 /// `turnsim check-determinism` and the determinism tests.
-pub const INVARIANTS: [Invariant; 16] = [
+pub const INVARIANTS: [Invariant; 20] = [
     callback_contract::INVARIANT,
     continuation::INVARIANT,
     tool_results::INVARIANT,
@@ -47,6 +51,10 @@ pub const INVARIANTS: [Invariant; 16] = [
     messenger_view::INVARIANT,
     resume_handshake::INVARIANT,
     request_matches_store::INVARIANT,
+    tool_runs::INVARIANT,
+    tool_outcomes::INVARIANT,
+    user_text::INVARIANT,
+    outcome_told::INVARIANT,
 ];
 
 pub const DETERMINISM_RULE: (&str, &str) = ("determinism", "the same seed gives the same trace, byte for byte");

@@ -1,37 +1,42 @@
 //! What the model is asked is what the store holds. At each model request,
-//! against the store as of that moment (the commits before it folded in):
+//! against the store as of that moment (the commits before it folded in),
+//! the request is the stored transcript up to the reply it asks for:
 //!
-//! - every stored user message up to the reply the request asks for is in
-//!   it, in store order, with its stored text. The reply is the request's
-//!   last message; when the store does not hold it yet (a new reply), the
-//!   store says later where it goes: after the message it answers (the
-//!   message before it where it is first stored). A reply never stored
-//!   answers up to the last stored message the request shows (at least
-//!   the first user message: a request starts where the store does). User
-//!   messages queued behind the reply are not the model's to answer yet.
+//! - every stored message up to that reply is shown, once, in store order,
+//!   and none the store holds after it (a later question waiting its turn
+//!   is not the model's to answer yet). The reply is the request's last
+//!   message; when the store does not hold it yet (a new reply), the store
+//!   says later where it goes: after the message it answers (the message
+//!   before it where it is first stored). A reply never stored answers up
+//!   to the last stored message the request shows (at least the first
+//!   user message: a request starts where the store does).
+//! - each message is shown as stored, part for part: its step boundaries,
+//!   texts, tool calls with their inputs, states, results and decisions.
+//!   The reply being written may run ahead of the store (what was streamed
+//!   since the last flush), never behind it, or be shown empty (answered
+//!   afresh in place of what a dead turn left); a message whose write the
+//!   store refused may be shown as the engine wrote it.
 //! - every assistant text or reasoning the request shows is stored in its
 //!   message, or a model call of this run streamed it in an attempt that
-//!   was kept: the reply being written runs ahead of the store (what was
-//!   streamed since the last flush, a turn's end the store refused), but
-//!   never into an attempt the engine took back (a truncated finish, a
+//!   was kept, never an attempt the engine took back (a truncated finish, a
 //!   failed call that was retried, a take-back frame that drops it). The
 //!   built-in engine adds nothing of its own to a request (no continuation
 //!   prompt): anything else is text nobody streamed or stored.
 //!
-//! Compared on meaning, not bytes: message ids, roles and texts (an engine
-//! converting messages may change part ids, text states and step markers).
-//! Linear in the history: the store is a cursor walked forward, and an
-//! assistant message's parts are read only where they changed since the
-//! request before showed it.
+//! Compared on meaning, not bytes: part ids, text states and an engine's
+//! own marks (a tool's raw input text, its repaired flag) are the
+//! engine's. Linear in the history: the store is a cursor walked forward,
+//! and a message's parts are read only where the shown copy and the stored
+//! one do not share them, or where they changed since the request before.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::durable::DurableState;
 use turnsim_engine::ports::ModelRequest;
-use turnsim_engine::{Frame, Message, Part, Role};
+use turnsim_engine::{Frame, Message, Part, Role, ToolPart, ToolState};
 
 use super::Invariant;
-use crate::check::facts::{text_of, CallFact};
+use crate::check::facts::{has_content, text_of, CallFact};
 use crate::check::seen::SeenMessages;
 use crate::check::store_cursor::StoreCursor;
 use crate::check::{CheckInput, Violation};
@@ -39,8 +44,9 @@ use crate::history::{Boundary, History};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "request-matches-store",
-    rule: "a model request shows every stored user message up to the reply it asks for, as stored, and no assistant \
-           text but what the store holds or a kept model call streamed",
+    rule: "a model request is the stored transcript up to the reply it asks for: every stored message, once, in \
+           store order, part for part as stored (steps, texts, calls, results), and no assistant text but what the \
+           store holds or a kept model call streamed",
     check,
 };
 
@@ -55,12 +61,14 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let placed = first_placements(history);
     let mut kept = KeptTexts::default();
     let mut store = StoreCursor::new(history);
+    let mut refused = RefusedWrites::default();
     let mut seen = SeenMessages::default();
     let mut violations = Vec::new();
     for (at, call) in calls.iter().enumerate() {
         let request = call.request(history);
         let stored = store.at(call.at);
-        let wrongs = missing_user_message(stored, request, &placed).into_iter();
+        let refused = refused.at(history, call.at);
+        let wrongs = mismatched_messages(stored, refused, request, call.target.as_deref(), &placed).into_iter();
         let wrongs = wrongs.chain(unknown_texts(stored, request, &kept, &mut seen));
         let what = |wrong: String| format!("model call #{} ({}): {wrong}", call.call, request.request_id);
         violations.extend(wrongs.map(|wrong| input.violation_at(INVARIANT.name, call.at, what(wrong))));
@@ -71,30 +79,196 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     violations
 }
 
-// ------------------------------------------------------------ user messages
+// ------------------------------------------------------------ the transcript
 
-/// The first stored user message the request should show and does not (or
-/// shows with other text, or out of store order), as a sentence.
-fn missing_user_message(stored: &DurableState, request: &ModelRequest, placed: &Placements) -> Option<String> {
+/// Where the request shows other than the store as of that moment, as
+/// sentences: a message shown twice, out of store order, not stored, or
+/// stored after the reply it asks for (a later question not its turn
+/// yet); a stored message up to that reply left out; a message shown
+/// otherwise than stored (its steps, texts, calls with their inputs and
+/// results). The reply being written may run ahead of the store (what was
+/// streamed since the last flush), never behind it; a message whose
+/// write the store refused may be shown as the engine wrote it.
+fn mismatched_messages(
+    stored: &DurableState,
+    refused: &BTreeMap<String, Message>,
+    request: &ModelRequest,
+    target: Option<&str>,
+    placed: &Placements,
+) -> Vec<String> {
+    let position: BTreeMap<&str, usize> =
+        stored.messages.iter().enumerate().map(|(at, message)| (message.id.as_str(), at)).collect();
     let shown: BTreeMap<&str, (usize, &Message)> =
         request.messages.iter().enumerate().map(|(at, message)| (message.id.as_str(), (at, message))).collect();
-    let stored = &stored.messages;
-    let bound = answered_up_to(stored, request, &shown, placed)?;
-    let mut previous = None;
-    for message in stored[..=bound].iter().filter(|message| message.role == Role::User) {
-        let (id, text) = (&message.id, message.text());
-        let Some(&(at, shown)) = shown.get(id.as_str()) else {
-            return Some(format!("user message {id} ({text:?}) is stored before the reply asked for, and not shown"));
+    let bound = answered_up_to(&stored.messages, request, &shown, placed);
+    let last = request.messages.len().saturating_sub(1);
+    let mut wrongs = Vec::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut previous: Option<usize> = None;
+    for (at, message) in request.messages.iter().enumerate() {
+        let id = message.id.as_str();
+        let is_reply = at == last && target == Some(id);
+        if !seen.insert(id) {
+            wrongs.push(format!("message {id} is shown twice"));
+            continue;
+        }
+        let Some(&stored_at) = position.get(id) else {
+            // A message whose write the store refused is the engine's
+            // account of it still; whether a refusal must stop the turn
+            // is the `store-refusal-fails-turn` capability's.
+            if !is_reply && !refused.contains_key(id) {
+                wrongs.push(format!("{} message {id} is shown, but the store does not hold it", role(message)));
+            }
+            continue;
         };
-        if shown.text() != text {
-            return Some(format!("user message {id} is shown as {:?}; the store holds {text:?}", shown.text()));
+        if previous.is_some_and(|previous| previous > stored_at) {
+            wrongs.push(format!("message {id} is shown before a message the store holds before it"));
         }
-        if previous.is_some_and(|previous| previous > at) {
-            return Some(format!("user message {id} is shown before a message the store holds before it"));
+        previous = Some(stored_at);
+        if bound.is_none_or(|bound| stored_at > bound) {
+            wrongs.push(format!("message {id} is shown, but the store holds it after the reply the request asks for"));
+            continue;
         }
-        previous = Some(at);
+        let stored_message = &stored.messages[stored_at];
+        let wrong = match is_reply {
+            // A reply shown with nothing in it is answered afresh, in place
+            // of what the store holds of it (a dead turn's partial).
+            true if !has_content(message) => None,
+            true => runs_behind(stored_message, message),
+            false => differs(stored_message, message)
+                .filter(|_| refused.get(id).is_none_or(|written| differs(written, message).is_some())),
+        };
+        wrongs.extend(wrong.map(|wrong| format!("message {id} {wrong}")));
     }
-    None
+    let up_to = bound.map_or(0, |bound| bound + 1);
+    let left_out = stored.messages[..up_to].iter().filter(|message| !seen.contains(message.id.as_str()));
+    wrongs.extend(left_out.map(|message| {
+        let (role, id, text) = (role(message), &message.id, excerpt(&message.text()));
+        format!("{role} message {id} ({text:?}) is stored before the reply asked for, and not shown")
+    }));
+    wrongs
+}
+
+/// The start of a text, for a report.
+fn excerpt(text: &str) -> String {
+    const CHARS: usize = 60;
+    match text.char_indices().nth(CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+fn role(message: &Message) -> &'static str {
+    match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+/// Where `shown` is not `stored`, part for part, as a phrase. Only the
+/// parts the two copies do not share are read.
+fn differs(stored: &Message, shown: &Message) -> Option<String> {
+    if stored.parts.len() != shown.parts.len() {
+        let (stored_count, shown_count) = (stored.parts.len(), shown.parts.len());
+        return Some(format!(
+            "is shown with {shown_count} parts; the store holds {stored_count}: {}",
+            first_difference(stored, shown)
+        ));
+    }
+    let changed = shown.parts.changed_since(&stored.parts).into_iter().flatten();
+    let mut changed = changed.filter(|&at| !same_meaning(&stored.parts[at], &shown.parts[at]));
+    changed.next().map(|at| part_differs(at, stored.parts.get(at), shown.parts.get(at)))
+}
+
+/// Where the reply being written shows less than the store holds of it:
+/// every stored part, in order, is shown at least as far as stored. Read
+/// place by place where the copies do not share parts; only when that
+/// fails is the stored reply looked for in order through the shown one
+/// (the engine may show parts the store has not taken yet between them).
+fn runs_behind(stored: &Message, shown: &Message) -> Option<String> {
+    let changed = shown.parts.changed_since(&stored.parts).into_iter().flatten();
+    let behind_at = |at: usize| match stored.parts.get(at) {
+        None => false,
+        Some(stored_part) => shown.parts.get(at).is_none_or(|shown_part| !runs_ahead_of(stored_part, shown_part)),
+    };
+    changed.chain(shown.parts.len()..stored.parts.len()).find(|&at| behind_at(at))?;
+    let mut shown_parts = shown.parts.iter();
+    let missing =
+        stored.parts.iter().position(|stored_part| !shown_parts.any(|part| runs_ahead_of(stored_part, part)))?;
+    let differs = part_differs(missing, stored.parts.get(missing), shown.parts.get(missing));
+    Some(format!("shows less than the store holds: {differs}"))
+}
+
+/// The first part where the two copies differ in meaning, as a phrase.
+fn first_difference(stored: &Message, shown: &Message) -> String {
+    let count = stored.parts.len().max(shown.parts.len());
+    let at = (0..count).find(|&at| match (stored.parts.get(at), shown.parts.get(at)) {
+        (Some(stored), Some(shown)) => !same_meaning(stored, shown),
+        _ => true,
+    });
+    at.map_or_else(String::new, |at| part_differs(at, stored.parts.get(at), shown.parts.get(at)))
+}
+
+fn part_differs(at: usize, stored: Option<&Part>, shown: Option<&Part>) -> String {
+    let describe = |part: Option<&Part>| part.map_or_else(|| "nothing".to_string(), describe_part);
+    format!("part {at} is shown as {}; the store holds {}", describe(shown), describe(stored))
+}
+
+fn describe_part(part: &Part) -> String {
+    match part {
+        Part::StepStart => "step-start".to_string(),
+        Part::Text { text, .. } => format!("text {text:?}"),
+        Part::Reasoning { text, .. } => format!("reasoning {text:?}"),
+        Part::Tool(tool) => {
+            let input = tool.input.as_ref().map_or_else(|| "none".to_string(), |input| input.to_string());
+            let mut described =
+                format!("tool {} {} {} input {input}", tool.call_id, tool.tool_name, tool.state.as_str());
+            if let Some(output) = &tool.output {
+                described.push_str(&format!(" output {output}"));
+            }
+            if let Some(error) = &tool.error_text {
+                described.push_str(&format!(" error {error:?}"));
+            }
+            described
+        }
+    }
+}
+
+/// The same part to the model: the same kind, text, call (name, input,
+/// state, result, decision). Part ids, text states and an engine's own
+/// marks (input text, repaired) are the engine's.
+fn same_meaning(stored: &Part, shown: &Part) -> bool {
+    match (stored, shown) {
+        (Part::StepStart, Part::StepStart) => true,
+        (Part::Text { text: a, .. }, Part::Text { text: b, .. }) => a == b,
+        (Part::Reasoning { text: a, .. }, Part::Reasoning { text: b, .. }) => a == b,
+        (Part::Tool(a), Part::Tool(b)) => same_call(a, b) && a.state == b.state && same_result(a, b),
+        _ => false,
+    }
+}
+
+fn same_call(a: &ToolPart, b: &ToolPart) -> bool {
+    let input = a.state == ToolState::InputStreaming || a.input == b.input;
+    a.call_id == b.call_id && a.tool_name == b.tool_name && input
+}
+
+fn same_result(a: &ToolPart, b: &ToolPart) -> bool {
+    let decision = |tool: &ToolPart| tool.approval.as_ref().and_then(|approval| approval.approved);
+    let output = a.state != ToolState::OutputAvailable || a.output == b.output;
+    let error = a.state != ToolState::OutputError || a.error_text == b.error_text;
+    output && error && decision(a) == decision(b)
+}
+
+/// Whether a part of the reply being written shows at least what the
+/// store holds of it: the same part, its text grown from the stored text,
+/// or its call moved on from the stored state.
+fn runs_ahead_of(stored: &Part, shown: &Part) -> bool {
+    match (stored, shown) {
+        (Part::Text { text: a, .. }, Part::Text { text: b, .. }) => b.starts_with(a.as_str()),
+        (Part::Reasoning { text: a, .. }, Part::Reasoning { text: b, .. }) => b.starts_with(a.as_str()),
+        (Part::Tool(a), Part::Tool(b)) if a.state != b.state => a.call_id == b.call_id && b.state > a.state,
+        _ => same_meaning(stored, shown),
+    }
 }
 
 /// Where in the store the messages the request answers end (inclusive):
@@ -127,6 +301,36 @@ fn answered_up_to(
     // A request starts where the conversation does: one that shows nothing
     // stored still answers the first user message.
     last_shown.or_else(|| stored.iter().position(|message| message.role == Role::User))
+}
+
+/// The messages of commits the store refused, as last written: what the
+/// engine still takes them to be. Walked forward with the requests.
+#[derive(Default)]
+struct RefusedWrites {
+    messages: BTreeMap<String, Message>,
+    next: usize,
+}
+
+impl RefusedWrites {
+    fn at(&mut self, history: &History, index: usize) -> &BTreeMap<String, Message> {
+        for crossing in &history.crossings[self.next..index] {
+            match &crossing.what {
+                Boundary::CommitRefused { writes } => {
+                    for message in writes.iter().filter_map(|write| write.message()) {
+                        self.messages.insert(message.id.clone(), message.clone());
+                    }
+                }
+                // A write the store took since supersedes the refused one.
+                Boundary::Commit { writes } => writes
+                    .iter()
+                    .filter_map(|write| write.message())
+                    .for_each(|message| drop(self.messages.remove(&message.id))),
+                _ => {}
+            }
+        }
+        self.next = index.max(self.next);
+        &self.messages
+    }
 }
 
 /// For each message the store came to hold, the message before it in the

@@ -1,7 +1,9 @@
 //! Invariant 5: the stored transcript has no orphan `step-start`, no
 //! duplicated tool call, and no parts left by a retried attempt: each
 //! assistant message holds at most one `step-start` per model call whose
-//! output was kept (a truncated attempt's parts are replaced, not appended).
+//! output was kept (a truncated attempt's parts are replaced, not appended),
+//! and at least one per model call whose output it holds (each step begins
+//! with its boundary: a reload, and the model, tell steps apart by it).
 //! The store is the history's commits folded in; the calls are the model
 //! requests that named the message as the reply they write into.
 
@@ -205,13 +207,49 @@ fn check_step_starts(input: &CheckInput, message: &Message) -> Option<Violation>
     let made = step_starts(message).saturating_sub(stored_step_starts(input, &message.id));
     let calls: Vec<&CallFact> = input.facts.calls_into(&message.id).collect();
     let kept_calls = (0..calls.len()).filter(|&at| kept_output(input, &calls, at)).count();
-    (made > kept_calls).then(|| {
+    if made > kept_calls {
         let message = format!(
             "{}: {made} step-starts but only {kept_calls} model calls kept their output (a retried attempt's parts were kept)",
             message.id
         );
+        return Some(Violation::new(NAME, message));
+    }
+    // Read from the last call back: a part is the latest call's that
+    // streamed it (a retry streams the same text again).
+    let mut taken = BTreeSet::new();
+    let left = (0..calls.len())
+        .rev()
+        .filter(|&at| kept_output(input, &calls, at) && left_content(input, calls[at], message, &mut taken))
+        .count();
+    (made < left).then(|| {
+        let message = format!(
+            "{}: {left} model calls left their output in it but it holds {made} step-starts (a step's boundary was dropped)",
+            message.id
+        );
         Violation::new(NAME, message)
     })
+}
+
+/// Whether the stored message holds something `call` streamed: one of its
+/// tool calls, or one of its text parts whole (an engine may join a part's
+/// deltas, never a step's text with another step's, which a `step-start`
+/// parts).
+/// `taken`: the stored parts an earlier reading gave to another call.
+fn left_content(input: &CheckInput, call: &CallFact, message: &Message, taken: &mut BTreeSet<usize>) -> bool {
+    if call.tools.iter().any(|call_id| message.tool(call_id).is_some()) {
+        return true;
+    }
+    let texts = call.streamed_texts(input.run.history);
+    let holds = |at: usize, part: &Part| {
+        !taken.contains(&at)
+            && texts.iter().any(|(reasoning, text)| match part {
+                Part::Text { text: stored, .. } => !reasoning && stored == text,
+                Part::Reasoning { text: stored, .. } => *reasoning && stored == text,
+                _ => false,
+            })
+    };
+    let found = message.parts.iter().enumerate().position(|(at, part)| holds(at, part));
+    found.is_some_and(|at| taken.insert(at))
 }
 
 /// Whether call `at` of a reply's calls may have left a step in it: not a

@@ -7,10 +7,10 @@ mod results;
 
 use std::collections::BTreeMap;
 
-use turnsim_engine::durable::Write;
-use turnsim_engine::{Frame, Message, Role, ToolOutcome, ToolPart, ToolState};
+use turnsim_engine::{Role, ToolOutcome, ToolPart, ToolState};
 
 use super::Invariant;
+use crate::check::facts::shown_messages;
 use crate::check::store_cursor::StoreCursor;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
@@ -18,7 +18,7 @@ use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "no-lost-work",
-    rule: "stored user messages and applied tool results survive evictions, and a tool result is shown everywhere in one state with one output or error text; a server tool runs once (again only after a crash cut it short before its result), and a result that came back is stored as it came; a stored output is one its tool gave",
+    rule: "stored user messages and applied tool results survive evictions, and a tool result is shown everywhere in one state with one output or error text; a server tool runs once (again only after a crash cut it short before its result), and a result that came back is stored as it came",
     check,
 };
 
@@ -29,21 +29,8 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     violations.extend(results::lost_results(input));
     violations.extend(repeated_server_tools(input));
     violations.extend(lost_server_results(input));
-    violations.extend(outputs_from_nowhere(input));
     violations.extend(unanswered_last_message(input));
     violations
-}
-
-/// The messages a crossing shows: a transcript frame, a model request, a
-/// commit's messages.
-fn shown_messages(what: &Boundary) -> Vec<&Message> {
-    match what {
-        Boundary::Frame { frame: Frame::Messages(messages), .. } => messages.iter().collect(),
-        Boundary::Frame { frame: Frame::Reset { message, .. }, .. } => vec![message],
-        Boundary::ModelRequest { request, .. } => request.messages.iter().collect(),
-        Boundary::Commit { writes } => writes.iter().filter_map(Write::message).collect(),
-        _ => Vec::new(),
-    }
 }
 
 /// Every user message the engine showed anyone stays in the store as shown.
@@ -139,38 +126,6 @@ fn lost_server_results(input: &CheckInput) -> Vec<Violation> {
         violations.push(input.violation_at(NAME, index, message));
     }
     violations
-}
-
-/// A settled store's tool outputs are outputs the tools gave: a call
-/// stored `output-available` whose client or server tool answered it holds
-/// one of their answers, not text no one sent. (A call answered by no one
-/// in the run, such as one seeded in the store, is not judged.)
-fn outputs_from_nowhere(input: &CheckInput) -> Option<Violation> {
-    let mut given: BTreeMap<&str, Vec<&serde_json::Value>> = BTreeMap::new();
-    for crossing in input.run.history.iter() {
-        let (call_id, outcome) = match &crossing.what {
-            Boundary::ToolResult { result, .. } => (&result.call_id, &result.outcome),
-            Boundary::ServerToolDone { call_id, outcome } => (call_id, outcome),
-            _ => continue,
-        };
-        if let ToolOutcome::Output(output) = outcome {
-            given.entry(call_id).or_default().push(output);
-        }
-    }
-    let stored = input.final_store.messages.iter().flat_map(|message| message.tools_in(&[ToolState::OutputAvailable]));
-    stored.into_iter().find_map(|tool| {
-        let answers = given.get(tool.call_id.as_str())?;
-        let output = tool.output.as_ref()?;
-        if answers.contains(&output) {
-            return None;
-        }
-        let message = format!(
-            "tool {} is stored with output {output}, which its tool never gave (it gave {})",
-            tool.call_id,
-            answers.iter().map(|answer| answer.to_string()).collect::<Vec<_>>().join(", ")
-        );
-        Some(Violation::new(NAME, message))
-    })
 }
 
 /// A stored call's state and outcome, as a report names them.

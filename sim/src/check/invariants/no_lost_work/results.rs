@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::{Frame, Message, Part, ToolState};
 
-use super::{shown_messages, NAME};
+use super::NAME;
+use crate::check::facts::shown_messages;
 use crate::check::seen::SeenMessages;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
