@@ -57,20 +57,23 @@ export const STORIES = [
   },
   {
     name: "duplicate-result-after-the-continuation",
-    mirrors: "client-scripted-results; glue finding 1",
+    mirrors: "client-two-connections, client-scripted-results; glue finding 1",
     breaks: true,
     async run() {
       const answers = [[call("tc-1", "get_location"), { finish: "tool_calls" }], [text("You are in Lisbon."), stop], [text("Again."), stop]];
       return withWorld(answers, { tools: { get_location: "client" } }, async (world) => {
+        // A second tab, as the published client sends it: each tab runs an
+        // input-available client call and sends its result (useAgentChat's
+        // processed set is per tab), the second one after the continuation.
+        const secondTab = await world.run.connect("c2", { onFrame: () => {} });
         world.client.userMessage("Where am I?");
         await answerWhenCalled(world, "tc-1", { Output: { city: "Lisbon" } });
         await waitFor(() => world.terminals().length >= 2, 10_000);
         const callsAfterContinuation = world.modelCalls();
-        world.client.toolResult("tc-1", { Output: { city: "Lisbon" } }, true);
-        world.client.toolResult("tc-unknown", { Output: "?" }, true);
+        secondTab.toolResult("tc-1", { Output: { city: "Lisbon" } }, true);
         await sleep(2000);
         const ok = callsAfterContinuation === 2 && world.modelCalls() === 2;
-        return { ok, detail: `model calls after the continuation ${callsAfterContinuation}, after a duplicate and an unknown result ${world.modelCalls()}` };
+        return { ok, detail: `model calls after the continuation ${callsAfterContinuation}, after the second tab's result for tc-1 ${world.modelCalls()}` };
       });
     }
   },
