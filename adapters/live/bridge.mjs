@@ -55,6 +55,11 @@ export async function runBridge(makeDriver, options = {}) {
   bridge.exit(0);
 }
 
+/** A frame to a connection, or a call on a `chat()` callback. */
+function toClient({ connection, frame, chat, call }) {
+  return chat === undefined ? { type: "send", connection, frame } : { type: "callback", chat, call };
+}
+
 class Bridge {
   constructor(makeDriver, { pacing, hangMs = Number(process.env.TURNSIM_LIVE_HANG_MS) || DEFAULT_HANG_MS } = {}) {
     this.makeDriver = makeDriver;
@@ -126,6 +131,12 @@ class Bridge {
       },
       sendAfterStore(connection, frame) {
         bridge.terminalFrames.push({ connection, frame });
+      },
+      callback(chat, call) {
+        bridge.frames.push({ chat, call });
+      },
+      callbackAfterStore(chat, call) {
+        bridge.terminalFrames.push({ chat, call });
       },
       storeChanged() {
         bridge.storeDirty = true;
@@ -243,11 +254,11 @@ class Bridge {
     const before = this.mirror.messages;
     const writes = this.mirror.update(this.snapshot);
     if (writes.length > 0 && !(await this.commit(writes))) this.mirror.messages = before;
-    for (const { connection, frame } of this.terminalFrames.splice(0)) this.wire.write({ type: "send", connection, frame });
+    for (const effect of this.terminalFrames.splice(0)) this.wire.write(toClient(effect));
   }
 
   sendFrames() {
-    for (const { connection, frame } of this.frames.splice(0)) this.wire.write({ type: "send", connection, frame });
+    for (const effect of this.frames.splice(0)) this.wire.write(toClient(effect));
   }
 
   /**

@@ -16,6 +16,12 @@
 //   `output-error` when the stored part says so) with the stored part's
 //   output when the store holds one for that call, the answer's text
 //   otherwise; a call with no answer is `input-available`.
+// - An assistant message on the wire is one step: its reasoning, its text
+//   (`content`) and its calls (`tool_calls`), with no order between them.
+//   The order is the stored step's (the same step of the reply), when it
+//   holds each of them; otherwise reasoning, text, calls. The translation
+//   never orders a step otherwise than the engine stored it: where the
+//   wire cannot say, the store is the only account of the order.
 
 /**
  * `body`: the request's JSON; `stored`: the engine's transcript as protocol
@@ -111,9 +117,45 @@ function tie(turns, stored) {
       continue;
     }
     const reply = lastUser >= 0 && stored[lastUser + 1]?.role === "assistant" ? stored[lastUser + 1] : null;
-    messages.push({ id: reply ? reply.id : `request-reply-${userCount}`, role: "assistant", parts: tiePartIds(turn.parts, reply) });
+    const parts = reply ? orderedAsStored(turn.parts, reply.parts) : turn.parts;
+    messages.push({ id: reply ? reply.id : `request-reply-${userCount}`, role: "assistant", parts: tiePartIds(parts, reply) });
   }
   return messages;
+}
+
+/**
+ * The request's steps, each in its stored step's order (the n-th step of
+ * the stored reply) when that step holds every part the request's step
+ * shows; else as read from the wire.
+ */
+function orderedAsStored(parts, storedParts) {
+  const storedSteps = steps(storedParts);
+  return steps(parts).flatMap((step, n) => {
+    const stored = storedSteps[n] ?? [];
+    const places = [];
+    for (const part of step) {
+      const at = part.type === "step-start" ? -1 : stored.findIndex((candidate, index) => !places.includes(index) && sameSlot(candidate, part));
+      if (part.type !== "step-start" && at < 0) return step;
+      places.push(at);
+    }
+    return step.map((part, index) => ({ part, at: places[index] })).sort((a, b) => a.at - b.at).map(({ part }) => part);
+  });
+}
+
+/** Parts split at each `step-start` (which opens its step). */
+function steps(parts) {
+  const split = [];
+  for (const part of parts) {
+    if (part.type === "step-start" || split.length === 0) split.push([]);
+    split[split.length - 1].push(part);
+  }
+  return split;
+}
+
+/** Whether a stored part is the one a request's part shows: the same call, or the same text. */
+function sameSlot(stored, shown) {
+  if (stored.type !== shown.type) return false;
+  return shown.type === "tool" ? stored.call_id === shown.call_id : stored.text === shown.text;
 }
 
 /** Text and reasoning parts take the stored reply's part ids, in order. */

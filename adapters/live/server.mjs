@@ -11,7 +11,7 @@
 // | the world's end | on the wire |
 // |---|---|
 // | `closed` | the response ends (an empty 200 stream when no chunk came) |
-// | `cut` | half an SSE event, then the socket reset (before any chunk: reset with no response) |
+// | `cut` | half an SSE event, then (25 ms later, so what was sent is read) the socket reset; before any chunk, a reset with no response |
 // | `http` before the first chunk | that status, a JSON error body, and `retry-after`/`retry-after-ms` when the driver sets them |
 // | `http` after chunks | an in-band `{"error": ..}` event with the status, then the end (headers cannot change mid-stream) |
 // | a parked call | nothing: the connection stays open and silent (before headers, or after any chunk) |
@@ -25,6 +25,9 @@
 
 import http from "node:http";
 import { SseRenderer, wholeAnswer } from "./sse.mjs";
+
+/** How long what was sent before a cut has to reach the engine before the reset, in ms. */
+const CUT_AFTER_MS = 25;
 
 export class LiveServer {
   /**
@@ -175,12 +178,14 @@ export class LiveServer {
   _cut(call) {
     const socket = call.response.socket;
     if (call.headersSent) call.response.write(call.renderer.torn());
-    // A reset, not a clean close: the provider's connection dropped.
-    setImmediate(() => (socket?.resetAndDestroy ? socket.resetAndDestroy() : socket?.destroy()));
+    // A reset, not a clean close: the provider's connection dropped. Not at
+    // once: a reset makes the kernel drop what the peer has not read yet,
+    // and what a provider sent before its connection dropped did arrive.
+    setTimeout(() => (socket?.resetAndDestroy ? socket.resetAndDestroy() : socket?.destroy()), CUT_AFTER_MS);
   }
 
   _httpError(call, status, message) {
-    const error = { error: { message: message || `provider error ${status}`, type: status === 429 ? "rate_limit_error" : "server_error", code: status } };
+    const error = { error: { message: message || `provider error ${status}`, type: errorType(status), code: status } };
     if (call.headersSent) {
       call.response.end(`data: ${JSON.stringify(error)}\n\n`);
       return;
@@ -192,6 +197,13 @@ export class LiveServer {
     }
     json(call.response, status, error, headers);
   }
+}
+
+/** OpenAI's error type for a status: a client's mistake is not the server's. */
+function errorType(status) {
+  if (status === 429) return "rate_limit_error";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
 }
 
 function json(response, status, payload, headers = {}) {

@@ -4,11 +4,12 @@
 // `tool` and `step-finish` parts. The protocol's vocabulary is the UI
 // message's: one assistant message a reply, a `step-start` per step. So the
 // assistant messages answering one user message, in a row, are one
-// protocol message under the first one's id, their parts in order.
+// protocol message named after the first one (`names.mjs`), their parts
+// in order.
 //
 // | opencode | protocol |
 // |---|---|
-// | user `text` parts (not `synthetic`) | one `text` part each |
+// | user `text` parts (not `synthetic`) | one `text` part each (a user message with none yet, written before its parts, is left out) |
 // | `step-start` | `step-start` |
 // | `text` / `reasoning`, `time.end` set | `done`; without it `streaming` |
 // | `tool` `pending` | `input-streaming` (the raw input so far) |
@@ -22,17 +23,19 @@
  * gives a completed tool's output as the protocol value its result carried
  * (a server tool's output goes to opencode as text).
  */
-export function protocolTranscript(messages, { outputs = (_callId, text) => text } = {}) {
+export function protocolTranscript(messages, { outputs = (_callId, text) => text, names }) {
   const transcript = [];
   for (const { info, parts } of messages) {
     if (info.role === "user") {
-      transcript.push({ id: info.id, role: "user", parts: userParts(parts) });
+      // A user message is written before its parts: until its text is, it is not in yet.
+      const text = userParts(parts);
+      if (text.length > 0) transcript.push({ id: names.user(info.id).message, role: "user", parts: text });
       continue;
     }
     const last = transcript[transcript.length - 1];
     const converted = parts.flatMap((part) => assistantPart(part, outputs));
     if (last && last.role === "assistant" && last.parent === info.parentID) last.parts.push(...converted);
-    else transcript.push({ id: info.id, role: "assistant", parent: info.parentID, parts: converted });
+    else transcript.push({ id: names.reply(info.id), role: "assistant", parent: info.parentID, parts: converted });
   }
   return transcript.map(({ parent: _parent, ...message }) => message);
 }

@@ -1,15 +1,20 @@
-//! Which scenarios apply to the engine under test: those whose `needs` it
-//! declares. The engine's declaration is learned once per invocation, from
-//! the `init` reply of a run of an empty scenario (the probe), before any
-//! scenario runs; a scenario's runs never depend on it (they are run or
-//! not, whole), so a trace still depends on nothing but its seed.
+//! Which scenarios apply to the engine under test: those whose needs it
+//! declares. A scenario's needs are its `needs`, and the core capabilities
+//! what it does needs ([`implied_needs`]: a client tool, an approval, a
+//! `chat()` call, a seeded store, a store fault, a resume). The engine's
+//! declaration is learned once per invocation, from the `init` reply of a
+//! run of an empty scenario (the probe), before any scenario runs; a
+//! scenario's runs never depend on it (they are run or not, whole), so a
+//! trace still depends on nothing but its seed.
 
 use std::path::Path;
 
 use turnsim_engine::RegressionSet;
 
+use turnsim_engine::Chunk;
+
 use crate::capability::{Capability, Declared};
-use crate::scenario::ScenarioFile;
+use crate::scenario::{ActionKind, Fault, Op, ScenarioFile, Via};
 
 /// A scenario not run: it needs what the engine does not declare.
 #[derive(Clone, Debug)]
@@ -70,13 +75,13 @@ impl Split {
 /// when some scenario needs anything: a suite without `needs` runs as before.
 pub fn split(files: Vec<ScenarioFile>) -> Split {
     let mut split = Split { applicable: Vec::new(), not_applicable: Vec::new() };
-    if files.iter().all(|file| file.scenario.needs.is_empty()) {
+    if files.iter().all(|file| needs(file).is_empty()) {
         split.applicable = files;
         return split;
     }
     let declared = engine_declares();
     for file in files {
-        let missing = declared.missing(&file.scenario.needs);
+        let missing = declared.missing(&needs(&file));
         if missing.is_empty() {
             split.applicable.push(file);
         } else {
@@ -86,13 +91,53 @@ pub fn split(files: Vec<ScenarioFile>) -> Split {
     split
 }
 
+/// What a scenario needs: what it says (`needs`) and what it does.
+pub fn needs(file: &ScenarioFile) -> Vec<Capability> {
+    let mut needs = file.scenario.needs.clone();
+    needs.extend(implied_needs(file));
+    needs
+}
+
+/// The core capabilities a scenario needs by what it does: tools a client
+/// answers (a client, human or client-approval tool; a tool the model calls
+/// that the engine does not list; a scripted `tool_result`), approvals (a
+/// tool that asks one; a scripted `approval`), `chat()` calls, a store
+/// seeded before the first boot, store faults, and resumes.
+pub fn implied_needs(file: &ScenarioFile) -> Vec<Capability> {
+    let scenario = &file.scenario;
+    let called: std::collections::BTreeSet<&str> = file
+        .calls
+        .iter()
+        .flatten()
+        .filter_map(|op| match op {
+            Op::Emit(Chunk::ToolInputStart { name, .. } | Chunk::ToolCall { name, .. }) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let kinds: Vec<Option<turnsim_engine::ToolKind>> =
+        called.iter().map(|name| scenario.engine.tools.get(*name).map(|tool| tool.kind)).collect();
+    // A tool the engine does not list is a client tool.
+    let client_answered = kinds.iter().any(|kind| kind.is_none_or(|kind| kind.is_client_answered()));
+    let asks_approval = kinds.iter().flatten().any(|kind| kind.needs_approval());
+    let acts = |wanted: fn(&ActionKind) -> bool| scenario.actions.iter().any(|action| wanted(&action.kind));
+    let implied = [
+        (Capability::ClientTools, client_answered || acts(|kind| matches!(kind, ActionKind::ToolResult(_)))),
+        (Capability::Approvals, asks_approval || acts(|kind| matches!(kind, ActionKind::Approval(_)))),
+        (Capability::Chat, acts(|kind| matches!(kind, ActionKind::UserMessage(message) if message.via == Via::Chat))),
+        (Capability::StoredTranscript, !scenario.stored.is_empty()),
+        (Capability::StoreFaults, scenario.faults.iter().any(|fault| matches!(fault, Fault::StoreError(_)))),
+        (Capability::StreamResume, scenario.client.resume),
+    ];
+    implied.into_iter().filter(|(_, implied)| *implied).map(|(capability, _)| capability).collect()
+}
+
 /// What the engine of this invocation declares: the built-in engine
 /// in-process has every capability; a process engine says in its `init`
 /// reply. An engine whose probe broke is held to every scenario, so each
 /// run reports the fault itself (an unknown capability name included).
 pub fn engine_declares() -> Declared {
     let Some(command) = crate::world::engine_command() else {
-        return Declared::Everything;
+        return Declared::everything();
     };
     if let Some(declared) = crate::protocol::declared::of(&command) {
         return declared;
@@ -103,7 +148,7 @@ pub fn engine_declares() -> Declared {
         None => {
             let why = record.engine_fault.map_or_else(|| "no `init` was answered".to_string(), |fault| fault.what);
             crate::errln!("turnsim: the engine's capabilities are unknown ({why}); every scenario runs");
-            Declared::Everything
+            Declared::everything()
         }
     }
 }
@@ -112,4 +157,33 @@ pub fn engine_declares() -> Declared {
 fn probe() -> ScenarioFile {
     crate::scenario::parse_scenario(Path::new("<capabilities probe>"), "name: capabilities-probe\nseeds: 1\n")
         .expect("the probe scenario parses")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn implied(yaml: &str) -> Vec<Capability> {
+        let file = crate::scenario::parse_scenario(Path::new("s.yaml"), yaml).expect("parses");
+        implied_needs(&file)
+    }
+
+    #[test]
+    fn what_a_scenario_does_implies_the_core_it_needs() {
+        let plain = "name: s\nmodel: [[ { text: hi }, { finish: { reason: stop } } ]]\nactions: [ { at_ms: 0, user_message: { text: q } } ]\n";
+        assert_eq!(implied(plain), vec![], "a turn over a connection needs nothing beyond the core");
+        let server_tool = "name: s\nengine: { tools: { lookup: { kind: server } } }\nmodel: [[ { tool: { id: t1, name: lookup, input: {} } }, { finish: { reason: tool-calls } } ]]\n";
+        assert_eq!(implied(server_tool), vec![], "a server tool is the engine's own");
+        let unlisted =
+            "name: s\nmodel: [[ { tool: { id: t1, name: ask, input: {} } }, { finish: { reason: tool-calls } } ]]\n";
+        assert_eq!(implied(unlisted), vec![Capability::ClientTools], "a tool the engine does not list is the client's");
+        let approval = "name: s\nengine: { tools: { rm: { kind: approval } } }\nmodel: [[ { tool: { id: t1, name: rm, input: {} } }, { finish: { reason: tool-calls } } ]]\n";
+        assert_eq!(implied(approval), vec![Capability::Approvals]);
+        let chat = "name: s\nactions: [ { at_ms: 0, user_message: { text: q, via: chat } } ]\n";
+        assert_eq!(implied(chat), vec![Capability::Chat]);
+        let stored = "name: s\nstored: [ { user: hi } ]\nclient: { resume: true }\n";
+        assert_eq!(implied(stored), vec![Capability::StoredTranscript, Capability::StreamResume]);
+        let store_fault = "name: s\nfaults: [ { store_error: { commit: 1 } } ]\n";
+        assert_eq!(implied(store_fault), vec![Capability::StoreFaults]);
+    }
 }

@@ -34,7 +34,8 @@ pub fn check_scenarios(path: &Path, seeds: Option<u64>) -> Result<u64, String> {
     if files.is_empty() {
         return Err(format!("no scenario files (*.yaml, *.yml) in {}", path.display()));
     }
-    let plan = Plan { files, seeds, seed_start: None, jobs: 1, shard: None, regressions: RegressionSet::default() };
+    let plan =
+        Plan { files, seeds, seed_start: None, jobs: 1, shard: None, repeat: 1, regressions: RegressionSet::default() };
     if plan.runs() == 0 {
         return Err(format!("nothing to run in {}: 0 seeds", path.display()));
     }

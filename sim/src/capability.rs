@@ -7,6 +7,13 @@
 //! each capability names the invariants its absence explains ([`EXPLAINED`]),
 //! and every other violation is the engine's own, so a bug cannot hide
 //! behind "not applicable".
+//!
+//! The core itself has parts an engine behind a bridge may not be able to
+//! take (a compiled server has no client tools a client answers, no
+//! `chat()`, no store the harness seeds or refuses): those are *core*
+//! capabilities, which every engine has unless it says it lacks them
+//! (`lacks` on the same `idle`), and which a scenario needs by what it
+//! does (`crate::applicable::implied_needs`), whether or not it says so.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -36,9 +43,24 @@ pub enum Capability {
     /// A completed batch's continuation waits out `engine.coalesce_ms`
     /// before it fires.
     Coalesce,
+    /// Core: tools the client answers (`tool_result`): client and human
+    /// tools, and a tool the model calls that the engine does not list.
+    ClientTools,
+    /// Core: the client's answers to approval requests (`approval`).
+    Approvals,
+    /// Core: the `chat()` RPC and its callback.
+    Chat,
+    /// Core: a store that holds a transcript (or records) before the
+    /// engine first boots (a scenario's `stored`).
+    StoredTranscript,
+    /// Core: a store the harness may refuse commits of (`store_error`).
+    StoreFaults,
+    /// Core: the stream-resume handshake (`resume_request`, `resume_ack`).
+    StreamResume,
 }
 
 impl Capability {
+    /// The capabilities beyond the core: what an engine declares.
     pub const ALL: [Capability; 6] = [
         Capability::Recovery,
         Capability::Messenger,
@@ -48,6 +70,20 @@ impl Capability {
         Capability::Coalesce,
     ];
 
+    /// The core's parts: what an engine has unless it says it `lacks` them.
+    pub const CORE: [Capability; 6] = [
+        Capability::ClientTools,
+        Capability::Approvals,
+        Capability::Chat,
+        Capability::StoredTranscript,
+        Capability::StoreFaults,
+        Capability::StreamResume,
+    ];
+
+    pub fn is_core(self) -> bool {
+        Self::CORE.contains(&self)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Capability::Recovery => "recovery",
@@ -56,15 +92,26 @@ impl Capability {
             Capability::StoreRefusalFailsTurn => "store-refusal-fails-turn",
             Capability::DanglingCallRepair => "dangling-call-repair",
             Capability::Coalesce => "coalesce",
+            Capability::ClientTools => "client-tools",
+            Capability::Approvals => "approvals",
+            Capability::Chat => "chat",
+            Capability::StoredTranscript => "stored-transcript",
+            Capability::StoreFaults => "store-faults",
+            Capability::StreamResume => "stream-resume",
         }
     }
 
     /// The capability `name` names, or an error that lists the vocabulary.
     pub fn parse(name: &str) -> Result<Capability, String> {
-        Capability::ALL
-            .into_iter()
-            .find(|capability| capability.name() == name)
-            .ok_or_else(|| format!("unknown capability `{name}` (the protocol's are: {})", names(&Capability::ALL)))
+        Capability::ALL.into_iter().chain(Capability::CORE).find(|capability| capability.name() == name).ok_or_else(
+            || {
+                format!(
+                    "unknown capability `{name}` (the protocol's are: {}; its core's: {})",
+                    names(&Capability::ALL),
+                    names(&Capability::CORE)
+                )
+            },
+        )
     }
 }
 
@@ -92,8 +139,10 @@ const EXPLAINED: [(Capability, &[&str]); 6] = [
     (Capability::StoreRefusalFailsTurn, &[]),
     // A call left without a result stays so.
     (Capability::DanglingCallRepair, &["tool-results-present"]),
-    // Only when the continuation fires moves, which invariants do not pin.
-    (Capability::Coalesce, &[]),
+    // The continuation fires as its batch completes, inside the window
+    // single-continuation holds a coalescing engine to (that invariant's
+    // other rules go unread in such a scenario: the price of one id).
+    (Capability::Coalesce, &["single-continuation"]),
 ];
 
 /// Whether a missing capability explains a violation of `check`. An
@@ -123,29 +172,48 @@ pub fn names<'a>(capabilities: impl IntoIterator<Item = &'a Capability>) -> Stri
     capabilities.into_iter().map(|capability| capability.name()).collect::<Vec<_>>().join(", ")
 }
 
-/// What an engine declared. One that declared nothing is judged as having
-/// every capability: it is held to every scenario, as the built-in engine is.
+/// What an engine declared: the capabilities beyond the core it has (one
+/// that declared none is judged as having every one, as the built-in engine
+/// is), and the core capabilities it lacks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Declared {
-    Everything,
-    Only(BTreeSet<Capability>),
+pub struct Declared {
+    /// `None`: every capability beyond the core.
+    beyond_core: Option<BTreeSet<Capability>>,
+    lacks: BTreeSet<Capability>,
 }
 
 impl Declared {
-    /// The names of an `idle`'s `capabilities` field (absent: everything).
-    /// An unknown name is an error naming it.
-    pub fn from_names(names: Option<&[String]>) -> Result<Declared, String> {
-        let Some(names) = names else {
-            return Ok(Declared::Everything);
-        };
-        names.iter().map(|name| Capability::parse(name)).collect::<Result<_, _>>().map(Declared::Only)
+    /// Every capability: the built-in engine, or an engine that declares nothing.
+    pub fn everything() -> Declared {
+        Declared { beyond_core: None, lacks: BTreeSet::new() }
+    }
+
+    /// The names of an `idle`'s `capabilities` field (absent: every one
+    /// beyond the core; a core name there changes nothing) and of its
+    /// `lacks` field (core names only). An unknown name is an error naming
+    /// it.
+    pub fn from_names(capabilities: Option<&[String]>, lacks: Option<&[String]>) -> Result<Declared, String> {
+        let parse =
+            |names: &[String]| names.iter().map(|name| Capability::parse(name)).collect::<Result<BTreeSet<_>, _>>();
+        let beyond_core = capabilities
+            .map(parse)
+            .transpose()?
+            .map(|set| set.into_iter().filter(|capability| !capability.is_core()).collect());
+        let lacks = parse(lacks.unwrap_or_default())?;
+        if let Some(extra) = lacks.iter().find(|capability| !capability.is_core()) {
+            return Err(format!(
+                "`lacks` names the core's parts an engine lacks ({}); `{extra}` is not one: leave it out of `capabilities` instead",
+                names(&Capability::CORE)
+            ));
+        }
+        Ok(Declared { beyond_core, lacks })
     }
 
     pub fn has(&self, capability: Capability) -> bool {
-        match self {
-            Declared::Everything => true,
-            Declared::Only(declared) => declared.contains(&capability),
+        if capability.is_core() {
+            return !self.lacks.contains(&capability);
         }
+        self.beyond_core.as_ref().is_none_or(|declared| declared.contains(&capability))
     }
 
     /// Which of `needs` this engine lacks, in the vocabulary's order.
@@ -157,11 +225,15 @@ impl Declared {
 
 impl fmt::Display for Declared {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Declared::Everything => formatter.write_str("every capability (it declares none)"),
-            Declared::Only(declared) if declared.is_empty() => formatter.write_str("no capability"),
-            Declared::Only(declared) => formatter.write_str(&names(declared)),
+        match &self.beyond_core {
+            None => formatter.write_str("every capability (it declares none)")?,
+            Some(declared) if declared.is_empty() => formatter.write_str("no capability")?,
+            Some(declared) => formatter.write_str(&names(declared))?,
         }
+        if !self.lacks.is_empty() {
+            write!(formatter, ", and lacks {}", names(&self.lacks))?;
+        }
+        Ok(())
     }
 }
 
@@ -171,7 +243,7 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_unknown_names_are_named() {
-        for capability in Capability::ALL {
+        for capability in Capability::ALL.into_iter().chain(Capability::CORE) {
             assert_eq!(Capability::parse(capability.name()), Ok(capability));
             let serialised = serde_json::to_string(&capability).expect("serialises");
             assert_eq!(serialised, format!("\"{}\"", capability.name()));
@@ -205,10 +277,23 @@ mod tests {
 
     #[test]
     fn an_engine_that_declares_nothing_lacks_nothing() {
-        let needs = [Capability::Messenger, Capability::Recovery, Capability::Messenger];
-        assert_eq!(Declared::from_names(None).expect("none").missing(&needs), vec![]);
-        let some = Declared::from_names(Some(&["recovery".to_string()])).expect("known");
+        let needs = [Capability::Messenger, Capability::Recovery, Capability::Messenger, Capability::ClientTools];
+        assert_eq!(Declared::from_names(None, None).expect("none").missing(&needs), vec![]);
+        let some = Declared::from_names(Some(&["recovery".to_string()]), None).expect("known");
         assert_eq!(some.missing(&needs), vec![Capability::Messenger]);
-        assert!(Declared::from_names(Some(&["recovery".to_string(), "x".to_string()])).is_err());
+        assert!(Declared::from_names(Some(&["recovery".to_string(), "x".to_string()]), None).is_err());
+    }
+
+    #[test]
+    fn core_capabilities_are_had_unless_lacked_and_only_they_can_be_lacked() {
+        let names = |list: &[&str]| list.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        let needs = [Capability::ClientTools, Capability::Chat, Capability::Recovery];
+        let declared = Declared::from_names(Some(&names(&["recovery"])), Some(&names(&["chat"]))).expect("core lacked");
+        assert_eq!(declared.missing(&needs), vec![Capability::Chat]);
+        assert!(declared.to_string().contains("lacks chat"), "{declared}");
+        let error = Declared::from_names(None, Some(&names(&["recovery"]))).expect_err("not core");
+        assert!(error.contains("`recovery` is not one"), "{error}");
+        let none_beyond = Declared::from_names(Some(&[]), None).expect("empty");
+        assert_eq!(none_beyond.missing(&needs), vec![Capability::Recovery]);
     }
 }

@@ -11,7 +11,7 @@
 use serde::Serialize;
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{ExhaustedContext, Frame, ModelRequest, ServerToolCall};
-use turnsim_engine::{Chunk, ToolOutcome, ToolResult};
+use turnsim_engine::{Chunk, Message, Part, ToolOutcome, ToolResult};
 
 /// One crossing, stamped.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -259,4 +259,45 @@ impl History {
         }
         state
     }
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunEnd {
+    /// Nothing left to do: every turn settled, nothing scheduled.
+    Quiescent,
+    /// The sim-time horizon passed with work still outstanding.
+    Horizon,
+    /// Faults stopped, but the world did not settle within the scenario's
+    /// convergence window after the last one (the liveness phase failed).
+    NotConverged,
+    /// The event budget (`max_events`) ran out: a livelock, or a run longer
+    /// than its budget.
+    EventBudget,
+    /// Something panicked: the engine, or the world around it.
+    Panicked,
+    /// The engine process broke the protocol, crashed or hung
+    /// ([`RunRecord::engine_fault`] says how).
+    EngineFault,
+}
+
+/// Added to client `client`'s connection count (from 1) to make its
+/// connection ids: client 1's are c1, c2, ...; client 2's c2001, c2002, ....
+pub fn connection_base(client: u32) -> u64 {
+    if client == 1 {
+        0
+    } else {
+        u64::from(client) * 1_000
+    }
+}
+
+/// Text, reasoning or a tool call: a message of only `step-start`s (or
+/// empty text) shows the model nothing.
+pub fn has_content(message: &Message) -> bool {
+    message.parts.iter().any(|part| match part {
+        Part::StepStart => false,
+        Part::Text { text, .. } | Part::Reasoning { text, .. } => !text.is_empty(),
+        Part::Tool(_) => true,
+    })
 }

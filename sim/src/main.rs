@@ -41,6 +41,13 @@ struct Cli {
     /// (docs/protocol.md), instead of the built-in engine in-process.
     #[arg(long, global = true, value_name = "CMD")]
     engine_cmd: Option<String>,
+    /// The engine runs in real time (a live bridge, adapters/live/): each
+    /// run gets a scratch directory (`init.scratch_dir`), the engine may be
+    /// silent for 120 s, and `run` goes one run at a time unless `--jobs`
+    /// says otherwise. Verdicts are rates over `--repeat`; see the README's
+    /// "Live runs".
+    #[arg(long, global = true, requires = "engine_cmd")]
+    live: bool,
 }
 
 #[derive(Subcommand)]
@@ -73,6 +80,11 @@ enum Command {
         /// Bring back a historical bug (repeatable); see `list regressions`.
         #[arg(long = "regression")]
         regressions: Vec<Regression>,
+        /// Run each (scenario, seed) this many times; a scenario is reported
+        /// with its pass rate, and fails if any run fails (for live runs,
+        /// whose interleavings differ from run to run).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        repeat: u64,
         /// A scenario that needs what the engine does not declare: skip it
         /// (reported N/A), run it too, or run only those. Run, only the
         /// violations its missing capabilities do not explain count.
@@ -245,13 +257,14 @@ fn main() -> ExitCode {
     if !matches!(arguments.command, Command::Bench { .. }) {
         turnsim::world::use_engine_command(arguments.engine_cmd.clone());
     }
+    turnsim::live::use_live(arguments.live);
     if std::env::var("TURNSIM_ENGINE_FRESH_PROCESSES").is_ok_and(|value| value.trim() == "1") {
         turnsim::protocol::proxy::use_fresh_processes(true);
     }
     let result = match arguments.command {
         Command::Engine { capabilities } => return cli::engine::serve(capabilities),
-        Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions, not_applicable } => {
-            let selection = cli::run::Selection { seeds, seed_start, jobs, shard, not_applicable };
+        Command::Run { paths, seeds, seed_start, jobs, shard, format, regressions, repeat, not_applicable } => {
+            let selection = cli::run::Selection { seeds, seed_start, jobs, shard, repeat, not_applicable };
             cli::run::run(paths, selection, format, RegressionSet::of(regressions))
         }
         Command::Replay { file, seed, format, regressions } => {

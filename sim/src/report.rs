@@ -22,6 +22,18 @@ pub struct Summary {
     pub not_applicable: usize,
     pub failures: Vec<FailureReport>,
     pub not_applicable_scenarios: Vec<NotApplicableReport>,
+    /// With repeats (`--repeat`): each scenario's runs and pass rate.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rates: Vec<RateReport>,
+}
+
+#[derive(Serialize)]
+pub struct RateReport {
+    pub scenario: String,
+    pub runs: usize,
+    pub failed: usize,
+    /// Passed runs over runs, from 0 to 1.
+    pub pass_rate: f64,
 }
 
 #[derive(Serialize)]
@@ -91,6 +103,7 @@ pub fn summarise(files: &[ScenarioFile], results: &SweepResults, regressions: &R
         .collect();
     let (runs, failed) = (results.total_runs(), results.failures.len());
     let scenarios = results.runs.iter().filter(|runs| **runs > 0).count();
+    let rates = if results.repeat > 1 { rates(files, results) } else { Vec::new() };
     Summary {
         scenarios,
         runs,
@@ -99,7 +112,22 @@ pub fn summarise(files: &[ScenarioFile], results: &SweepResults, regressions: &R
         not_applicable: 0,
         failures,
         not_applicable_scenarios: Vec::new(),
+        rates,
     }
+}
+
+fn rates(files: &[ScenarioFile], results: &SweepResults) -> Vec<RateReport> {
+    let ran = files.iter().enumerate().filter(|(index, _)| results.runs[*index] > 0);
+    ran.map(|(index, file)| {
+        let (runs, failed) = (results.runs[index], results.failures_of(index).count());
+        RateReport {
+            scenario: file.path.display().to_string(),
+            runs,
+            failed,
+            pass_rate: (runs - failed) as f64 / runs as f64,
+        }
+    })
+    .collect()
 }
 
 /// One line per scenario; for a failing one, its first failing seed in full
@@ -115,10 +143,22 @@ pub fn text(files: &[ScenarioFile], results: &SweepResults, regressions: &Regres
         let path = file.path.display();
         match failed.first() {
             None => {
-                let _ = writeln!(out, "PASS {path} ({}{})", plural(runs as u64, "seed"), canary_note(file));
+                let _ = writeln!(
+                    out,
+                    "PASS {path} ({}{}{})",
+                    runs_label(results, runs),
+                    rate_note(results, runs, 0),
+                    canary_note(file)
+                );
             }
             Some(first) => {
-                let _ = writeln!(out, "FAIL {path} ({} of {} failed)", failed.len(), plural(runs as u64, "seed"));
+                let label = runs_label(results, runs);
+                let _ = writeln!(
+                    out,
+                    "FAIL {path} ({} of {label} failed{})",
+                    failed.len(),
+                    rate_note(results, runs, failed.len())
+                );
                 write_failure(&mut out, file, first, regressions);
                 if failed.len() > 1 {
                     let seeds: Vec<String> =
@@ -134,6 +174,32 @@ pub fn text(files: &[ScenarioFile], results: &SweepResults, regressions: &Regres
         }
     }
     out
+}
+
+/// `3 seeds`, or with repeats `12 runs: 3 seeds x 4`.
+fn runs_label(results: &SweepResults, runs: usize) -> String {
+    if results.repeat <= 1 {
+        return plural(runs as u64, "seed");
+    }
+    format!("{}: {} x {}", plural(runs as u64, "run"), plural(runs as u64 / results.repeat, "seed"), results.repeat)
+}
+
+/// With repeats, `; pass rate 75%` (a verdict in real time is a rate; any
+/// failed run fails the scenario).
+fn rate_note(results: &SweepResults, runs: usize, failed: usize) -> String {
+    if results.repeat <= 1 || runs == 0 {
+        return String::new();
+    }
+    format!("; pass rate {}", pass_rate(runs, failed))
+}
+
+/// `75%`, or `99.9%` short of a whole percent: never rounded up to 100%.
+pub fn pass_rate(runs: usize, failed: usize) -> String {
+    let rate = (runs - failed) as f64 * 100.0 / runs as f64;
+    if failed > 0 && rate >= 99.5 {
+        return format!("{:.1}%", (rate * 10.0).floor() / 10.0);
+    }
+    format!("{rate:.0}%")
 }
 
 /// A canary passes by failing: say so, and with which check.
@@ -158,8 +224,9 @@ pub fn failing_list(files: &[ScenarioFile], results: &SweepResults, regressions:
             if out.is_empty() {
                 out.push_str("failed scenarios:\n");
             }
-            let total = plural(results.runs[index] as u64, "seed");
-            let _ = writeln!(out, "  {} ({} of {total} failed)", file.path.display(), failed.len());
+            let total = runs_label(results, results.runs[index]);
+            let rate = rate_note(results, results.runs[index], failed.len());
+            let _ = writeln!(out, "  {} ({} of {total} failed{rate})", file.path.display(), failed.len());
             let _ = writeln!(out, "    replay: {}", replay_command(file, first.seed, regressions));
         }
     }
@@ -167,7 +234,11 @@ pub fn failing_list(files: &[ScenarioFile], results: &SweepResults, regressions:
 }
 
 fn write_failure(out: &mut String, file: &ScenarioFile, outcome: &Outcome, regressions: &RegressionSet) {
-    let _ = writeln!(out, "  seed {}:", outcome.seed);
+    match outcome.repeat {
+        0 | 1 => writeln!(out, "  seed {}:", outcome.seed),
+        run => writeln!(out, "  seed {} (run {run}):", outcome.seed),
+    }
+    .ok();
     for violation in &outcome.violations {
         let _ = writeln!(out, "    {}: {}", violation.check, violation.message);
     }

@@ -51,6 +51,8 @@ pub struct Plan {
     pub seed_start: Option<u64>,
     pub jobs: usize,
     pub shard: Option<Shard>,
+    /// Runs of each (scenario, seed), one after another (at least 1).
+    pub repeat: u64,
     pub regressions: RegressionSet,
 }
 
@@ -59,6 +61,8 @@ pub struct Plan {
 pub struct Outcome {
     pub scenario: usize,
     pub seed: u64,
+    /// Which run of the seed this was, from 1 (`--repeat`).
+    pub repeat: u64,
     pub violations: Vec<Violation>,
     pub end: RunEnd,
     pub sim_ms: u64,
@@ -75,17 +79,25 @@ impl Outcome {
 }
 
 impl Plan {
-    /// How many runs [`Plan::work`] yields, without making them.
+    /// How many runs [`Plan::work`] yields (each seed's repeats counted),
+    /// without making them.
     pub fn runs(&self) -> u64 {
         let all: u64 =
             self.files.iter().map(|file| self.seeds.unwrap_or(file.scenario.seeds)).fold(0, u64::saturating_add);
         let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
-        all.saturating_sub(shard.index - 1).div_ceil(shard.count)
+        all.saturating_sub(shard.index - 1).div_ceil(shard.count).saturating_mul(self.repeat.max(1))
     }
 
     /// The `position`-th (scenario index, seed) pair of [`Plan::work`],
-    /// found without listing the work.
+    /// found without listing the work: a seed's repeats follow one another.
     pub fn work_item(&self, position: u64) -> Option<(usize, u64)> {
+        self.work_run(position).map(|(scenario, seed, _)| (scenario, seed))
+    }
+
+    /// The `position`-th run: (scenario index, seed, which repeat from 1).
+    pub fn work_run(&self, position: u64) -> Option<(usize, u64, u64)> {
+        let repeat = self.repeat.max(1);
+        let (position, run) = (position / repeat, position % repeat + 1);
         let mut unsharded = match self.shard {
             None => position,
             Some(shard) => position.checked_mul(shard.count)?.checked_add(shard.index - 1)?,
@@ -93,7 +105,7 @@ impl Plan {
         for (index, file) in self.files.iter().enumerate() {
             let seeds = self.seeds.unwrap_or(file.scenario.seeds);
             if unsharded < seeds {
-                return Some((index, self.seed_start.unwrap_or(file.scenario.seed_start).checked_add(unsharded)?));
+                return Some((index, self.seed_start.unwrap_or(file.scenario.seed_start).checked_add(unsharded)?, run));
             }
             unsharded -= seeds;
         }
@@ -109,9 +121,10 @@ impl Plan {
             (0..seeds).map_while(move |offset| Some((index, start.checked_add(offset)?)))
         });
         let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
+        let repeat = self.repeat.max(1);
         all.enumerate()
             .filter(move |(position, _)| *position as u64 % shard.count == shard.index - 1)
-            .map(|(_, work)| work)
+            .flat_map(move |(_, work)| (0..repeat).map(move |_| work))
     }
 }
 
@@ -156,6 +169,8 @@ pub struct SweepResults {
     pub failures: Vec<Outcome>,
     /// Which faults landed in which turn phase, over all runs.
     pub coverage: Coverage,
+    /// Runs of each seed (`--repeat`): above 1, a scenario is reported with its pass rate.
+    pub repeat: u64,
 }
 
 impl SweepResults {
@@ -172,7 +187,8 @@ impl SweepResults {
 /// Runs the plan on `jobs` threads, folding each outcome into the results
 /// as it finishes; `progress(done, total)` after each run.
 pub fn sweep(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> SweepResults {
-    let folded = Mutex::new((SweepResults { runs: vec![0; plan.files.len()], ..Default::default() }, Vec::new()));
+    let results = SweepResults { runs: vec![0; plan.files.len()], repeat: plan.repeat.max(1), ..Default::default() };
+    let folded = Mutex::new((results, Vec::new()));
     for_each_outcome(plan, progress, &|position, outcome| {
         let mut folded = folded.lock().expect("results lock");
         let (results, failures) = &mut *folded;
@@ -202,21 +218,21 @@ fn for_each_outcome(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync), on_ou
                     break;
                 }
                 let position = next.fetch_add(1, Ordering::SeqCst);
-                let Some((scenario, seed)) = plan.work_item(position).filter(|_| position < total) else {
+                let Some((scenario, seed, repeat)) = plan.work_run(position).filter(|_| position < total) else {
                     break;
                 };
-                on_outcome(position, run_and_summarise(plan, scenario, seed));
+                on_outcome(position, run_and_summarise(plan, scenario, seed, repeat));
                 progress(done.fetch_add(1, Ordering::SeqCst) + 1, total_shown);
             });
         }
     });
 }
 
-fn run_and_summarise(plan: &Plan, scenario: usize, seed: u64) -> Outcome {
+fn run_and_summarise(plan: &Plan, scenario: usize, seed: u64, repeat: u64) -> Outcome {
     let (record, violations) = run_one(&plan.files[scenario], seed, &plan.regressions);
     let tail = if violations.is_empty() { Vec::new() } else { tail_before(&record, &violations) };
     let coverage = Coverage::of_run(&record.events);
-    Outcome { scenario, seed, violations, end: record.end, sim_ms: record.sim_ms, tail, coverage }
+    Outcome { scenario, seed, repeat, violations, end: record.end, sim_ms: record.sim_ms, tail, coverage }
 }
 
 /// Up to twelve timeline lines ending where the first violation shows.
@@ -234,6 +250,7 @@ pub fn replay_command(file: &ScenarioFile, seed: u64, regressions: &RegressionSe
         command.push_str(&format!(" --regression {regression}"));
     }
     command.push_str(&crate::world::engine_flag());
+    command.push_str(crate::live::live_flag());
     if !file.judged_without.is_empty() {
         let missing = crate::capability::names(&file.judged_without);
         command.push_str(&format!("  # run without {missing}: what that explains does not count"));
@@ -254,7 +271,7 @@ mod tests {
                 crate::scenario::parse_scenario(std::path::Path::new("s.yaml"), &yaml).expect("parses")
             })
             .collect();
-        Plan { files, seeds: None, seed_start: None, jobs: 1, shard, regressions: RegressionSet::default() }
+        Plan { files, seeds: None, seed_start: None, jobs: 1, shard, repeat: 1, regressions: RegressionSet::default() }
     }
 
     #[test]
@@ -273,6 +290,25 @@ mod tests {
         let unsharded = plan(&[2, 3], None);
         assert_eq!(unsharded.work().collect::<Vec<_>>(), vec![(0, 0), (0, 1), (1, 100), (1, 101), (1, 102)]);
         assert_eq!(unsharded.runs(), 5);
+    }
+
+    #[test]
+    fn repeats_run_each_seed_again_in_a_row_at_every_shard() {
+        for count in 1..=3 {
+            for index in 1..=count {
+                let mut plan = plan(&[3, 2], Some(Shard { index, count }));
+                let once: Vec<(usize, u64)> = plan.work().collect();
+                plan.repeat = 3;
+                let thrice: Vec<(usize, u64)> = plan.work().collect();
+                let expected: Vec<(usize, u64)> = once.iter().flat_map(|work| [*work; 3]).collect();
+                assert_eq!(thrice, expected, "shard {index}/{count}");
+                assert_eq!(plan.runs(), thrice.len() as u64, "shard {index}/{count}");
+                let runs: Vec<(usize, u64, u64)> = (0..plan.runs()).map(|at| plan.work_run(at).expect("run")).collect();
+                let numbered: Vec<u64> = runs.iter().map(|(_, _, repeat)| *repeat).collect();
+                assert!(numbered.chunks(3).all(|chunk| chunk == [1, 2, 3]), "shard {index}/{count}: {numbered:?}");
+                assert_eq!(plan.work_run(plan.runs()), None, "shard {index}/{count}");
+            }
+        }
     }
 
     #[test]

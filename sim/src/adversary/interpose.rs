@@ -79,6 +79,26 @@ struct State {
     /// (after any rewrite): a frame that would change nothing on that
     /// screen is no site.
     screens: BTreeMap<u64, ClientView>,
+    /// Message and call ids each store rewrite has seen (a first sighting
+    /// is a site), and those rewritten from their site on.
+    seen_stored: BTreeMap<Operator, BTreeSet<String>>,
+    rewritten: BTreeMap<Operator, BTreeSet<String>>,
+    /// Every tool call stored so far: its tool's name and input.
+    calls: BTreeMap<String, (String, serde_json::Value)>,
+    /// The engine's inbox (as its ports are handed it), for effects the
+    /// adversary starts on its own.
+    sink: Option<InputSink>,
+    /// The generation's server-tool and host ports, unwrapped.
+    tools: Option<Arc<dyn ServerTools>>,
+    host: Option<Arc<dyn Observer>>,
+    /// Open connections, unwrapped, for frames the adversary sends itself:
+    /// held weakly, so a connection lives exactly as long as the engine
+    /// holds it.
+    connections: BTreeMap<u64, std::sync::Weak<Mutex<Box<dyn Connection>>>>,
+    /// The request the engine last asked the model for.
+    last_request: Option<String>,
+    /// Where in the history each site of a read-later operator was seen.
+    positions: BTreeMap<Operator, Vec<usize>>,
 }
 
 type SharedConnection = Arc<Mutex<Box<dyn Connection>>>;
@@ -93,6 +113,11 @@ impl Adversary {
     /// Sites seen per operator (every operator that had one).
     pub fn sites(&self) -> BTreeMap<Operator, u64> {
         self.lock().seen.clone()
+    }
+
+    /// Where in the history each site of a read-later operator was seen.
+    pub fn site_positions(&self, operator: Operator) -> Vec<usize> {
+        self.lock().positions.get(&operator).cloned().unwrap_or_default()
     }
 
     /// The number of the first chunk of each `reorder-frames` site.
@@ -124,6 +149,10 @@ impl Adversary {
         let seen = state.seen.entry(operator).or_default();
         let index = *seen;
         *seen += 1;
+        if ops::READ_LATER.contains(&operator) {
+            let at = self.trace.get().map_or(0, Trace::crossing_count);
+            state.positions.entry(operator).or_default().push(at);
+        }
         let chosen = match self.mode {
             Mode::Count => false,
             Mode::Apply { operator: chosen, site } => chosen == operator && site == index,
@@ -166,6 +195,12 @@ impl Interposer for Interpose {
     fn ports(&self, ports: Ports, trace: &Trace) -> Ports {
         let _ = self.0.trace.set(trace.clone());
         let adversary = &self.0;
+        {
+            let mut state = adversary.lock();
+            state.tools = Some(ports.server_tools.clone());
+            state.host = Some(ports.observer.clone());
+            state.connections.clear();
+        }
         Ports {
             store: Arc::new(Store { inner: ports.store, adversary: adversary.clone() }),
             model: Arc::new(Model { inner: ports.model, adversary: adversary.clone() }),
@@ -193,9 +228,25 @@ impl Engine for Wrapped {
         let input = match input {
             Input::Connect { connection_id, connection } => {
                 let inner = Arc::new(Mutex::new(connection));
+                adversary.lock().connections.insert(connection_id, Arc::downgrade(&inner));
                 let recovering_shown = Mutex::new(false);
                 let client = Client { connection_id, inner, adversary, recovering_shown };
                 Input::Connect { connection_id, connection: Box::new(client) }
+            }
+            Input::Disconnect { connection_id } => {
+                adversary.lock().connections.remove(&connection_id);
+                Input::Disconnect { connection_id }
+            }
+            Input::Approval { call_id, approved: false, auto_continue } => {
+                adversary.answer_sent();
+                self.engine.deliver(Input::Approval { call_id: call_id.clone(), approved: false, auto_continue });
+                adversary.run_denied(&call_id);
+                return;
+            }
+            Input::Model { call, event: ModelEvent::Chunk(chunk) } if is_empty_finish(&chunk) => {
+                self.engine.deliver(Input::Model { call, event: ModelEvent::Chunk(chunk) });
+                adversary.tell_done_on_empty_finish();
+                return;
             }
             Input::Chat { key, text, options, callback } => {
                 Input::Chat { key, text, options, callback: Box::new(Caller { inner: callback, adversary }) }
@@ -243,9 +294,11 @@ impl DurableStore for Store {
         }
         let unstored = adversary.lock().unstored.clone();
         writes.retain(|write| message_id(write).is_none_or(|id| !unstored.contains(id)));
+        writes.retain(|write| !adversary.drops_record(write));
         for message in writes.iter_mut().filter_map(ops::written_message) {
             adversary.mark_stored_outputs(message);
             adversary.mark_stored_pairs(message);
+            adversary.mark_stored(message);
             adversary.rewrite_stored(message);
         }
         self.inner.commit(&writes)
@@ -295,9 +348,9 @@ impl Adversary {
 
     /// The persisting rewrites of the store, once applied.
     fn rewrite_stored(&self, message: &mut Message) {
-        let (altered, swapped) = {
+        let (altered, swapped, rewritten) = {
             let state = self.lock();
-            (state.altered_calls.clone(), state.swapped.clone())
+            (state.altered_calls.clone(), state.swapped.clone(), state.rewritten.clone())
         };
         for call in &altered {
             ops::alter_output(message, call);
@@ -305,7 +358,94 @@ impl Adversary {
         if let Some(pair) = &swapped {
             ops::swap_outcomes(message, pair);
         }
+        for (operator, ids) in &rewritten {
+            ops::rewrite_stored(*operator, message, ids);
+        }
     }
+
+    /// The sites of the store's per-message and per-call rewrites: the
+    /// first time a message or call is stored as each can rewrite it. Also
+    /// learns every stored call's tool and input.
+    fn mark_stored(&self, message: &Message) {
+        for tool in message.tools() {
+            if let Some(input) = &tool.input {
+                self.lock().calls.insert(tool.call_id.clone(), (tool.tool_name.clone(), input.clone()));
+            }
+        }
+        for operator in ops::STORE_REWRITES {
+            for id in ops::stored_sites(operator, message) {
+                let first = self.lock().seen_stored.entry(operator).or_default().insert(id.clone());
+                let what = || format!("{} from {id} on", operator.wrong());
+                if first && self.strike(operator, what) {
+                    self.lock().rewritten.entry(operator).or_default().insert(id);
+                }
+            }
+        }
+    }
+
+    /// Whether `write` is a record the adversary keeps from the store: a
+    /// turn's failure, or a continuation owed.
+    fn drops_record(&self, write: &Write) -> bool {
+        let (operator, id) = match write {
+            Write::Terminal(Some(status)) => (Operator::FailureRecordDropped, status.request_id.clone()),
+            Write::Intent(Some(intent)) => (Operator::IntentNotStored, intent.message_id.clone()),
+            _ => return false,
+        };
+        if self.lock().rewritten.get(&operator).is_some_and(|ids| ids.contains(&id)) {
+            return true;
+        }
+        let first = self.lock().seen_stored.entry(operator).or_default().insert(id.clone());
+        if first && self.strike(operator, || format!("the record of {id} not stored")) {
+            self.lock().rewritten.entry(operator).or_default().insert(id);
+            return true;
+        }
+        false
+    }
+
+    /// `denied-tool-runs`: a call the client just denied is run anyway.
+    fn run_denied(&self, call_id: &str) {
+        let Some((tool_name, input)) = self.lock().calls.get(call_id).cloned() else { return };
+        if self.strike(Operator::DeniedToolRuns, || format!("server tool {call_id} run though denied")) {
+            self.run_on_server(ServerToolCall { call_id: call_id.to_string(), tool_name, input });
+        }
+    }
+
+    /// Starts `call` on the server as if the engine had asked.
+    fn run_on_server(&self, call: ServerToolCall) {
+        let (tools, sink) = {
+            let state = self.lock();
+            (state.tools.clone(), state.sink.clone())
+        };
+        if let (Some(tools), Some(sink)) = (tools, sink) {
+            tools.start("adversary", call, sink);
+        }
+    }
+
+    /// `empty-finish-told-done`: every client told the request is done
+    /// as the model ends a step empty.
+    fn tell_done_on_empty_finish(&self) {
+        let (request_id, connections) = {
+            let state = self.lock();
+            (
+                state.last_request.clone(),
+                state.connections.values().filter_map(std::sync::Weak::upgrade).collect::<Vec<_>>(),
+            )
+        };
+        let Some(request_id) = request_id.filter(|_| !connections.is_empty()) else { return };
+        if self
+            .strike(Operator::EmptyFinishToldDone, || format!("clients told {request_id} is done on an empty finish"))
+        {
+            for connection in connections {
+                let done = Frame::Done { request_id: request_id.clone(), continuation: false };
+                connection.lock().expect("connection lock").send(done);
+            }
+        }
+    }
+}
+
+/// A step the model ended with nothing in it: a zero-token `unknown` finish.
+fn is_empty_finish(chunk: &Chunk) -> bool {
+    matches!(chunk, Chunk::FinishStep { reason: turnsim_engine::FinishReason::Unknown, usage } if usage.output_tokens == 0)
 }
 
 struct Model {
@@ -317,6 +457,12 @@ impl ModelProvider for Model {
     fn start(&self, request: ModelRequest, sink: InputSink) -> u32 {
         let adversary = &self.adversary;
         adversary.other_effect();
+        {
+            let mut state = adversary.lock();
+            state.sink = Some(sink.clone());
+            state.last_request = Some(request.request_id.clone());
+        }
+        adversary.exhaust_at_continue(&request);
         let request = adversary.rewrite_request(request);
         let call = self.inner.start(request.clone(), sink.clone());
         let id = request.request_id.clone();
@@ -361,7 +507,35 @@ impl Adversary {
                 request.messages[index].parts.push(ops::discarded_text());
             }
         }
+        for operator in ops::REQUEST_REWRITES {
+            if ops::request_site(operator, &request.messages)
+                && self.strike(operator, || format!("request {id}: {}", operator.wrong()))
+            {
+                ops::rewrite_request(operator, &mut request.messages);
+            }
+        }
         request
+    }
+
+    /// `exhausted-at-continue`: the host told recovery gave up as a
+    /// request continues a partial reply.
+    fn exhaust_at_continue(&self, request: &ModelRequest) {
+        let continues = matches!(crate::check::basis(&request.messages), crate::check::Basis::Partial { .. });
+        let host = self.lock().host.clone();
+        let (Some(host), true) = (host, continues) else { return };
+        let id = &request.request_id;
+        if self.strike(Operator::ExhaustedAtContinue, || format!("host told recovery gave up as {id} continues")) {
+            let context = ExhaustedContext {
+                incident_id: format!("{id}:adversary"),
+                root_request_id: id.clone(),
+                attempt: 1,
+                max_attempts: 1,
+                reason: "max_attempts_exceeded".into(),
+                terminal_message: String::new(),
+                partial_text: String::new(),
+            };
+            let _ = host.on_exhausted(&context);
+        }
     }
 }
 
@@ -371,9 +545,14 @@ struct Tools {
 }
 
 impl ServerTools for Tools {
-    fn start(&self, request_id: &str, call: ServerToolCall, sink: InputSink) {
+    fn start(&self, request_id: &str, mut call: ServerToolCall, sink: InputSink) {
         self.adversary.other_effect();
+        self.adversary.lock().sink = Some(sink.clone());
         let id = call.call_id.clone();
+        if self.adversary.strike(Operator::ServerToolInputChanged, || format!("server tool {id} run with other input"))
+        {
+            call.input = ops::other_input(&call.input);
+        }
         self.inner.start(request_id, call.clone(), sink.clone());
         if self.adversary.strike(Operator::ServerToolTwice, || format!("server tool {id} started twice")) {
             self.inner.start(request_id, call, sink);
@@ -422,6 +601,14 @@ impl MessengerSurface for Surface {
         let length = text.chars().count();
         if length >= 2 && adversary.strike(Operator::PartialPost, || format!("post to {delivery_id} cut in half")) {
             text = text.chars().take(length / 2).collect();
+        }
+        let answer = !crate::check::APOLOGIES.contains(&text.as_str());
+        let what = || format!("post to {delivery_id} made as the apology");
+        if answer && adversary.strike(Operator::AnswerPostedAsApology, what) {
+            text = turnsim_engine::messenger::ERROR_MESSENGER_RESPONSE.to_string();
+        }
+        if adversary.strike(Operator::PostOverLimit, || format!("post to {delivery_id} made over any limit")) {
+            text.push_str(&" ".repeat(ops::OVER_ANY_LIMIT_CHARS));
         }
         if adversary.strike(Operator::DropPost, || format!("post to {delivery_id} lost, told shown")) {
             let done = Input::PostDone { post: LOST_POST, delivery_id: delivery_id.to_string(), outcome: Ok(()) };
@@ -510,6 +697,15 @@ impl Adversary {
             return vec![frame];
         }
         match frame {
+            Frame::Chunk { request_id, message_id, chunk: Chunk::ToolCall { id, name, input, dynamic } }
+                if input != serde_json::json!({})
+                    && self.strike(Operator::ToolCallStreamedEmpty, || {
+                        on(&format!("finished call {id} with no arguments"))
+                    }) =>
+            {
+                let chunk = Chunk::ToolCall { id, name, input: serde_json::json!({}), dynamic };
+                vec![Frame::Chunk { request_id, message_id, chunk }]
+            }
             Frame::Chunk { .. } if ops::is_output_chunk(&frame) => {
                 let shown = frame_summary(&frame);
                 if self.strike(Operator::DropFrame, || on(&format!("{shown} not sent"))) {
@@ -525,17 +721,50 @@ impl Adversary {
                 self.drop_or_rewrite(frame, Operator::RecoveringLeftOn, on("recovering(false) not sent"))
             }
             Frame::Error { .. } => self.drop_or_rewrite(frame, Operator::DropErrorFrame, on("error not sent")),
-            Frame::Tool { ref call_id, state, .. } => {
+            Frame::Tool { ref call_id, ref tool_name, state } => {
+                if state == turnsim_engine::ToolState::InputAvailable {
+                    self.run_waiting_tool(call_id, tool_name);
+                }
                 let what = on(&format!("tool {call_id} {} not sent", state.as_str()));
                 self.drop_or_rewrite(frame, Operator::DropToolFrame, what)
             }
             Frame::Done { request_id, continuation } => {
+                if self.strike(Operator::DoneAsError, || on(&format!("done of {request_id} sent as an error"))) {
+                    let message = "The turn failed. Please try again.".to_string();
+                    return vec![Frame::Error { request_id, message }];
+                }
+                if self.strike(Operator::DoneTwice, || on(&format!("done of {request_id} sent twice"))) {
+                    return vec![
+                        Frame::Done { request_id: request_id.clone(), continuation },
+                        Frame::Done { request_id, continuation },
+                    ];
+                }
                 let what = || on(&format!("done of {request_id} says continuation={}", !continuation));
                 let flip = self.strike(Operator::WrongContinuationFlag, what);
                 vec![Frame::Done { request_id, continuation: continuation != flip }]
             }
+            Frame::StreamResuming { request_id } => {
+                let what = || on(&format!("resume offer of {request_id} names another request"));
+                match self.strike(Operator::WrongResumeOffer, what) {
+                    true => vec![Frame::StreamResuming { request_id: format!("{request_id}-other") }],
+                    false => vec![Frame::StreamResuming { request_id }],
+                }
+            }
             Frame::Messages(messages) => vec![Frame::Messages(self.rewrite_messages_shown(connection, messages))],
             other => vec![other],
+        }
+    }
+
+    /// `client-tool-run-on-server`: a call a client is told to answer is
+    /// run by the server as well.
+    fn run_waiting_tool(&self, call_id: &str, tool_name: &str) {
+        let input = self.lock().calls.get(call_id).map_or_else(|| serde_json::json!({}), |(_, input)| input.clone());
+        if self.strike(Operator::ClientToolRunOnServer, || format!("client tool {call_id} run by the server")) {
+            self.run_on_server(ServerToolCall {
+                call_id: call_id.to_string(),
+                tool_name: tool_name.to_string(),
+                input,
+            });
         }
     }
 
@@ -579,7 +808,7 @@ impl Adversary {
     fn rewrite_messages_shown(&self, connection: u64, mut messages: Vec<Message>) -> Vec<Message> {
         // A message with nothing in it shows nothing: leaving it out is no
         // wrong a client could see, so it is no site.
-        if let Some(last) = messages.last().filter(|last| crate::check::has_content(last)) {
+        if let Some(last) = messages.last().filter(|last| crate::history::has_content(last)) {
             let what = || format!("transcript to c{connection} sent without message {}", last.id);
             if self.strike(Operator::StaleTranscript, what) {
                 messages.pop();
@@ -638,15 +867,35 @@ impl StreamCallback for Caller {
         if chunk.is_output() && self.adversary.strike(Operator::DropCallbackEvent, what) {
             return;
         }
+        if let Chunk::ToolCall { id, name, input, dynamic } = chunk {
+            let what = || format!("on_event finished call {id} with no arguments");
+            if *input != serde_json::json!({}) && self.adversary.strike(Operator::CallbackToolCallEmptied, what) {
+                let emptied = Chunk::ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: serde_json::json!({}),
+                    dynamic: *dynamic,
+                };
+                return self.inner.on_event(&emptied);
+            }
+        }
         self.inner.on_event(chunk);
     }
 
     fn on_reset(&mut self, text: &str) {
         self.adversary.other_effect();
+        if self.adversary.strike(Operator::DropCallbackReset, || "on_reset not delivered".to_string()) {
+            return;
+        }
         self.inner.on_reset(text);
     }
 
     fn on_done(&mut self) {
+        let adversary = self.adversary.clone();
+        adversary.other_effect();
+        if adversary.strike(Operator::CallbackDoneAsError, || "on_done delivered as on_error".to_string()) {
+            return self.terminal("on_error", |inner| inner.on_error("The turn failed. Please try again."));
+        }
         self.terminal("on_done", |inner| inner.on_done());
     }
 

@@ -35,6 +35,9 @@ pub enum PairVerdict {
         applied: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         equivalent: Option<String>,
+        /// A known gap of the oracle: what the check it needs would read.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gap: Option<String>,
     },
 }
 
@@ -54,12 +57,18 @@ pub struct Pair {
 pub struct Row {
     pub operator: &'static str,
     pub wrong: &'static str,
+    /// The property of the catalogue the operator breaks (reported in the
+    /// matrix by property).
+    #[serde(skip)]
+    pub property: &'static str,
     /// Pairs where it changed something.
     pub changed: usize,
     pub caught: usize,
-    /// Survivors nobody argued equivalent.
+    /// Survivors nobody argued equivalent or listed as a known gap.
     pub survived: usize,
     pub equivalent: usize,
+    /// Survivors listed as known gaps of the oracle.
+    pub gaps: usize,
     pub no_site: usize,
     pub baseline_fails: usize,
     pub unreached: usize,
@@ -77,6 +86,7 @@ pub struct Matrix {
     pub caught: usize,
     pub survived: usize,
     pub equivalent: usize,
+    pub gaps: usize,
 }
 
 impl Matrix {
@@ -96,11 +106,17 @@ impl Matrix {
         let mut pairs = Vec::new();
         let mut rows = Vec::new();
         for &operator in operators {
-            let mut row = Row { operator: operator.name(), wrong: operator.wrong(), ..Row::default() };
+            let mut row = Row {
+                operator: operator.name(),
+                wrong: operator.wrong(),
+                property: operator.property(),
+                ..Row::default()
+            };
             for (scenario, file) in files.iter().enumerate() {
                 let trials = by_pair.get(&(operator, scenario)).map_or(&[][..], Vec::as_slice);
                 let why = equivalents.why(operator, &file.path).map(str::to_string);
-                let verdict = fold(trials, why);
+                let gap = equivalents.gap(operator, &file.path).map(str::to_string);
+                let verdict = fold(trials, why, gap);
                 row.count(&verdict);
                 let replay = match &verdict {
                     PairVerdict::Caught { seed, .. } | PairVerdict::Survived { seed, .. } => {
@@ -121,6 +137,7 @@ impl Matrix {
             caught: total(|row| row.caught),
             survived: total(|row| row.survived),
             equivalent: total(|row| row.equivalent),
+            gaps: total(|row| row.gaps),
             rows,
             pairs,
         }
@@ -134,9 +151,11 @@ impl Matrix {
         100.0 * self.caught as f64 / self.changed as f64
     }
 
-    /// Survivors nobody argued equivalent.
+    /// Survivors nobody argued equivalent or listed as a known gap.
     pub fn open_survivors(&self) -> impl Iterator<Item = &Pair> {
-        self.pairs.iter().filter(|pair| matches!(pair.verdict, PairVerdict::Survived { equivalent: None, .. }))
+        self.pairs
+            .iter()
+            .filter(|pair| matches!(pair.verdict, PairVerdict::Survived { equivalent: None, gap: None, .. }))
     }
 }
 
@@ -153,11 +172,12 @@ impl Row {
                     *self.caught_by.entry(check.clone()).or_default() += 1;
                 }
             }
-            PairVerdict::Survived { equivalent, .. } => {
+            PairVerdict::Survived { equivalent, gap, .. } => {
                 self.changed += 1;
-                match equivalent {
-                    Some(_) => self.equivalent += 1,
-                    None => self.survived += 1,
+                match (equivalent, gap) {
+                    (Some(_), _) => self.equivalent += 1,
+                    (None, Some(_)) => self.gaps += 1,
+                    (None, None) => self.survived += 1,
                 }
             }
         }
@@ -166,7 +186,7 @@ impl Row {
 
 /// One pair's verdict from its trials (in seed order): a failing baseline
 /// first, then the first caught seed, then the first survivor.
-fn fold(trials: &[&Trial], equivalent: Option<String>) -> PairVerdict {
+fn fold(trials: &[&Trial], equivalent: Option<String>, gap: Option<String>) -> PairVerdict {
     let find = |wanted: fn(&Verdict) -> bool| trials.iter().find(|trial| wanted(&trial.verdict));
     if let Some(trial) = find(|verdict| matches!(verdict, Verdict::BaselineFails { .. })) {
         let Verdict::BaselineFails { checks } = &trial.verdict else { unreachable!("matched above") };
@@ -188,7 +208,7 @@ fn fold(trials: &[&Trial], equivalent: Option<String>) -> PairVerdict {
     }
     if let Some(trial) = find(|verdict| matches!(verdict, Verdict::Survived { .. })) {
         let Verdict::Survived { applied, .. } = &trial.verdict else { unreachable!("matched above") };
-        return PairVerdict::Survived { seed: trial.seed, applied: applied.clone(), equivalent };
+        return PairVerdict::Survived { seed: trial.seed, applied: applied.clone(), equivalent, gap };
     }
     match find(|verdict| matches!(verdict, Verdict::Unreached)) {
         Some(trial) => PairVerdict::Unreached { seed: trial.seed },
@@ -214,33 +234,38 @@ pub fn text(matrix: &Matrix) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<28} {:>7} {:>6} {:>8} {:>5}  caught by",
-        "operator", "changed", "caught", "survived", "equiv"
+        "{:<28} {:>7} {:>6} {:>8} {:>5} {:>4}  caught by",
+        "operator", "changed", "caught", "survived", "equiv", "gap"
     );
     for row in &matrix.rows {
         let caught_by: Vec<String> = row.caught_by.iter().map(|(check, count)| format!("{check} {count}")).collect();
         let _ = writeln!(
             out,
-            "{:<28} {:>7} {:>6} {:>8} {:>5}  {}",
+            "{:<28} {:>7} {:>6} {:>8} {:>5} {:>4}  {}",
             row.operator,
             row.changed,
             row.caught,
             row.survived,
             row.equivalent,
+            row.gaps,
             caught_by.join(", ")
         );
     }
     write_survivors(&mut out, matrix);
     write_equivalents(&mut out, matrix);
+    write_gaps(&mut out, matrix);
     write_unjudged(&mut out, matrix);
+    write_properties(&mut out, matrix);
     let _ = writeln!(
         out,
-        "adversary: {} changed something, {} caught ({:.1}%), {} survived, {} argued equivalent",
+        "adversary: {} changed something, {} caught ({:.1}%), {} survived, {} argued equivalent, {} known {}",
         plural(matrix.changed as u64, "pair"),
         matrix.caught,
         matrix.caught_percent(),
         matrix.survived,
-        matrix.equivalent
+        matrix.equivalent,
+        matrix.gaps,
+        if matrix.gaps == 1 { "gap" } else { "gaps" }
     );
     out
 }
@@ -259,21 +284,101 @@ fn write_survivors(out: &mut String, matrix: &Matrix) {
 }
 
 fn write_equivalents(out: &mut String, matrix: &Matrix) {
-    let argued: Vec<(&Pair, &str)> = matrix
-        .pairs
-        .iter()
-        .filter_map(|pair| match &pair.verdict {
-            PairVerdict::Survived { equivalent: Some(why), .. } => Some((pair, why.as_str())),
-            _ => None,
-        })
-        .collect();
-    if argued.is_empty() {
+    let argued = |verdict: &PairVerdict| match verdict {
+        PairVerdict::Survived { equivalent: Some(why), .. } => Some(why.clone()),
+        _ => None,
+    };
+    write_listed(out, matrix, "argued equivalent (survived, and no consumer can tell):", argued, false);
+}
+
+fn write_gaps(out: &mut String, matrix: &Matrix) {
+    let gap = |verdict: &PairVerdict| match verdict {
+        PairVerdict::Survived { equivalent: None, gap: Some(needs), .. } => Some(needs.clone()),
+        _ => None,
+    };
+    let heading = "known gaps (survived: a consumer can tell, and the check that would see it is not written):";
+    write_listed(out, matrix, heading, gap, true);
+}
+
+/// The survivors a file lists, each with what it says of them (and its
+/// replay command, when `replay`), under `heading`; nothing when none.
+fn write_listed(
+    out: &mut String,
+    matrix: &Matrix,
+    heading: &str,
+    said: impl Fn(&PairVerdict) -> Option<String>,
+    replay: bool,
+) {
+    let listed: Vec<(&Pair, String)> =
+        matrix.pairs.iter().filter_map(|pair| said(&pair.verdict).map(|text| (pair, text))).collect();
+    if listed.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\nargued equivalent (survived, and no consumer can tell):");
-    for (pair, why) in argued {
-        let _ = writeln!(out, "  {} on {}: {}", pair.operator, pair.scenario, why.trim());
+    let _ = writeln!(out, "\n{heading}");
+    for (pair, text) in listed {
+        let _ = writeln!(out, "  {} on {}: {}", pair.operator, pair.scenario, text.trim());
+        if replay {
+            let _ = writeln!(out, "    replay: {}", pair.replay.as_deref().unwrap_or_default());
+        }
     }
+}
+
+/// The matrix by property (docs/properties.md): every property of the
+/// catalogue, the operators that break it, and how their pairs fared.
+fn write_properties(out: &mut String, matrix: &Matrix) {
+    let _ = writeln!(
+        out,
+        "\n{:<40} {:>9} {:>7} {:>6} {:>8} {:>5} {:>4}",
+        "property", "operators", "changed", "caught", "survived", "equiv", "gap"
+    );
+    for row in by_property(matrix) {
+        let _ = writeln!(
+            out,
+            "{:<40} {:>9} {:>7} {:>6} {:>8} {:>5} {:>4}",
+            row.property,
+            row.operators.len(),
+            row.changed,
+            row.caught,
+            row.survived,
+            row.equivalent,
+            row.gaps
+        );
+    }
+}
+
+/// One property's share of the matrix.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PropertyRow {
+    pub property: &'static str,
+    pub invariant: &'static str,
+    /// The operators run that break it (none: no wrong engine attacks it yet).
+    pub operators: Vec<&'static str>,
+    pub changed: usize,
+    pub caught: usize,
+    pub survived: usize,
+    pub equivalent: usize,
+    pub gaps: usize,
+}
+
+/// Every property of the catalogue, in its order, with the rows of the
+/// operators run that break it.
+pub fn by_property(matrix: &Matrix) -> Vec<PropertyRow> {
+    crate::properties::PROPERTIES
+        .iter()
+        .map(|property| {
+            let mut out =
+                PropertyRow { property: property.id, invariant: property.invariant, ..PropertyRow::default() };
+            for row in matrix.rows.iter().filter(|row| row.property == property.id) {
+                out.operators.push(row.operator);
+                out.changed += row.changed;
+                out.caught += row.caught;
+                out.survived += row.survived;
+                out.equivalent += row.equivalent;
+                out.gaps += row.gaps;
+            }
+            out
+        })
+        .collect()
 }
 
 /// Operators that changed nothing anywhere, failing baselines, runs that
@@ -314,8 +419,10 @@ pub fn json(matrix: &Matrix) -> String {
         "caught": matrix.caught,
         "survived": matrix.survived,
         "equivalent": matrix.equivalent,
+        "gaps": matrix.gaps,
         "caught_percent": (matrix.caught_percent() * 10.0).round() / 10.0,
         "operators": matrix.rows,
+        "properties": by_property(matrix),
         "pairs": pairs,
     });
     serde_json::to_string_pretty(&value).expect("serialises")

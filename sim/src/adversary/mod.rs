@@ -36,8 +36,12 @@ pub use operators::{Operator, ALL_OPERATORS};
 pub struct AdversaryRun {
     pub record: RunRecord,
     pub violations: Vec<Violation>,
-    /// Sites seen per operator.
+    /// Sites seen per operator (of an operator whose wrong only a later
+    /// process reads, those an eviction follows).
     pub sites: BTreeMap<Operator, u64>,
+    /// For an operator whose wrong only a later process reads: the raw
+    /// site numbers an eviction follows, which `sites` counts.
+    pub read_later: BTreeMap<Operator, Vec<u64>>,
     /// What the operator changed (`None`: nothing).
     pub applied: Option<String>,
     /// The first chunk of each `reorder-frames` site (see [`Mode::Reorder`]).
@@ -49,12 +53,43 @@ pub fn run(file: &ScenarioFile, seed: u64, regressions: &RegressionSet, mode: Mo
     let adversary = Adversary::new(mode);
     let record = world::run_interposed(file, seed, regressions, Arc::new(Interpose(adversary.clone())));
     let violations = check_run(file, &record);
-    let (sites, applied, pair_starts) = (adversary.sites(), adversary.applied(), adversary.pair_starts());
-    AdversaryRun { record, violations, sites, applied, pair_starts }
+    let (mut sites, applied, pair_starts) = (adversary.sites(), adversary.applied(), adversary.pair_starts());
+    let read_later = read_later_sites(&adversary, &record);
+    for (operator, eligible) in &read_later {
+        match eligible.len() {
+            0 => drop(sites.remove(operator)),
+            count => drop(sites.insert(*operator, count as u64)),
+        }
+    }
+    AdversaryRun { record, violations, sites, applied, pair_starts, read_later }
+}
+
+/// The sites of each read-later operator that an eviction follows: a
+/// record kept from the store is read only by the next process, so where
+/// none follows, no consumer could tell (and no site is counted).
+fn read_later_sites(adversary: &Adversary, record: &RunRecord) -> BTreeMap<Operator, Vec<u64>> {
+    let crossings = &record.history.crossings;
+    let killed_after = |at: usize| {
+        crossings[at.min(crossings.len())..].iter().any(|crossing| crossing.what == crate::history::Boundary::Killed)
+    };
+    operators::READ_LATER
+        .into_iter()
+        .map(|operator| {
+            let positions = adversary.site_positions(operator);
+            let eligible =
+                positions.iter().enumerate().filter(|(_, &at)| killed_after(at)).map(|(site, _)| site as u64);
+            (operator, eligible.collect())
+        })
+        .collect()
 }
 
 /// How to rewrite site `site` of `operator`, found in `baseline` (its counting run).
 pub fn apply_mode(baseline: &AdversaryRun, operator: Operator, site: u64) -> Mode {
+    let site = baseline
+        .read_later
+        .get(&operator)
+        .and_then(|eligible| eligible.get(usize::try_from(site).ok()?).copied())
+        .unwrap_or(site);
     match operator {
         Operator::ReorderFrames => {
             let hold = usize::try_from(site).ok().and_then(|site| baseline.pair_starts.get(site).copied());

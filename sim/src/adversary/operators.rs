@@ -5,7 +5,7 @@
 //! it could apply at are its eligible effects, counted in run order.
 
 use serde_json::Value;
-use turnsim_engine::transcript::{Message, Part, Role, TextState, ToolPart};
+use turnsim_engine::transcript::{Message, Part, Role, TextState, ToolPart, ToolState};
 use turnsim_engine::Frame;
 
 /// One named way for an engine to be wrong. The doc comment of each says
@@ -88,10 +88,69 @@ pub enum Operator {
     DuplicateTerminalCallback,
     /// A `chat()` caller's output event is not delivered: its text misses a piece.
     DropCallbackEvent,
+    /// A model request shows a past tool call with empty arguments: the
+    /// model reads a call that was not made.
+    RequestToolInputEmptied,
+    /// A model request shows no step boundaries: the model cannot tell
+    /// its steps apart.
+    RequestStepStartsDropped,
+    /// A model request shows its last question twice: the model answers
+    /// a conversation that never happened.
+    RequestQuestionTwice,
+    /// A model request shows a tool's result as still pending: the
+    /// provider refuses it.
+    RequestResultRemoved,
+    /// A server tool runs with other input than the model gave it.
+    ServerToolInputChanged,
+    /// A server tool whose approval the client denied runs anyway.
+    DeniedToolRuns,
+    /// A tool the client was asked to answer is run by the server.
+    ClientToolRunOnServer,
+    /// The store keeps a tool's error with another text than its answer's.
+    ErrorTextReplaced,
+    /// The store keeps a tool's error as a success, its text as the output.
+    ErrorStoredAsOutput,
+    /// The store keeps a call's approval decision flipped.
+    DecisionFlipped,
+    /// The store keeps a user message cut short.
+    UserTextCut,
+    /// The store keeps a reply without its step boundaries.
+    StepStartsNotStored,
+    /// A failed turn's record is not stored: a later process does not
+    /// know its user was told.
+    FailureRecordDropped,
+    /// A continuation owed is not stored: a later process does not know
+    /// it is owed.
+    IntentNotStored,
+    /// A `Done` frame goes out as an `Error` frame: an answer told as a
+    /// failure.
+    DoneAsError,
+    /// A `Done` frame goes out twice.
+    DoneTwice,
+    /// A finished tool call streamed to a client has empty arguments.
+    ToolCallStreamedEmpty,
+    /// An offer to resume names a request that is not streaming.
+    WrongResumeOffer,
+    /// A chat() caller's `on_done` arrives as `on_error`.
+    CallbackDoneAsError,
+    /// A finished tool call relayed to a chat() caller has empty arguments.
+    CallbackToolCallEmptied,
+    /// A chat() caller's take-back (`on_reset`) is not delivered: it keeps
+    /// a failed attempt's text.
+    DropCallbackReset,
+    /// A messenger post of an answer goes out as the failure apology.
+    AnswerPostedAsApology,
+    /// A messenger post goes out longer than any surface takes.
+    PostOverLimit,
+    /// After the model ends a step empty (a zero-token `unknown` finish),
+    /// clients are told the turn is done before any retry.
+    EmptyFinishToldDone,
+    /// The host is told recovery gave up while a recovery continues.
+    ExhaustedAtContinue,
 }
 
 /// Every operator, in the order reports list them.
-pub const ALL_OPERATORS: [Operator; 27] = [
+pub const ALL_OPERATORS: [Operator; 52] = [
     Operator::WrongToolOutputStored,
     Operator::SwapToolOutcomes,
     Operator::SkipCommit,
@@ -119,6 +178,31 @@ pub const ALL_OPERATORS: [Operator; 27] = [
     Operator::DropTerminalCallback,
     Operator::DuplicateTerminalCallback,
     Operator::DropCallbackEvent,
+    Operator::RequestToolInputEmptied,
+    Operator::RequestStepStartsDropped,
+    Operator::RequestQuestionTwice,
+    Operator::RequestResultRemoved,
+    Operator::ServerToolInputChanged,
+    Operator::DeniedToolRuns,
+    Operator::ClientToolRunOnServer,
+    Operator::ErrorTextReplaced,
+    Operator::ErrorStoredAsOutput,
+    Operator::DecisionFlipped,
+    Operator::UserTextCut,
+    Operator::StepStartsNotStored,
+    Operator::FailureRecordDropped,
+    Operator::IntentNotStored,
+    Operator::DoneAsError,
+    Operator::DoneTwice,
+    Operator::ToolCallStreamedEmpty,
+    Operator::WrongResumeOffer,
+    Operator::CallbackDoneAsError,
+    Operator::CallbackToolCallEmptied,
+    Operator::DropCallbackReset,
+    Operator::AnswerPostedAsApology,
+    Operator::PostOverLimit,
+    Operator::EmptyFinishToldDone,
+    Operator::ExhaustedAtContinue,
 ];
 
 impl Operator {
@@ -151,6 +235,31 @@ impl Operator {
             Self::DropTerminalCallback => "drop-terminal-callback",
             Self::DuplicateTerminalCallback => "duplicate-terminal-callback",
             Self::DropCallbackEvent => "drop-callback-event",
+            Self::RequestToolInputEmptied => "request-tool-input-emptied",
+            Self::RequestStepStartsDropped => "request-step-starts-dropped",
+            Self::RequestQuestionTwice => "request-question-twice",
+            Self::RequestResultRemoved => "request-result-removed",
+            Self::ServerToolInputChanged => "server-tool-input-changed",
+            Self::DeniedToolRuns => "denied-tool-runs",
+            Self::ClientToolRunOnServer => "client-tool-run-on-server",
+            Self::ErrorTextReplaced => "error-text-replaced",
+            Self::ErrorStoredAsOutput => "error-stored-as-output",
+            Self::DecisionFlipped => "decision-flipped",
+            Self::UserTextCut => "user-text-cut",
+            Self::StepStartsNotStored => "step-starts-not-stored",
+            Self::FailureRecordDropped => "failure-record-dropped",
+            Self::IntentNotStored => "intent-not-stored",
+            Self::DoneAsError => "done-as-error",
+            Self::DoneTwice => "done-twice",
+            Self::ToolCallStreamedEmpty => "tool-call-streamed-empty",
+            Self::WrongResumeOffer => "wrong-resume-offer",
+            Self::CallbackDoneAsError => "callback-done-as-error",
+            Self::CallbackToolCallEmptied => "callback-tool-call-emptied",
+            Self::DropCallbackReset => "drop-callback-reset",
+            Self::AnswerPostedAsApology => "answer-posted-as-apology",
+            Self::PostOverLimit => "post-over-limit",
+            Self::EmptyFinishToldDone => "empty-finish-told-done",
+            Self::ExhaustedAtContinue => "exhausted-at-continue",
         }
     }
 
@@ -184,6 +293,82 @@ impl Operator {
             Self::DropTerminalCallback => "a chat() caller's terminal callback not delivered",
             Self::DuplicateTerminalCallback => "a chat() caller's terminal callback delivered twice",
             Self::DropCallbackEvent => "a chat() caller's output event not delivered",
+            Self::RequestToolInputEmptied => "a model request shows a past call with empty arguments",
+            Self::RequestStepStartsDropped => "a model request shows no step boundaries",
+            Self::RequestQuestionTwice => "a model request shows its last question twice",
+            Self::RequestResultRemoved => "a model request shows a tool's result as pending",
+            Self::ServerToolInputChanged => "a server tool runs with other input than the model gave",
+            Self::DeniedToolRuns => "a server tool the client denied runs anyway",
+            Self::ClientToolRunOnServer => "a client tool is run by the server",
+            Self::ErrorTextReplaced => "the store keeps a tool's error with another text",
+            Self::ErrorStoredAsOutput => "the store keeps a tool's error as a success",
+            Self::DecisionFlipped => "the store keeps an approval decision flipped",
+            Self::UserTextCut => "the store keeps a user message cut short",
+            Self::StepStartsNotStored => "the store keeps a reply without step boundaries",
+            Self::FailureRecordDropped => "a failed turn's record not stored",
+            Self::IntentNotStored => "an owed continuation not stored",
+            Self::DoneAsError => "a Done frame sent as an Error frame",
+            Self::DoneTwice => "a Done frame sent twice",
+            Self::ToolCallStreamedEmpty => "a finished call streamed to a client with empty arguments",
+            Self::WrongResumeOffer => "a resume offer names a request not streaming",
+            Self::CallbackDoneAsError => "a chat() caller's on_done arrives as on_error",
+            Self::CallbackToolCallEmptied => "a finished call relayed to a chat() caller with empty arguments",
+            Self::DropCallbackReset => "a chat() caller's on_reset not delivered",
+            Self::AnswerPostedAsApology => "a messenger answer posted as the failure apology",
+            Self::PostOverLimit => "a messenger post longer than any surface takes",
+            Self::EmptyFinishToldDone => "clients told done on an empty finish, before the retry",
+            Self::ExhaustedAtContinue => "the host told recovery gave up while it continues",
+        }
+    }
+
+    /// The property of the catalogue (`crate::properties`) the operator
+    /// breaks.
+    pub fn property(self) -> &'static str {
+        match self {
+            Self::WrongToolOutputStored
+            | Self::SwapToolOutcomes
+            | Self::ErrorTextReplaced
+            | Self::ErrorStoredAsOutput
+            | Self::DecisionFlipped => "store-keeps-outcomes-as-given",
+            Self::SkipCommit => "store-loses-nothing",
+            Self::WrongToolOutputAsked
+            | Self::RequestMissingMessage
+            | Self::RequestWithDiscardedText
+            | Self::RequestToolInputEmptied
+            | Self::RequestStepStartsDropped
+            | Self::RequestQuestionTwice => "model-shown-the-store",
+            Self::RequestResultRemoved => "model-shown-every-result",
+            Self::ModelCalledTwice => "model-asked-once",
+            Self::DropCancel => "turns-settle",
+            Self::ServerToolTwice => "tool-runs-once",
+            Self::ServerToolInputChanged | Self::DeniedToolRuns => "tool-runs-as-decided",
+            Self::ClientToolRunOnServer => "client-tools-left-to-the-client",
+            Self::PartialPost => "chat-posts-the-answer",
+            Self::DuplicatePost | Self::DropPost => "chat-posted-once",
+            Self::AnswerPostedAsApology => "chat-told-outcome-truly",
+            Self::PostOverLimit => "chat-posts-fit",
+            Self::SkipExhaustedHook => "host-told-exhaustion",
+            Self::DropFrame | Self::DuplicateFrame | Self::ReorderFrames | Self::ToolCallStreamedEmpty => {
+                "screen-streams-the-model"
+            }
+            Self::DropReset => "screen-takes-back-failed-attempts",
+            Self::StaleTranscript | Self::WrongToolOutputShown => "screen-is-the-store",
+            Self::RecoveringLeftOn => "screen-shows-recovery-truly",
+            Self::DropErrorFrame => "screen-told-failure",
+            Self::WrongContinuationFlag => "screen-told-continuation",
+            Self::DropToolFrame => "screen-shows-waiting-tools",
+            Self::DoneAsError | Self::DoneTwice => "screen-told-outcome-truly",
+            Self::WrongResumeOffer => "screen-resume-handshake",
+            Self::FailureRecordDropped => "failure-stands",
+            Self::ErrorAsDone | Self::CallbackDoneAsError => "caller-told-outcome-truly",
+            Self::DropTerminalCallback | Self::DuplicateTerminalCallback => "caller-contract",
+            Self::DropCallbackEvent | Self::CallbackToolCallEmptied => "caller-relayed-the-model",
+            Self::DropCallbackReset => "caller-ends-on-the-answer",
+            Self::UserTextCut => "store-keeps-user-text",
+            Self::StepStartsNotStored => "store-shape",
+            Self::EmptyFinishToldDone => "store-no-empty-answer",
+            Self::IntentNotStored => "restart-continues-owed-work",
+            Self::ExhaustedAtContinue => "recovery-bounded",
         }
     }
 
@@ -308,6 +493,164 @@ pub fn last_output(messages: &[Message]) -> Option<(usize, String)> {
         .find_map(|(index, message)| tools_with_output(message).last().map(|tool| (index, tool.call_id.clone())))
 }
 
+/// Operators whose wrong only a later process reads (a record kept from
+/// the store): a site counts only where an eviction follows it.
+pub const READ_LATER: [Operator; 2] = [Operator::FailureRecordDropped, Operator::IntentNotStored];
+
+/// The store rewrites that apply from a message's or call's first sighting on.
+pub const STORE_REWRITES: [Operator; 5] = [
+    Operator::ErrorTextReplaced,
+    Operator::ErrorStoredAsOutput,
+    Operator::DecisionFlipped,
+    Operator::UserTextCut,
+    Operator::StepStartsNotStored,
+];
+
+/// The ids (of calls, or of the message) in a stored `message` that
+/// `operator` could rewrite.
+pub fn stored_sites(operator: Operator, message: &Message) -> Vec<String> {
+    let calls = |wanted: fn(&ToolPart) -> bool| {
+        message.tools().filter(|tool| wanted(tool)).map(|tool| tool.call_id.clone()).collect()
+    };
+    match operator {
+        Operator::ErrorTextReplaced => calls(|tool| tool.state == ToolState::OutputError && tool.error_text.is_some()),
+        Operator::ErrorStoredAsOutput => calls(|tool| tool.state == ToolState::OutputError),
+        Operator::DecisionFlipped => {
+            calls(|tool| tool.approval.as_ref().is_some_and(|approval| approval.approved.is_some()))
+        }
+        Operator::UserTextCut if message.role == Role::User && message.text().chars().count() >= 2 => {
+            vec![message.id.clone()]
+        }
+        Operator::StepStartsNotStored
+            if message.role == Role::Assistant && message.parts.iter().any(|part| matches!(part, Part::StepStart)) =>
+        {
+            vec![message.id.clone()]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Rewrites `message` as `operator` does to the calls or message in `ids`.
+pub fn rewrite_stored(operator: Operator, message: &mut Message, ids: &std::collections::BTreeSet<String>) {
+    if matches!(operator, Operator::UserTextCut | Operator::StepStartsNotStored) {
+        if !ids.contains(&message.id) {
+            return;
+        }
+        if operator == Operator::StepStartsNotStored {
+            message.parts.retain(|part| !matches!(part, Part::StepStart));
+            return;
+        }
+        if let Some(Part::Text { text, .. }) = message.parts.iter_mut().find(|part| matches!(part, Part::Text { .. })) {
+            let half = text.chars().count() / 2;
+            *text = text.chars().take(half.max(1)).collect();
+        }
+        return;
+    }
+    for part in message.parts.iter_mut() {
+        let Part::Tool(tool) = part else { continue };
+        if !ids.contains(&tool.call_id) {
+            continue;
+        }
+        match operator {
+            Operator::ErrorTextReplaced if tool.state == ToolState::OutputError => {
+                let generic = if tool.error_text.as_deref() == Some(GENERIC_ERROR) { "Error." } else { GENERIC_ERROR };
+                tool.error_text = Some(generic.to_string());
+            }
+            Operator::ErrorStoredAsOutput if tool.state == ToolState::OutputError => {
+                tool.state = ToolState::OutputAvailable;
+                tool.output = Some(Value::String(tool.error_text.take().unwrap_or_else(|| "error".to_string())));
+            }
+            Operator::DecisionFlipped => {
+                if let Some(approval) = tool.approval.as_mut() {
+                    approval.approved = approval.approved.map(|approved| !approved);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What `error-text-replaced` puts in place of a tool's error text.
+const GENERIC_ERROR: &str = "Tool execution failed.";
+
+/// The model-request rewrites of the catalogue's model properties.
+pub const REQUEST_REWRITES: [Operator; 4] = [
+    Operator::RequestToolInputEmptied,
+    Operator::RequestStepStartsDropped,
+    Operator::RequestQuestionTwice,
+    Operator::RequestResultRemoved,
+];
+
+/// Whether `operator` could rewrite a request showing `messages`.
+pub fn request_site(operator: Operator, messages: &[Message]) -> bool {
+    match operator {
+        Operator::RequestToolInputEmptied => {
+            last_tool(messages, |tool| tool.input.as_ref().is_some_and(|input| *input != serde_json::json!({})))
+                .is_some()
+        }
+        // A boundary before nothing shows the model nothing: dropping it is no wrong.
+        Operator::RequestStepStartsDropped => messages.iter().any(|message| {
+            crate::history::has_content(message) && message.parts.iter().any(|part| matches!(part, Part::StepStart))
+        }),
+        Operator::RequestQuestionTwice => last_user_message(messages).is_some(),
+        Operator::RequestResultRemoved => last_tool(messages, |tool| tool.state.is_output()).is_some(),
+        _ => false,
+    }
+}
+
+/// Rewrites a request's `messages` as `operator` does.
+pub fn rewrite_request(operator: Operator, messages: &mut Vec<Message>) {
+    match operator {
+        Operator::RequestToolInputEmptied => {
+            let found =
+                last_tool(messages, |tool| tool.input.as_ref().is_some_and(|input| *input != serde_json::json!({})));
+            if let Some((index, call_id)) = found {
+                if let Some(tool) = messages[index].parts.tool_mut(&call_id) {
+                    tool.input = Some(serde_json::json!({}));
+                }
+            }
+        }
+        Operator::RequestStepStartsDropped => {
+            for message in messages.iter_mut() {
+                message.parts.retain(|part| !matches!(part, Part::StepStart));
+            }
+        }
+        Operator::RequestQuestionTwice => {
+            if let Some(index) = last_user_message(messages) {
+                let again = messages[index].clone();
+                messages.insert(index + 1, again);
+            }
+        }
+        Operator::RequestResultRemoved => {
+            if let Some((index, call_id)) = last_tool(messages, |tool| tool.state.is_output()) {
+                if let Some(tool) = messages[index].parts.tool_mut(&call_id) {
+                    (tool.state, tool.output, tool.error_text) = (ToolState::InputAvailable, None, None);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The last tool call in `messages` that `wanted` picks: (message index, call id).
+fn last_tool(messages: &[Message], wanted: impl Fn(&ToolPart) -> bool) -> Option<(usize, String)> {
+    messages.iter().enumerate().rev().find_map(|(index, message)| {
+        message.tools().filter(|tool| wanted(tool)).last().map(|tool| (index, tool.call_id.clone()))
+    })
+}
+
+/// Input other than `input`: empty, or, when it already is, marked.
+pub fn other_input(input: &Value) -> Value {
+    if *input == serde_json::json!({}) {
+        serde_json::json!({ "altered": true })
+    } else {
+        serde_json::json!({})
+    }
+}
+
+/// Characters `post-over-limit` adds to a post: past any surface's limit.
+pub const OVER_ANY_LIMIT_CHARS: usize = 2_001;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,6 +665,14 @@ mod tests {
             assert_eq!(Operator::parse(operator.name()), Some(operator));
         }
         assert!("no-such-operator".parse::<Operator>().is_err());
+    }
+
+    #[test]
+    fn every_operator_breaks_a_property_of_the_catalogue() {
+        for operator in ALL_OPERATORS {
+            let property = operator.property();
+            assert!(crate::properties::property(property).is_some(), "{}: no property {property}", operator.name());
+        }
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
         seed_start: None,
         jobs: 1,
         shard: None,
+        repeat: 1,
         regressions: RegressionSet::default(),
     }
     .runs() as usize;
@@ -185,6 +186,7 @@ fn suite_rate(suite: &[ScenarioFile], jobs: usize) -> f64 {
         seed_start: None,
         jobs,
         shard: None,
+        repeat: 1,
         regressions: RegressionSet::default(),
     };
     let started = wall_now();

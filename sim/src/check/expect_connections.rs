@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use super::views::{ClientView, ClientViews};
 use super::{CheckInput, Violation};
+use crate::history::connection_base;
 use crate::history::{Boundary, History};
 use crate::scenario::{ConnectionExpectation, ExpectedToolState};
 use crate::trace::frame_label;
-use crate::world::connection_base;
 
 pub const CHECK: &str = "expect.connections";
 

@@ -12,6 +12,7 @@ use turnsim_engine::ports::{Frame, ModelRequest};
 use turnsim_engine::{Chunk, FinishReason, Message, Part, Parts, Role, ToolPart, ToolState};
 
 use super::seen::SeenMessages;
+pub use crate::history::has_content;
 use crate::history::{Boundary, CallbackCall, History, StreamEnd};
 
 /// How a model call's stream ended, as the provider and the world saw it.
@@ -573,16 +574,6 @@ pub fn shown_messages(what: &Boundary) -> Vec<&Message> {
         Boundary::Commit { writes } => writes.iter().filter_map(Write::message).collect(),
         _ => Vec::new(),
     }
-}
-
-/// Text, reasoning or a tool call: a message of only `step-start`s (or
-/// empty text) shows the model nothing.
-pub fn has_content(message: &Message) -> bool {
-    message.parts.iter().any(|part| match part {
-        Part::StepStart => false,
-        Part::Text { text, .. } | Part::Reasoning { text, .. } => !text.is_empty(),
-        Part::Tool(_) => true,
-    })
 }
 
 /// A text or reasoning part's text: (whether it is reasoning, the text).

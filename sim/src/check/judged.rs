@@ -3,8 +3,9 @@
 //! is the guard: a check cannot read an engine event, because none is here.
 
 use crate::history::History;
+use crate::history::RunEnd;
 use crate::trace::{Event, TraceEvent};
-use crate::world::{RunEnd, RunRecord};
+use crate::world::RunRecord;
 
 /// A run as the checks see it.
 pub struct Judged<'a> {

@@ -24,7 +24,8 @@ use crate::protocol::fault::EngineFault;
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
 
-pub use facts::{has_content, told_failure_since, Facts};
+pub use facts::{basis, has_content, told_failure_since, Basis, Facts};
+pub use replies::APOLOGIES;
 
 /// One broken rule in one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

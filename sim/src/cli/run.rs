@@ -24,13 +24,14 @@ pub enum RunFormat {
     Github,
 }
 
-/// Which runs `run` makes: the seeds, how they are spread, and what it does
-/// with a scenario that does not apply to the engine.
+/// Which runs `run` makes: the seeds, how they are spread, repeats of
+/// each, and what it does with a scenario that does not apply to the engine.
 pub struct Selection {
     pub seeds: Option<u64>,
     pub seed_start: Option<u64>,
     pub jobs: Option<usize>,
     pub shard: Option<Shard>,
+    pub repeat: u64,
     pub not_applicable: NotApplicableMode,
 }
 
@@ -41,11 +42,14 @@ pub fn run(
     regressions: RegressionSet,
 ) -> Result<ExitCode, ScenarioError> {
     let (files, not_applicable) = load_for(&paths, selection.not_applicable)?;
+    // Live engines share the machine's cores, and their timing with them.
+    let jobs = if crate::live::is_live() && selection.jobs.is_none() { 1 } else { jobs_flag(selection.jobs)? };
     let plan = Plan {
         seeds: selection.seeds.or(env_u64("MADSIM_TEST_NUM")?),
         seed_start: selection.seed_start.or(env_u64("MADSIM_TEST_SEED")?),
-        jobs: jobs_flag(selection.jobs)?,
+        jobs,
         shard: selection.shard,
+        repeat: selection.repeat,
         regressions,
         files,
     };
@@ -108,6 +112,12 @@ fn describe(plan: &Plan) -> String {
     let mut extra = String::new();
     if let Some(shard) = plan.shard {
         extra.push_str(&format!(", shard {}/{}", shard.index, shard.count));
+    }
+    if plan.repeat > 1 {
+        extra.push_str(&format!(", each run {} times", plan.repeat));
+    }
+    if crate::live::is_live() {
+        extra.push_str(", live");
     }
     let regressions: Vec<&str> = plan.regressions.iter().map(Regression::name).collect();
     if !regressions.is_empty() {

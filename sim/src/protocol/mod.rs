@@ -45,6 +45,10 @@ pub enum ToEngine {
         /// The fault sites switched on for this run: a fault point at any
         /// other site would be answered `fire: false`, so need not be asked.
         fault_sites: Vec<FaultSite>,
+        /// A live run's scratch directory (`crate::live`): the same for every
+        /// generation of the run, removed when it ends. Absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scratch_dir: Option<String>,
     },
     Connect {
         now_ns: u64,
@@ -243,6 +247,10 @@ pub enum FromEngine {
         /// the enum: an unknown name is a protocol fault that names it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         capabilities: Option<Vec<String>>,
+        /// On the `idle` that answers `init`: the core capabilities the
+        /// engine lacks (`crate::capability::Capability::CORE`); absent, none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lacks: Option<Vec<String>>,
     },
 }
 

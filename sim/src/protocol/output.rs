@@ -32,13 +32,15 @@ impl Limits {
     pub const DEFAULT_RUN_BYTES: u64 = 1 << 30;
 
     /// The defaults, or `TURNSIM_ENGINE_TIMEOUT_MS`, `TURNSIM_ENGINE_MAX_LINE_BYTES`
-    /// and `TURNSIM_ENGINE_MAX_RUN_BYTES`.
+    /// and `TURNSIM_ENGINE_MAX_RUN_BYTES`. A live run's engine may be silent
+    /// longer ([`crate::live::SILENCE`]).
     pub fn from_env() -> Self {
+        let silence = if crate::live::is_live() { crate::live::SILENCE } else { Self::DEFAULT_SILENCE };
         fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
             std::env::var(name).ok().and_then(|value| value.trim().parse().ok())
         }
         Self {
-            silence: var("TURNSIM_ENGINE_TIMEOUT_MS").map_or(Self::DEFAULT_SILENCE, Duration::from_millis),
+            silence: var("TURNSIM_ENGINE_TIMEOUT_MS").map_or(silence, Duration::from_millis),
             line_bytes: var("TURNSIM_ENGINE_MAX_LINE_BYTES").unwrap_or(Self::DEFAULT_LINE_BYTES),
             run_bytes: var("TURNSIM_ENGINE_MAX_RUN_BYTES").unwrap_or(Self::DEFAULT_RUN_BYTES),
         }

@@ -63,6 +63,9 @@ pub struct Launcher {
     parked: Arc<Parked>,
     /// Woken when a fault ends the run.
     trace: Trace,
+    /// A live run's scratch directory, removed when the run's last
+    /// generation lets go of it.
+    scratch: Option<Arc<crate::live::ScratchDir>>,
 }
 
 impl Launcher {
@@ -75,6 +78,8 @@ impl Launcher {
         trace: Trace,
     ) -> Self {
         let messages_left = Arc::new(AtomicU64::new(max_events.saturating_mul(MESSAGES_PER_BUDGETED_EVENT)));
+        // A scratch directory that cannot be made leaves the engine to make its own.
+        let scratch = crate::live::is_live().then(crate::live::ScratchDir::new).and_then(Result::ok).map(Arc::new);
         Self {
             command,
             seed,
@@ -87,6 +92,7 @@ impl Launcher {
             messages_left,
             parked: Arc::default(),
             trace,
+            scratch,
         }
     }
 
@@ -313,6 +319,7 @@ struct Offers {
     reinit: bool,
     generations: bool,
     capabilities: Option<Vec<String>>,
+    lacks: Option<Vec<String>>,
 }
 
 impl ProcessEngine {
@@ -363,6 +370,7 @@ impl ProcessEngine {
             state: Box::new(state),
             store_may_refuse: launcher.terms.store_may_refuse,
             fault_sites: launcher.terms.fault_sites.clone(),
+            scratch_dir: launcher.scratch.as_ref().map(|scratch| scratch.path().display().to_string()),
         };
         match engine.exchange(&init).and_then(|offers| engine.declared(offers)) {
             Ok(Offers { reinit, generations, .. }) => {
@@ -381,7 +389,8 @@ impl ProcessEngine {
     /// `init`'s, is a protocol fault.
     fn declared(&self, offers: Offers) -> Result<Offers, Broke> {
         let in_reply = |error: String| (FaultKind::Protocol, format!("its `init` reply: {error}"));
-        let declared = Declared::from_names(offers.capabilities.as_deref()).map_err(in_reply)?;
+        let declared =
+            Declared::from_names(offers.capabilities.as_deref(), offers.lacks.as_deref()).map_err(in_reply)?;
         super::declared::record(&self.launcher.command, declared).map_err(in_reply)?;
         Ok(offers)
     }
@@ -394,13 +403,13 @@ impl ProcessEngine {
         self.write(message)?;
         for _ in 0..MAX_MESSAGES_PER_INPUT {
             let message = self.read()?;
-            if let FromEngine::Idle { next_timer_ns, reinit, generations, capabilities } = message {
+            if let FromEngine::Idle { next_timer_ns, reinit, generations, capabilities, lacks } = message {
                 self.next_timer = next_timer_ns.map(|ns| self.origin + Duration::from_nanos(ns));
                 // What came with the `idle` is a violation now; what comes
                 // later, before the next input goes out (`before_input`).
                 let output = &self.process_mut().output;
                 output.expect_nothing_left(AFTER_IDLE).map_err(|fault| (fault.kind, fault.what))?;
-                return Ok(Offers { reinit, generations, capabilities });
+                return Ok(Offers { reinit, generations, capabilities, lacks });
             }
             self.serve(message)?;
         }

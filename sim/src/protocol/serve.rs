@@ -50,6 +50,9 @@ pub fn serve(capabilities: &[Capability]) -> Result<(), String> {
             wall_base_ms,
             store_may_refuse,
             fault_sites,
+            // The built-in engine keeps nothing on disk: a scratch directory
+            // is for engines that do.
+            scratch_dir: _,
         } = message
         else {
             return Err(format!("expected init, got {}", type_name(&message)));
@@ -101,6 +104,7 @@ async fn one_run(
         reinit: true,
         generations: true,
         capabilities: Some(capabilities.iter().map(|capability| capability.name().to_string()).collect()),
+        lacks: None,
     };
     wire.write(&idle);
     wire.flush();
@@ -126,6 +130,7 @@ async fn one_run(
             reinit: false,
             generations: false,
             capabilities: None,
+            lacks: None,
         });
         wire.flush();
     }

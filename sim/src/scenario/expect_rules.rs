@@ -44,13 +44,25 @@ fn count_name_problem(name: &str) -> Option<String> {
              ({lanes})"
         ));
     }
-    moment_name_problem(name, "counts")
+    moment_name_problem(name, &Place { what: "counts", stored: false, chat_caller: true })
+}
+
+/// Where a moment is named, for a hint that names what is valid there.
+pub struct Place {
+    /// `counts`, `triggers` or `timings`.
+    pub what: &'static str,
+    /// Whether this place also takes `stored:` / `removed:` moments and a
+    /// tool's `state` (triggers do; counts and timings do not).
+    pub stored: bool,
+    /// Whether the scenario calls `chat()`, so `caller.*` events happen.
+    pub chat_caller: bool,
 }
 
 /// Why `name` cannot place a trigger or a timing bound, with a hint;
 /// `None`: a boundary event (`lane.event`), the world's own
 /// (`world.restart`), or the host hook's call (`engine.on_exhausted`).
-pub fn moment_name_problem(name: &str, what: &str) -> Option<String> {
+pub fn moment_name_problem(name: &str, place: &Place) -> Option<String> {
+    let what = place.what;
     let boundary = |lane: &str| BOUNDARY_LANES.contains(&lane) || lane == "world";
     let listed = |lane: &str, event: &str| EVENT_NAMES.contains(&(lane, event));
     if name == "engine.on_exhausted"
@@ -64,17 +76,25 @@ pub fn moment_name_problem(name: &str, what: &str) -> Option<String> {
     }
     let engine_name = name.strip_prefix("engine.").unwrap_or(name);
     if is_event_name(engine_name) {
+        let commit = "`store.commit` with its `nth` (the commit that stores it)";
         let hint = match engine_name {
-            "user-message.stored" => "`stored: user-message` (the commit that stores it)".to_string(),
-            "recovery.scheduled" => "`stored: alarm` (the commit that stores the recovery's alarm)".to_string(),
+            "user-message.stored" if place.stored => "`stored: user-message` (the commit that stores it)".to_string(),
+            "recovery.scheduled" if place.stored => {
+                "`stored: alarm` (the commit that stores the recovery's alarm)".to_string()
+            }
+            "tool.applied" | "tool.ready" if place.stored => {
+                "`tool` + `state` (the commit that stores the call so)".to_string()
+            }
+            "user-message.stored" | "recovery.scheduled" | "tool.applied" | "tool.ready" => commit.to_string(),
             "continuation.fire" | "model.call" => {
                 "`model.call` with its `nth` (the continuation's request)".to_string()
             }
-            "tool.applied" | "tool.ready" => "`tool` + `state` (the commit that stores the call so)".to_string(),
             "turn.end" => {
-                "`caller.on_done`, or `store.commit` with `after: { event: model.chunk, nth: N }` (a commit after the \
-                 call's last chunk)"
-                    .to_string()
+                let ended = if place.chat_caller { "`caller.on_done`" } else { "`client.frame` (its `done`)" };
+                format!(
+                    "{ended}, or `store.commit` with `after: {{ event: model.chunk, nth: N }}` (a commit after the \
+                     call's last chunk)"
+                )
             }
             _ => format!("a boundary event on the lanes {lanes}"),
         };

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use turnsim_engine::{Chunk, FinishReason};
 
 use super::error::ScenarioError;
-use super::expect_rules::moment_name_problem;
+use super::expect_rules::{moment_name_problem, Place};
 use super::limits::{MAX_ACTIONS, MAX_CLIENTS, MAX_EVENTS, MAX_FAULTS, MAX_FILE_BYTES};
 use super::model_script::{compile, Expansion, FixtureError, FixtureSteps, Op, ScriptError};
 use super::prescan::{prescan, Locator};
@@ -144,10 +144,7 @@ fn validate(path: &Path, locator: &Locator, scenario: &Scenario) -> Result<(), S
         let message = format!("{does} messenger posts, but no action delivers a messenger message (`deliver`)");
         return error(&format!("faults[{index}]"), message);
     }
-    let calls_chat = scenario.actions.iter().any(
-        |action| matches!(&action.kind, super::ActionKind::UserMessage(message) if message.via == super::Via::Chat),
-    );
-    if !scenario.caller.is_clean() && !calls_chat {
+    if !scenario.caller.is_clean() && !calls_chat(scenario) {
         let message = "the caller's link has faults, but no action calls chat() (`user_message` with `via: chat`)";
         return error("caller.link", message.to_string());
     }
@@ -174,6 +171,9 @@ fn check_references(
     emitted.extend(stored_tool_ids(&scenario.stored));
     let error = |at: &str, message: String| Err(ScenarioError::located(path, locator, at, message));
     let tool_known = |id: &str| emitted.contains(&id);
+    let chat_caller = calls_chat(scenario);
+    let in_triggers = Place { what: "triggers", stored: true, chat_caller };
+    let in_timings = Place { what: "timings", stored: false, chat_caller };
     for (index, trigger) in triggers(scenario) {
         if let Some(id) = trigger.tool.as_deref().filter(|id| !tool_known(id)) {
             return error(
@@ -181,11 +181,11 @@ fn check_references(
                 format!("no model script or stored message has a tool call `{id}`"),
             );
         }
-        if let Some(message) = trigger.event.as_deref().and_then(|name| moment_name_problem(name, "triggers")) {
+        if let Some(message) = trigger.event.as_deref().and_then(|name| moment_name_problem(name, &in_triggers)) {
             return error(&format!("{index}.when.event"), message);
         }
         if let Some(after) = &trigger.after {
-            if let Some(message) = moment_name_problem(&after.event, "triggers") {
+            if let Some(message) = moment_name_problem(&after.event, &in_triggers) {
                 return error(&format!("{index}.when.after.event"), message);
             }
             if after.nth == 0 {
@@ -201,7 +201,7 @@ fn check_references(
     }
     for (index, timing) in scenario.expect.timing.iter().enumerate() {
         let names = [Some(&timing.event), timing.after.as_ref().map(|after| &after.event)];
-        if let Some(message) = names.into_iter().flatten().find_map(|name| moment_name_problem(name, "timings")) {
+        if let Some(message) = names.into_iter().flatten().find_map(|name| moment_name_problem(name, &in_timings)) {
             return error(&format!("expect.timing[{index}]"), message);
         }
         if let Some(message) = timing_problem(timing, scenario.horizon_ms) {
@@ -227,6 +227,13 @@ fn check_references(
 
 /// A timing expectation that could never hold (one with no bound still
 /// checks that the event happens).
+/// Whether some action calls `chat()` (a `user_message` with `via: chat`).
+fn calls_chat(scenario: &Scenario) -> bool {
+    scenario.actions.iter().any(
+        |action| matches!(&action.kind, super::ActionKind::UserMessage(message) if message.via == super::Via::Chat),
+    )
+}
+
 fn timing_problem(timing: &super::Timing, horizon_ms: u64) -> Option<String> {
     let after_nth = timing.after.as_ref().map_or(1, |after| after.nth);
     if timing.nth == 0 || after_nth == 0 {

@@ -116,16 +116,6 @@ struct State {
     gone: bool,
 }
 
-/// Added to client `client`'s connection count (from 1) to make its
-/// connection ids: client 1's are c1, c2, ...; client 2's c2001, c2002, ....
-pub fn connection_base(client: u32) -> u64 {
-    if client == 1 {
-        0
-    } else {
-        u64::from(client) * 1_000
-    }
-}
-
 #[derive(Clone)]
 pub struct Client {
     spec: Arc<ClientSpec>,

@@ -36,30 +36,10 @@ use crate::history::History;
 use crate::scenario::ScenarioFile;
 use crate::trace::{sim_now, Trace, TraceEvent};
 
+pub use crate::history::{connection_base, RunEnd};
 pub use caller::SimCallback;
-pub use client::{connection_base, Client};
+pub use client::Client;
 pub use switchboard::Switchboard;
-
-/// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RunEnd {
-    /// Nothing left to do: every turn settled, nothing scheduled.
-    Quiescent,
-    /// The sim-time horizon passed with work still outstanding.
-    Horizon,
-    /// Faults stopped, but the world did not settle within the scenario's
-    /// convergence window after the last one (the liveness phase failed).
-    NotConverged,
-    /// The event budget (`max_events`) ran out: a livelock, or a run longer
-    /// than its budget.
-    EventBudget,
-    /// Something panicked: the engine, or the world around it.
-    Panicked,
-    /// The engine process broke the protocol, crashed or hung
-    /// ([`RunRecord::engine_fault`] says how).
-    EngineFault,
-}
 
 /// Everything a run leaves behind for the checkers.
 #[derive(Clone, Debug)]

@@ -90,7 +90,7 @@ impl Watch {
             replies: initial
                 .messages
                 .iter()
-                .filter(|message| message.role == Role::Assistant && crate::check::has_content(message))
+                .filter(|message| message.role == Role::Assistant && crate::history::has_content(message))
                 .map(|message| message.id.clone())
                 .collect(),
             alarms: initial.alarms.iter().map(|alarm| alarm.id.clone()).collect(),
@@ -131,7 +131,7 @@ impl Watch {
                     if message.role == Role::User && self.users.insert(message.id.clone()) {
                         fired |= stored == Some(StoredRecord::UserMessage);
                     }
-                    let has_content = message.role == Role::Assistant && crate::check::has_content(message);
+                    let has_content = message.role == Role::Assistant && crate::history::has_content(message);
                     if has_content && self.replies.insert(message.id.clone()) {
                         fired |= stored == Some(StoredRecord::Reply);
                     }

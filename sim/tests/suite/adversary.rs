@@ -33,6 +33,28 @@ fn scenario_with_a_site(operator: Operator) -> &'static str {
         Operator::DropTerminalCallback | Operator::DuplicateTerminalCallback | Operator::DropCallbackEvent => {
             "barrier-late-sibling-chat"
         }
+        Operator::RequestToolInputEmptied
+        | Operator::RequestStepStartsDropped
+        | Operator::RequestQuestionTwice
+        | Operator::RequestResultRemoved
+        | Operator::ServerToolInputChanged
+        | Operator::DecisionFlipped
+        | Operator::UserTextCut
+        | Operator::StepStartsNotStored
+        | Operator::DoneAsError
+        | Operator::DoneTwice
+        | Operator::ToolCallStreamedEmpty => "approval-approved-runs-server-tool",
+        Operator::DeniedToolRuns => "approval-denied",
+        Operator::ClientToolRunOnServer => "continuation-single-client-tool",
+        Operator::ErrorTextReplaced | Operator::ErrorStoredAsOutput => "client-errored-result-without-text",
+        Operator::FailureRecordDropped | Operator::EmptyFinishToldDone => "crash-as-a-failed-turn-is-recorded",
+        Operator::IntentNotStored => "crash-with-a-deferred-continuation",
+        Operator::WrongResumeOffer => "client-resumes-the-stream-after-reconnecting",
+        Operator::CallbackDoneAsError | Operator::CallbackToolCallEmptied => "barrier-late-sibling-chat",
+        Operator::DropCallbackReset => "long-reply-retry-discards-past-the-first-group",
+        Operator::AnswerPostedAsApology => "crash-as-a-reply-is-checkpointed",
+        Operator::PostOverLimit => "bench-standard-story",
+        Operator::ExhaustedAtContinue => "crash-before-the-exhausted-hook",
         _ => "barrier-all-fast-mid-stream",
     }
 }

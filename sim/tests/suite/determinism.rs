@@ -66,6 +66,7 @@ fn a_sweep_reports_the_same_runs_at_any_jobs() {
         seed_start: Some(500),
         jobs,
         shard: None,
+        repeat: 1,
         regressions: RegressionSet::of([turnsim_engine::Regression::NoStreamActiveGate]),
     };
     let summary = |jobs| {
@@ -95,6 +96,7 @@ fn shards_cover_the_work_exactly_once() {
         seed_start: None,
         jobs: 1,
         shard,
+        repeat: 1,
         regressions: RegressionSet::default(),
     };
     let mut covered: Vec<(usize, u64)> =

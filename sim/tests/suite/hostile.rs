@@ -138,6 +138,7 @@ fn the_largest_sweep_is_planned_without_allocating_it() {
         seed_start: Some(0),
         jobs: 1,
         shard: None,
+        repeat: 1,
         regressions: RegressionSet::default(),
     };
     assert_eq!(plan.runs(), u64::MAX, "the run count of a u64::MAX sweep");

@@ -257,6 +257,7 @@ mod served_engine {
             state: Box::new(DurableState::default()),
             store_may_refuse: true,
             fault_sites: Vec::new(),
+            scratch_dir: None,
         })
     }
 

@@ -13,6 +13,7 @@ mod format;
 mod growth;
 mod hostile;
 mod hostile_engines;
+mod layers;
 mod library;
 mod owed;
 mod provider;

@@ -174,6 +174,26 @@ fn tool_outcomes_as_given_accepts_a_result_the_store_held_before_a_late_one() {
     Run::committed("stored-answered-tool-ignores-a-late-result", "no-lost-work");
 }
 
+#[test]
+fn tool_outcomes_as_given_accepts_a_refused_answer_settled_as_interrupted() {
+    // The false alarm `explore --store-faults` found: the commit holding a
+    // client's error was refused, the engine told its writer, and the next
+    // turn settled the call as interrupted.
+    Run::committed("store-refuses-a-tool-answer", TOOL_OUTCOMES);
+}
+
+#[test]
+fn tool_outcomes_as_given_fires_when_a_refused_answer_is_stored_as_a_success() {
+    let run = Run::committed("store-refuses-a-tool-answer", TOOL_OUTCOMES);
+    let mut broken = run.broken();
+    edit_shown_tool(&mut broken, "tc-run", ToolState::OutputError, |tool| {
+        tool.state = ToolState::OutputAvailable;
+        tool.output = Some(json!("build passed"));
+        tool.error_text = None;
+    });
+    run.assert_fires(TOOL_OUTCOMES, &broken, "tc-run failed (error \"exit status 1\"), but is shown as a success");
+}
+
 // ---------------------------------------------------------- user-text-kept
 
 #[test]

@@ -103,7 +103,7 @@ fn a_trigger_that_names_an_engine_event_is_refused_with_the_boundary_event_to_us
         ("user-message.stored", "stored: user-message"),
         ("recovery.scheduled", "stored: alarm"),
         ("continuation.fire", "model.call"),
-        ("turn.end", "caller.on_done"),
+        ("turn.end", "client.frame"),
     ] {
         let error =
             turnsim::scenario::parse_scenario(&path, &yaml(engine_event)).expect_err("an engine event is refused");
@@ -112,4 +112,21 @@ fn a_trigger_that_names_an_engine_event_is_refused_with_the_boundary_event_to_us
         assert!(message.contains("engine's own event") && message.contains(hint), "{engine_event}: {message}");
     }
     let _ = inline(&yaml("model.call"));
+    // With no chat() caller, `caller.on_done` never fires: not offered alone.
+    let error = turnsim::scenario::parse_scenario(&path, &yaml("turn.end")).expect_err("refused");
+    assert!(!error.to_string().contains("caller.on_done"), "{error}");
+    let with_caller = yaml("turn.end").replace("user_message: { text: hi }", "user_message: { text: hi, via: chat }");
+    let error = turnsim::scenario::parse_scenario(&path, &with_caller).expect_err("refused");
+    assert!(error.to_string().contains("caller.on_done"), "{error}");
+}
+
+#[test]
+fn a_timing_that_names_an_engine_event_is_not_offered_a_stored_moment() {
+    // Timings take boundary events only: the hint names one of those.
+    let path = crate::common::workspace_root().join("scenarios").join("inline-test.yaml");
+    let yaml = "name: t\nmodel:\n  - - text: hi\n    - finish: { reason: stop }\nactions:\n  - at_ms: 0\n    user_message: { text: hi }\nexpect:\n  timing:\n    - { event: user-message.stored, no_earlier_than_ms: 10 }\n";
+    let error = turnsim::scenario::parse_scenario(&path, yaml).expect_err("an engine event is refused");
+    let message = error.to_string();
+    assert!(message.contains("engine's own event") && message.contains("store.commit"), "{message}");
+    assert!(!message.contains("stored:"), "timings take no `stored:` moment: {message}");
 }

@@ -14,7 +14,7 @@ use crate::check::facts::CallbackFact;
 use crate::check::store_cursor::StoreCursor;
 use crate::check::{told_failure_since, CheckInput, Violation};
 use crate::history::Boundary;
-use crate::world::RunEnd;
+use crate::history::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "callback-contract",

@@ -22,8 +22,8 @@ use super::Invariant;
 use crate::check::facts::{last_step_tools, Basis, CallFact};
 use crate::check::store_tools::walk_commits;
 use crate::check::{CheckInput, Violation};
+use crate::history::RunEnd;
 use crate::history::{Boundary, History};
-use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "single-continuation",

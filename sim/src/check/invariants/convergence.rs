@@ -19,8 +19,8 @@ use turnsim_engine::{Chunk, Role};
 use super::Invariant;
 use crate::check::facts::CallEnd;
 use crate::check::{CheckInput, Violation};
+use crate::history::RunEnd;
 use crate::history::{Boundary, CallbackCall};
-use crate::world::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "converges",

@@ -17,7 +17,7 @@ use crate::check::facts::{CallEnd, CallFact, PostFact};
 use crate::check::replies::{process_of, record_refused_then_killed, replies, APOLOGIES};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
-use crate::world::RunEnd;
+use crate::history::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "messenger-once",

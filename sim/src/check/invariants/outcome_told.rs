@@ -3,12 +3,14 @@
 //! from what its last model call did:
 //!
 //! - **a success is never told as failure**: a request whose last model
-//!   call finished its answer (`stop`, with output) and whose answer the
-//!   store took is not then ended with an `error` frame on any connection,
+//!   call finished its answer (`stop`, with output), or a step of calls
+//!   stored finalised for the client to answer or approve, and whose
+//!   answer the store took, is not then ended with an `error` frame on any connection,
 //!   nor with `on_error` on its caller, unless something failed after the
 //!   answer was in (the store refused a write, or the process died: the
 //!   engine may not know what it kept);
-//! - **a failure is never told as success**: a request whose last model
+//! - **a failure is never told as success** (a `done` to a connection
+//!   shown a recovery under way ends the attempt the recovery takes over): a request whose last model
 //!   call failed with a provider error (no later call took it up) does
 //!   not end with a `done` frame nor `on_done`;
 //! - **once**: a connection is sent at most one `done` and one `error` per
@@ -21,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use turnsim_engine::{FinishReason, Frame};
+use turnsim_engine::{FinishReason, Frame, ToolState};
 
 use super::Invariant;
 use crate::check::facts::{CallEnd, CallFact};
@@ -49,6 +51,9 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     let outcomes = outcomes(input);
     let mut chats: BTreeMap<u32, &str> = BTreeMap::new();
     let mut terminal_frames: BTreeMap<(u64, &str), Told> = BTreeMap::new();
+    // Connections shown a recovery under way: a `done` there ends the
+    // attempt the recovery takes over, not the user's question.
+    let mut recovering: BTreeMap<u64, bool> = BTreeMap::new();
     let mut violations = Vec::new();
     for (index, crossing) in history.iter().enumerate() {
         let (told_failure, request_id, whom) = match &crossing.what {
@@ -58,6 +63,10 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             // every client given the conversation).
             Boundary::Connect { connection } | Boundary::ResumeAck { connection, .. } => {
                 terminal_frames.retain(|(told, _), _| told != connection);
+                continue;
+            }
+            Boundary::Frame { connection, frame: Frame::Recovering(on) } => {
+                recovering.insert(*connection, *on);
                 continue;
             }
             Boundary::Callback { chat, call: CallbackCall::Start { request_id }, .. } => {
@@ -87,12 +96,19 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             (Outcome::Answered(since), true) if !shaken_since(input, since, index) => {
                 format!("{request_id} answered and its answer was stored, but {whom} was told it failed")
             }
-            (Outcome::Failed(_), false) => format!("{request_id}'s model call failed, but {whom} was told it was done"),
+            (Outcome::Failed(_), false) if !connection_recovering(&recovering, &crossing.what) => {
+                format!("{request_id}'s model call failed, but {whom} was told it was done")
+            }
             _ => continue,
         };
         violations.push(input.violation_at(INVARIANT.name, index, wrong));
     }
     violations
+}
+
+/// Whether `what` is a frame to a connection shown a recovery under way.
+fn connection_recovering(recovering: &BTreeMap<u64, bool>, what: &Boundary) -> bool {
+    matches!(what, Boundary::Frame { connection, .. } if recovering.get(connection) == Some(&true))
 }
 
 /// The terminal frames a connection was sent for one request.
@@ -153,27 +169,61 @@ fn outcome(input: &CheckInput, call: &CallFact) -> Option<Outcome> {
     match call.end {
         CallEnd::Http { .. } => call.ended_at.map(Outcome::Failed),
         CallEnd::Finished { reason: FinishReason::Stop, .. } if call.finished_with_output() => {
-            stored_at(input, call).map(Outcome::Answered)
+            stored_at(input, call, false).map(Outcome::Answered)
+        }
+        // A step that ended on calls the client is to answer is handed to
+        // the client: the turn did what it was asked.
+        CallEnd::Finished { reason: FinishReason::ToolCalls, .. } if call.finished_with_output() => {
+            stored_at(input, call, true).map(Outcome::Answered)
         }
         _ => None,
     }
 }
 
 /// Where the store first held every text the call streamed, in the reply
-/// it wrote into, after the call ended.
-fn stored_at(input: &CheckInput, call: &CallFact) -> Option<usize> {
+/// it wrote into, after the call ended (and, when `handed`, every call of
+/// the step stored finalised and the client's to answer or approve).
+fn stored_at(input: &CheckInput, call: &CallFact, handed: bool) -> Option<usize> {
     let history = &input.run.history;
     let (target, ended) = (call.target.as_deref()?, call.ended_at?);
     let texts = call.streamed_texts(history);
-    let commits = input.facts.commits.iter().copied().filter(|&at| at > ended);
-    commits.into_iter().find(|&at| {
-        let Boundary::Commit { writes } = &history.crossings[at].what else { return false };
-        let reply = writes.iter().filter_map(|write| write.message()).find(|message| message.id == target);
-        reply.is_some_and(|reply| {
-            let stored = reply.text();
-            texts.iter().filter(|(reasoning, _)| !reasoning).all(|(_, text)| stored.contains(text.as_str()))
-        })
-    })
+    // A step's calls may be stored finalised before its `finish-step`
+    // crosses (the engine settles a call as its `tool-call` arrives).
+    let after = if handed { call.at } else { ended };
+    for at in input.facts.commits.iter().copied().filter(|&at| at > after) {
+        let Boundary::Commit { writes } = &history.crossings[at].what else { continue };
+        let Some(reply) = writes.iter().filter_map(|write| write.message()).find(|message| message.id == target) else {
+            continue;
+        };
+        // The last call streamed settles last: until it is finalised no
+        // commit needs reading whole (a wide batch, a long text stay linear).
+        let finalised = |id: &String| reply.tool(id).is_some_and(|tool| tool.state != ToolState::InputStreaming);
+        if handed && !call.tools.last().is_none_or(finalised) {
+            continue;
+        }
+        let stored = reply.text();
+        if !texts.iter().filter(|(reasoning, _)| !reasoning).all(|(_, text)| stored.contains(text.as_str())) {
+            continue;
+        }
+        if !handed {
+            return Some(at);
+        }
+        // A step of calls is handed over once each call is stored
+        // finalised, and then only if each is the client's to answer or to
+        // approve (a server tool's result is owed a next step). The first
+        // commit with every call finalised decides, so the scan stays
+        // linear in a long chain of steps.
+        if !call.tools.iter().all(finalised) {
+            continue;
+        }
+        let the_clients = |name: &str| {
+            let kind = input.scenario.scenario.engine.tools.get(name).map(|declared| declared.kind);
+            kind.is_none_or(|kind| kind.is_client_answered() || kind.needs_approval())
+        };
+        let handed_over = call.tools.iter().filter_map(|id| reply.tool(id)).all(|tool| the_clients(&tool.tool_name));
+        return handed_over.then_some(at);
+    }
+    None
 }
 
 /// Whether the store refused a write or the process died between history

@@ -9,6 +9,9 @@
 //!   errors with that answer's text (an answer with no text leaves the
 //!   engine its own); a call nobody answered may be settled by the engine
 //!   (a repair, an interrupted run), but never as a success;
+//! - an answer the store refused to record is lost, and the engine tells
+//!   its writer so: until a commit holds the call answered again, the
+//!   engine may settle it with an error of its own (never a success);
 //! - a decision shown (approved, denied) is the client's latest one: an
 //!   approval nobody gave is not shown, and an approved call is never
 //!   shown denied.
@@ -27,6 +30,7 @@ use crate::check::facts::shown_messages;
 use crate::check::seen::SeenMessages;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
+use turnsim_engine::durable::Write;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "tool-outcomes-as-given",
@@ -43,6 +47,9 @@ struct Given {
     errors: Vec<Option<String>>,
     /// The client's latest decision on its approval.
     decision: Option<bool>,
+    /// The store refused the commit that held its answer, and none has
+    /// held it answered since.
+    lost: bool,
 }
 
 fn check(input: &CheckInput) -> Vec<Violation> {
@@ -56,6 +63,14 @@ fn check(input: &CheckInput) -> Vec<Violation> {
         if take_answer(&mut given, what) {
             continue;
         }
+        if let Boundary::CommitRefused { writes } = what {
+            for tool in
+                writes.iter().filter_map(Write::message).flat_map(Message::tools).filter(|tool| answered(tool.state))
+            {
+                given.entry(tool.call_id.clone()).or_default().lost = true;
+            }
+            continue;
+        }
         let mut wrongs = Vec::new();
         if let Boundary::Frame { frame: Frame::Tool { call_id, state, .. }, .. } = what {
             // A state frame is read when it tells something new: one sent
@@ -65,11 +80,15 @@ fn check(input: &CheckInput) -> Vec<Violation> {
                 wrongs.extend(wrong_state(*state, given.get(call_id.as_str())).map(|wrong| (call_id, wrong)));
             }
         }
+        let stored = matches!(what, Boundary::Commit { .. });
         for message in shown_messages(what) {
-            wrongs.extend(changed_tools(&mut seen, message).filter_map(|tool| {
-                let wrong = wrong_part(tool, given.get(tool.call_id.as_str()))?;
-                Some((&tool.call_id, wrong))
-            }));
+            for tool in changed_tools(&mut seen, message) {
+                let entry = given.get_mut(tool.call_id.as_str());
+                wrongs.extend(wrong_part(tool, entry.as_deref()).map(|wrong| (&tool.call_id, wrong)));
+                if let (true, Some(entry)) = (stored && answered(tool.state), entry) {
+                    entry.lost = false;
+                }
+            }
         }
         for (call_id, wrong) in wrongs {
             if reported.insert(call_id.clone()) {
@@ -139,7 +158,8 @@ fn wrong_part(tool: &ToolPart, given: Option<&Given>) -> Option<String> {
             return Some(format!("is shown with output {output}, which no answer gave ({})", answers(given)));
         }
     }
-    if tool.state == ToolState::OutputError && !given.errors.is_empty() && !given.errors.contains(&None) {
+    if tool.state == ToolState::OutputError && !given.lost && !given.errors.is_empty() && !given.errors.contains(&None)
+    {
         let text = tool.error_text.as_deref().unwrap_or("");
         if !given.errors.iter().flatten().any(|error| error == text) {
             return Some(format!("is shown with error {text:?}, but its answer's error was {}", answers(given)));
@@ -167,7 +187,7 @@ fn wrong_state(state: ToolState, given: Option<&Given>) -> Option<String> {
         ToolState::OutputAvailable if given.outputs.is_empty() => {
             Some("is shown with an output, but no answer gave it one".to_string())
         }
-        ToolState::OutputError if given.errors.is_empty() && !given.outputs.is_empty() => {
+        ToolState::OutputError if !given.lost && given.errors.is_empty() && !given.outputs.is_empty() => {
             Some(format!("returned {}, but is shown as an error", answers(given)))
         }
         ToolState::OutputDenied if given.decision == Some(true) => {
@@ -175,6 +195,10 @@ fn wrong_state(state: ToolState, given: Option<&Given>) -> Option<String> {
         }
         _ => None,
     }
+}
+
+fn answered(state: ToolState) -> bool {
+    matches!(state, ToolState::OutputAvailable | ToolState::OutputError)
 }
 
 /// The answers a call was given, as a report names them.

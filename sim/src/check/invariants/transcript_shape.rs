@@ -17,7 +17,7 @@ use super::Invariant;
 use crate::check::facts::{CallEnd, CallFact};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
-use crate::world::RunEnd;
+use crate::history::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "transcript-shape",

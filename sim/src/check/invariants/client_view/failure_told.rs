@@ -32,8 +32,8 @@ use turnsim_engine::ports::Frame;
 
 use super::INVARIANT;
 use crate::check::{CheckInput, Violation};
+use crate::history::RunEnd;
 use crate::history::{Boundary, CallbackCall, History};
-use crate::world::RunEnd;
 
 /// The first client left untold of a failed turn, if any.
 pub fn failure_untold(input: &CheckInput) -> Option<Violation> {

@@ -33,7 +33,7 @@ use super::Invariant;
 use crate::check::views::{shown, ClientViews, ShownMessage};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
-use crate::world::RunEnd;
+use crate::history::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "client-view",

@@ -36,7 +36,7 @@ use super::{first_difference_after, INVARIANT};
 use crate::check::views::{shown_message, shows, ClientView, ClientViews, SameCopies, Shown, ShownMessage};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
-use crate::world::RunEnd;
+use crate::history::RunEnd;
 
 /// The first connection found misshowing at a rest, if any.
 pub fn misshown_at_rest(input: &CheckInput) -> Option<Violation> {

@@ -14,7 +14,7 @@ use crate::check::facts::shown_messages;
 use crate::check::store_cursor::StoreCursor;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
-use crate::world::RunEnd;
+use crate::history::RunEnd;
 
 pub const INVARIANT: Invariant = Invariant {
     name: "no-lost-work",
