@@ -39,8 +39,10 @@ export class ThinkClient {
    * `onFrame(frame)` gets each translated frame; `onClose()` once the socket
    * is gone; `clientTools` are the schemas sent with every request and result.
    */
-  constructor({ port, instance, connectionId, clientTools = [], onFrame, onRaw = () => {}, onClose = () => {}, onLog = () => {}, ackOffersUnasked = true }) {
+  constructor({ port, instance, connectionId, clientTools = [], onFrame, onRaw = () => {}, onClose = () => {}, onLog = () => {}, ackOffersUnasked = true, replyOf = () => null, named = (messages) => messages }) {
     this.onRaw = onRaw; // each of Think's frames as it came, before translation
+    this.replyOf = replyOf; // a tool continuation's reply, by request id, as the driver names it
+    this.named = named; // a transcript with each such reply under its name
     this.url = `ws://127.0.0.1:${port}${AGENT_PATH}/${instance}?_pk=${connectionId}`;
     this.connectionId = connectionId;
     this.clientTools = clientTools;
@@ -163,6 +165,7 @@ export class ThinkClient {
 
   /** Sends the whole transcript `messages` (UI messages) as this client now shows it. */
   showTranscript(messages) {
+    messages = this.named(messages);
     this.shown = messages;
     this.lastAssistant = messages.findLast((message) => message.role === "assistant")?.id ?? null;
     this.onFrame({ Messages: messages.map((message) => fromUIMessage(message)) });
@@ -212,8 +215,9 @@ export class ThinkClient {
 
   /**
    * A chunk into the message its request's `start` named; a continuation's
-   * (Think flags it, and names no message) into the last assistant message
-   * shown, where the AI SDK's reader appends it.
+   * (Think flags it, and names no message) into its own reply as the driver
+   * names it (a tool continuation's: Think stores it as a new message), or
+   * a recovery's into the last assistant message shown, which it extends.
    */
   chunk(requestId, chunk, continuation) {
     if (chunk.type === "start" && !this.messageOfRequest.has(requestId)) {
@@ -226,7 +230,7 @@ export class ThinkClient {
     if (state) return this.tool(chunk.toolCallId, state);
     const protocolChunk = fromUIChunk(chunk);
     if (!protocolChunk) return;
-    const messageId = this.messageOfRequest.get(requestId) ?? requestId;
+    const messageId = (continuation ? this.replyOf(requestId) : null) ?? this.messageOfRequest.get(requestId) ?? requestId;
     this.onFrame({ Chunk: { request_id: requestId, message_id: messageId, chunk: protocolChunk } });
     if (protocolChunk.type === "tool-call") this.toolStates.set(chunk.toolCallId, "input-available");
   }

@@ -15,6 +15,14 @@
 //   recovery's continue shows the model Think's continue prompt as a last
 //   user message that Think never stores: the request is reported without
 //   it, as the continuation of the reply before it.
+// - A tool continuation's answer is a new assistant message (Think's
+//   `continueLastTurn`: "The new response is persisted as a separate
+//   assistant message", dist/think.js 7417-7422) whose id Think sends
+//   nowhere (its `start` carries none, 8007-8008) until it stores it under
+//   a fresh UUID. The driver names it `<request>-reply` from the request
+//   on (the request's messages, the clients' chunks), and once Think's
+//   store or transcript shows the message after the leaf it continued,
+//   Think's id is shown as that name everywhere (`aliases`).
 // - Busy while a request streams, a recovery is under way (Think's
 //   `cf_agent_chat_recovering`, or a stored incident still live), a stored
 //   stream is left `streaming` (a restarted object wakes on its keep-alive
@@ -28,7 +36,10 @@
 // `repairInterruptedToolParts`). Lacked: `chat` (Think's `chat()` is an RPC
 // into the Durable Object; nothing outside reaches it), `store-faults`
 // (workerd's SQLite cannot be made to refuse a write), `stored-transcript`
-// (a store the harness seeds is not one Think reads). `messenger` and
+// (a store the harness seeds is not one Think reads), `recovery-records`
+// (agents keeps its incidents as `cf:chat-recovery:incident:*` rows in its
+// own KV, with its own lifecycle; the bridge mirrors the transcript only,
+// so what `expect.recovery` counts is not shown). `messenger` and
 // `provider-retries` are not declared. Settings Think cannot take
 // (settings.mjs's `unsupported`) are noted on stderr at start.
 import { bundle } from "./bundle.mjs";
@@ -52,10 +63,7 @@ export class ThinkDriver {
   constructor(bridge) {
     this.bridge = bridge;
     this.capabilities = ["recovery", "coalesce", "dangling-call-repair"];
-    // What it lacks of the core, once the harness reads `lacks` (the live
-    // runner's harness side; a harness that does not refuses the field).
-    this.lacksOfCore = ["chat", "store-faults", "stored-transcript"];
-    if (process.env.TURNSIM_LIVE_LACKS === "1") this.lacks = this.lacksOfCore;
+    this.lacks = ["chat", "store-faults", "stored-transcript", "recovery-records"];
     this.clients = new Map();
     /** Requests by Think's id: `{streaming, continuation}`; the last one a client sent or Think started. */
     this.requests = new Map();
@@ -65,6 +73,8 @@ export class ThinkDriver {
     this.stored = { messages: [], records: {}, streaming: false };
     /** User messages sent and not yet shown to their sender: `{connection, messageId}`. */
     this.echo = [];
+    /** Think's id of a stored tool continuation's reply -> the name the harness knew it by. */
+    this.aliases = new Map();
   }
 
   async start() {
@@ -94,9 +104,31 @@ export class ThinkDriver {
   }
 
   snapshot() {
-    const messages = this.readStore().messages;
+    const messages = this.named(this.readStore().messages);
     this.echoStoredUserMessages(messages);
     return messages;
+  }
+
+  /**
+   * `messages` (Think's, in the active branch's order) with each tool
+   * continuation's reply under its name: the assistant message right after
+   * the leaf the continuation continued is its reply.
+   */
+  named(messages) {
+    for (const request of this.requests.values()) {
+      if (!request.replyId || request.replyBound) continue;
+      const at = messages.findIndex((message) => message.id === request.leafId);
+      const reply = at >= 0 ? messages[at + 1] : undefined;
+      if (reply?.role !== "assistant" || this.aliases.has(reply.id)) continue;
+      this.aliases.set(reply.id, request.replyId);
+      request.replyBound = true;
+    }
+    return messages.map((message) => (this.aliases.has(message.id) ? { ...message, id: this.aliases.get(message.id) } : message));
+  }
+
+  /** The message a continuation's chunks go into: a tool continuation's own reply, else null (the leaf). */
+  replyOf(requestId) {
+    return this.requests.get(requestId)?.replyId ?? null;
   }
 
   busy() {
@@ -136,7 +168,13 @@ export class ThinkDriver {
     // Think continues a stored partial answer and retries a turn that stored none.
     const continues = this.stored.messages.at(-1)?.role === "assistant";
     const request = this.requests.get(id) ?? (id === this.stored.streamingRequest ? this.started(id, { continuation: continues }) : undefined);
+    const recovery = continuePrompted(body);
+    if (request?.continuation && !recovery && !request.replyId && this.stored.messages.at(-1)?.role === "assistant") {
+      request.replyId = `${id}-reply`;
+      request.leafId = this.stored.messages.at(-1).id;
+    }
     const messages = requestMessages(withoutContinuePrompt(body), stored);
+    if (request?.continuation) splitReplies(messages, stored, recovery ? null : request.replyId);
     const last = messages.at(-1);
     if (request?.messageId && last?.role === "user") messages.push({ id: request.messageId, role: "assistant", parts: [{ type: "step-start" }] });
     else if (request?.messageId && last?.id.startsWith("request-reply-")) last.id = request.messageId;
@@ -163,6 +201,8 @@ export class ThinkDriver {
       clientTools: clientToolSchemas(this.bridge.config),
       onFrame: (frame) => this.frame(id, frame),
       onRaw: (data) => this.watch(data),
+      replyOf: (requestId) => this.replyOf(requestId),
+      named: (messages) => this.named(messages),
       onLog: (line) => this.bridge.note(line)
     });
     this.clients.set(id, client);
@@ -279,10 +319,58 @@ export class ThinkDriver {
  * conversation).
  */
 function withoutContinuePrompt(body) {
-  const messages = body.messages ?? [];
-  const last = messages.at(-1);
-  if (last?.role !== "user" || !String(typeof last.content === "string" ? last.content : JSON.stringify(last.content)).includes(CONTINUE_PROMPT)) return body;
-  return { ...body, messages: messages.slice(0, -1) };
+  if (!continuePrompted(body)) return body;
+  return { ...body, messages: body.messages.slice(0, -1) };
+}
+
+function continuePrompted(body) {
+  const last = (body.messages ?? []).at(-1);
+  return last?.role === "user" && String(typeof last.content === "string" ? last.content : JSON.stringify(last.content)).includes(CONTINUE_PROMPT);
+}
+
+/**
+ * The wire shows every assistant step since the last user message as one
+ * reply (`requestMessages`); Think stores them as one message per request.
+ * The steps go back to the stored replies they are in, each taking as
+ * many as it holds (its text and reasoning ids with them); the rest, with
+ * the step asked for, are `replyId`'s (a tool continuation's new message
+ * not stored yet), else the last stored reply's.
+ */
+export function splitReplies(messages, stored, replyId) {
+  const merged = messages.at(-1);
+  const user = messages.findLastIndex((message) => message.role === "user");
+  if (merged?.role !== "assistant" || user < 0) return;
+  const storedUser = stored.findIndex((message) => message.id === messages[user].id);
+  const replies = [];
+  for (let at = storedUser + 1; storedUser >= 0 && stored[at]?.role === "assistant"; at++) replies.push(stored[at]);
+  const open = replyId && !replies.some((reply) => reply.id === replyId) ? replyId : null;
+  const rest = steps(merged.parts.slice(0, -1));
+  const split = [];
+  for (const reply of replies) {
+    if (rest.length === 0) break;
+    split.push({ id: reply.id, role: "assistant", parts: tiedTo(rest.splice(0, steps(reply.parts).length).flat(), reply) });
+  }
+  const tail = [...rest.flat(), { type: "step-start" }];
+  if (open || split.length === 0) split.push({ id: open ?? merged.id, role: "assistant", parts: tail });
+  else split.at(-1).parts.push(...tail);
+  messages.splice(-1, 1, ...split);
+}
+
+/** Parts split at each `step-start` (which opens its step). */
+function steps(parts) {
+  const split = [];
+  for (const part of parts) {
+    if (part.type === "step-start" || split.length === 0) split.push([]);
+    split.at(-1).push(part);
+  }
+  return split;
+}
+
+/** Text and reasoning parts take the stored message's part ids, in order. */
+function tiedTo(parts, message) {
+  const ids = { text: [], reasoning: [] };
+  for (const part of message.parts) if (part.type in ids) ids[part.type].push(part.id);
+  return parts.map((part) => (part.type in ids && ids[part.type].length > 0 ? { ...part, id: ids[part.type].shift() } : part));
 }
 
 function safeJson(text) {

@@ -36,6 +36,19 @@ test("a continuation's chunks go into the last assistant message shown", () => {
   assert.equal(frames.at(-1).Chunk.message_id, "m2");
 });
 
+test("a tool continuation's chunks go into the reply the driver names, and a transcript shows Think's id under that name", () => {
+  const { frames, receive, chunk } = client({
+    replyOf: (requestId) => (requestId === "r9" ? "r9-reply" : null),
+    named: (messages) => messages.map((message) => (message.id === "uuid" ? { ...message, id: "r9-reply" } : message))
+  });
+  receive({ type: "cf_agent_chat_messages", messages: [{ id: "u1", role: "user", parts: [] }, { id: "m2", role: "assistant", parts: [] }] });
+  chunk("r9", { type: "start" }, { continuation: true });
+  chunk("r9", { type: "text-start", id: "t" }, { continuation: true });
+  assert.equal(frames.at(-1).Chunk.message_id, "r9-reply");
+  receive({ type: "cf_agent_chat_messages", messages: [{ id: "u1", role: "user", parts: [] }, { id: "m2", role: "assistant", parts: [] }, { id: "uuid", role: "assistant", parts: [] }] });
+  assert.deepEqual(frames.at(-1).Messages.map((message) => message.id), ["u1", "m2", "r9-reply"]);
+});
+
 test("an error end is an Error frame with Think's message", () => {
   const { frames, receive } = client();
   receive({ type: "cf_agent_use_chat_response", id: "r1", body: "could not recover", done: true, error: true });
