@@ -102,7 +102,8 @@ pub fn needs(file: &ScenarioFile) -> Vec<Capability> {
 /// answers (a client, human or client-approval tool; a tool the model calls
 /// that the engine does not list; a scripted `tool_result`), approvals (a
 /// tool that asks one; a scripted `approval`), `chat()` calls, a store
-/// seeded before the first boot, store faults, and resumes.
+/// seeded before the first boot, store faults, resumes, and recoveries
+/// counted from the store's records.
 pub fn implied_needs(file: &ScenarioFile) -> Vec<Capability> {
     let scenario = &file.scenario;
     let called: std::collections::BTreeSet<&str> = file
@@ -127,6 +128,7 @@ pub fn implied_needs(file: &ScenarioFile) -> Vec<Capability> {
         (Capability::StoredTranscript, !scenario.stored.is_empty()),
         (Capability::StoreFaults, scenario.faults.iter().any(|fault| matches!(fault, Fault::StoreError(_)))),
         (Capability::StreamResume, scenario.client.resume),
+        (Capability::RecoveryRecords, scenario.expect.recovery.is_some()),
     ];
     implied.into_iter().filter(|(_, implied)| *implied).map(|(capability, _)| capability).collect()
 }
@@ -185,5 +187,7 @@ mod tests {
         assert_eq!(implied(stored), vec![Capability::StoredTranscript, Capability::StreamResume]);
         let store_fault = "name: s\nfaults: [ { store_error: { commit: 1 } } ]\n";
         assert_eq!(implied(store_fault), vec![Capability::StoreFaults]);
+        let counted = "name: s\nexpect: { recovery: { scheduled: 1 } }\n";
+        assert_eq!(implied(counted), vec![Capability::RecoveryRecords]);
     }
 }

@@ -57,6 +57,9 @@ pub enum Capability {
     StoreFaults,
     /// Core: the stream-resume handshake (`resume_request`, `resume_ack`).
     StreamResume,
+    /// Core: recoveries as the store's records in the store's vocabulary
+    /// (incidents and alarms), which `expect.recovery` counts.
+    RecoveryRecords,
 }
 
 impl Capability {
@@ -71,13 +74,14 @@ impl Capability {
     ];
 
     /// The core's parts: what an engine has unless it says it `lacks` them.
-    pub const CORE: [Capability; 6] = [
+    pub const CORE: [Capability; 7] = [
         Capability::ClientTools,
         Capability::Approvals,
         Capability::Chat,
         Capability::StoredTranscript,
         Capability::StoreFaults,
         Capability::StreamResume,
+        Capability::RecoveryRecords,
     ];
 
     pub fn is_core(self) -> bool {
@@ -98,6 +102,7 @@ impl Capability {
             Capability::StoredTranscript => "stored-transcript",
             Capability::StoreFaults => "store-faults",
             Capability::StreamResume => "stream-resume",
+            Capability::RecoveryRecords => "recovery-records",
         }
     }
 

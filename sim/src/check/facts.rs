@@ -463,7 +463,7 @@ fn new_call(call: u32, at: usize, request: &ModelRequest) -> CallFact {
         call,
         at,
         target: target_message(&request.messages),
-        basis: basis(&request.messages),
+        basis: basis(&request.messages, request.continuation),
         content_chunks: 0,
         tools: Vec::new(),
         tool_set: BTreeSet::new(),
@@ -505,13 +505,16 @@ fn target_message(messages: &[Message]) -> Option<String> {
 /// What the request continues, from its last message that has content. A
 /// request that starts a new reply after an earlier one (its last message
 /// is an empty assistant message, not the earlier reply) answers the last
-/// user message afresh, leaving the earlier reply behind.
-pub fn basis(messages: &[Message]) -> Basis {
+/// user message afresh, leaving the earlier reply behind; unless it is a
+/// `continuation`: an engine may store a continuation's answer as a
+/// message of its own (Cloudflare's Think does), and it still continues
+/// the reply before it.
+pub fn basis(messages: &[Message], continuation: bool) -> Basis {
     let Some(leaf) = messages.iter().rev().find(|message| message.role == Role::User || has_content(message)) else {
         return Basis::Empty;
     };
     let new_reply = target_message(messages).is_some_and(|target| target != leaf.id);
-    if leaf.role == Role::User || new_reply {
+    if leaf.role == Role::User || (new_reply && !continuation) {
         return match messages.iter().rev().find(|message| message.role == Role::User) {
             Some(user) => Basis::User { message_id: user.id.clone() },
             None => Basis::Empty,
@@ -582,5 +585,29 @@ pub fn text_of(part: &Part) -> Option<(bool, &str)> {
         Part::Text { text, .. } => Some((false, text)),
         Part::Reasoning { text, .. } => Some((true, text)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A user message, the reply whose last step called `tc-1` (answered),
+    /// and an empty new reply the request streams into.
+    fn request_into_a_new_reply() -> Vec<Message> {
+        let tool = serde_json::json!({"type": "tool", "call_id": "tc-1", "tool_name": "get", "state": "output-available",
+            "input_text": "{}", "input": {}, "output": "done", "error_text": null, "approval": null, "repaired": false});
+        let reply = serde_json::json!({"id": "m1", "role": "assistant", "parts": [{"type": "step-start"}, tool]});
+        let new_reply = serde_json::json!({"id": "m2", "role": "assistant", "parts": [{"type": "step-start"}]});
+        let mut messages = vec![Message::user("u1", "hi")];
+        messages.extend([reply, new_reply].map(|json| serde_json::from_value::<Message>(json).expect("a message")));
+        messages
+    }
+
+    #[test]
+    fn a_new_reply_answers_the_user_afresh_unless_the_request_is_a_continuation() {
+        let messages = request_into_a_new_reply();
+        assert_eq!(basis(&messages, false), Basis::User { message_id: "u1".into() });
+        assert_eq!(basis(&messages, true), Basis::Batch { message_id: "m1".into(), call_ids: vec!["tc-1".into()] });
     }
 }
