@@ -520,7 +520,8 @@ impl Adversary {
     /// `exhausted-at-continue`: the host told recovery gave up as a
     /// request continues a partial reply.
     fn exhaust_at_continue(&self, request: &ModelRequest) {
-        let continues = matches!(crate::check::basis(&request.messages, request.continuation), crate::check::Basis::Partial { .. });
+        let continues =
+            matches!(crate::check::basis(&request.messages, request.continuation), crate::check::Basis::Partial { .. });
         let host = self.lock().host.clone();
         let (Some(host), true) = (host, continues) else { return };
         let id = &request.request_id;
