@@ -78,7 +78,7 @@ pub const PROPERTIES: [Property; 33] = [
     owed("client-tools-left-to-the-client", World, "parked-tool-kept", "a client or human tool is never run by the server, and never settled behind the client's back"),
     owed("caller-contract", Caller, "callback-contract", "a chat() call gets on_start, events, then exactly one terminal callback, or a transport break"),
     owed("caller-relayed-the-model", Caller, "caller-view", "a caller is relayed what the model streamed for its request: every piece, once, in order, each call with its name and input"),
-    owed("caller-ends-on-the-answer", Caller, "caller-view", "a caller's text at on_done, after every take-back, is the stored answer"),
+    owed("caller-ends-on-the-answer", Caller, "caller-view", "a caller's text at on_done, after every take-back, is the stored answer; when the model is asked again, it holds only what the engine kept"),
     owed("caller-told-outcome-truly", Caller, "outcome-told-true", "a caller is told done only of a turn that answered, and failed only of one that failed"),
     owed("chat-posted-once", Chat, "messenger-once", "each delivery is answered once: no post lost, none repeated"),
     owed("chat-posts-the-answer", Chat, "messenger-view", "a delivery's posts are its stored answer, never a discarded attempt's text"),
