@@ -566,13 +566,18 @@ fn single_continuation_fires_inside_the_coalesce_window() {
     );
 }
 
+/// `record` with every `step-start` dropped from what its commits store.
+fn without_step_starts(mut record: RunRecord) -> RunRecord {
+    for message in committed_messages(&mut record) {
+        message.parts.retain(|part| !matches!(part, turnsim_engine::Part::StepStart));
+    }
+    record
+}
+
 #[test]
 fn transcript_shape_fires_when_step_boundaries_are_dropped_from_the_store() {
     let run = Run::committed("server-tools-two-steps", "transcript-shape");
-    let mut broken = run.broken();
-    for message in committed_messages(&mut broken) {
-        message.parts.retain(|part| !matches!(part, turnsim_engine::Part::StepStart));
-    }
+    let broken = without_step_starts(run.broken());
     run.assert_fires(
         "transcript-shape",
         &broken,
@@ -585,10 +590,7 @@ fn transcript_shape_fires_when_a_seeded_replys_step_boundaries_are_dropped() {
     // The reply the store started with is never re-streamed: recovery gives
     // up on it and rewrites it settled, text kept.
     let run = Run::committed("stored-dead-turn-recovery-refused-gives-up", "transcript-shape");
-    let mut broken = run.broken();
-    for message in committed_messages(&mut broken) {
-        message.parts.retain(|part| !matches!(part, turnsim_engine::Part::StepStart));
-    }
+    let broken = without_step_starts(run.broken());
     run.assert_fires(
         "transcript-shape",
         &broken,

@@ -33,7 +33,7 @@ use crate::check::relay::{atoms, Follower, ModelStreams};
 use crate::check::store_cursor::StoreCursor;
 use crate::check::views::{caller_outcomes, occurrence, stored_reply, CallerOutcome};
 use crate::check::{CheckInput, Violation};
-use crate::history::{Boundary, CallbackCall, Crossing};
+use crate::history::{Boundary, CallbackCall, Crossing, History};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "caller-view",
@@ -75,6 +75,31 @@ struct Waiting<'a> {
     reset: bool,
 }
 
+/// Follows one callback call into the open callers: a start opens one,
+/// a text delta adds to its text, a take-back replaces it, an end closes it.
+fn follow<'a>(callers: &mut BTreeMap<u32, Waiting<'a>>, chat: u32, call: &'a CallbackCall) {
+    match call {
+        CallbackCall::Start { request_id } => {
+            callers.insert(chat, Waiting { request: request_id, text: String::new(), reset: false });
+        }
+        CallbackCall::Event { chunk: Chunk::TextDelta { delta, .. } } => {
+            if let Some(caller) = callers.get_mut(&chat) {
+                caller.text.push_str(delta);
+            }
+        }
+        CallbackCall::Reset { text } => {
+            if let Some(caller) = callers.get_mut(&chat) {
+                caller.text = text.clone();
+                caller.reset = true;
+            }
+        }
+        CallbackCall::Done | CallbackCall::Error { .. } | CallbackCall::Interrupted | CallbackCall::Dropped => {
+            callers.remove(&chat);
+        }
+        CallbackCall::Event { .. } => {}
+    }
+}
+
 /// Wherever sim time passes with the engine alive, an open caller shows
 /// no less of its reply than the store holds: the stored reply's text,
 /// past what it held when the request first asked the model, begins the
@@ -83,21 +108,8 @@ struct Waiting<'a> {
 /// a caller on a slow link (what it lags by is the link's).
 fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
-    // A caller on a slow link is not judged: a call in flight when the
-    // process died never reached it, so the history cannot say what it
-    // was sent.
-    let slow: BTreeSet<u32> = history
-        .iter()
-        .filter_map(|crossing| match &crossing.what {
-            Boundary::Callback { chat, sent_at: Some(_), .. } => Some(*chat),
-            _ => None,
-        })
-        .collect();
-    let judged = |crossing: &Crossing| matches!(&crossing.what, Boundary::Callback { chat, call: CallbackCall::Start { .. }, .. } if !slow.contains(chat));
-    if !history.iter().any(judged) {
-        // No caller to judge: the store need not be followed.
-        return None;
-    }
+    // No caller to judge: the store need not be followed.
+    let slow = judged_callers(history)?;
     let mut callers: BTreeMap<u32, Waiting> = BTreeMap::new();
     // Per request: its reply message, and the text it held when first asked.
     let mut replies: BTreeMap<&str, (&str, String)> = BTreeMap::new();
@@ -129,26 +141,8 @@ fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
         }
         last_us = crossing.at_us;
         if let Boundary::Callback { chat, call, sent_at: None } = &crossing.what {
-            let chat = *chat;
-            match call {
-                CallbackCall::Start { request_id } if !slow.contains(&chat) => {
-                    callers.insert(chat, Waiting { request: request_id, text: String::new(), reset: false });
-                }
-                CallbackCall::Event { chunk: Chunk::TextDelta { delta, .. } } => {
-                    if let Some(caller) = callers.get_mut(&chat) {
-                        caller.text.push_str(delta);
-                    }
-                }
-                CallbackCall::Reset { text } => {
-                    if let Some(caller) = callers.get_mut(&chat) {
-                        caller.text = text.clone();
-                        caller.reset = true;
-                    }
-                }
-                CallbackCall::Done | CallbackCall::Error { .. } | CallbackCall::Interrupted | CallbackCall::Dropped => {
-                    callers.remove(&chat);
-                }
-                CallbackCall::Start { .. } | CallbackCall::Event { .. } => {}
+            if !slow.contains(chat) {
+                follow(&mut callers, *chat, call);
             }
         }
         match &crossing.what {
@@ -186,6 +180,22 @@ fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
     None
 }
 
+/// The callers on a slow link, when some caller is not on one; `None`
+/// when no caller can be judged. A caller on a slow link is not judged: a
+/// call in flight when the process died never reached it, so the history
+/// cannot say what it was sent.
+fn judged_callers(history: &History) -> Option<BTreeSet<u32>> {
+    let slow: BTreeSet<u32> = history
+        .iter()
+        .filter_map(|crossing| match &crossing.what {
+            Boundary::Callback { chat, sent_at: Some(_), .. } => Some(*chat),
+            _ => None,
+        })
+        .collect();
+    let judged = |crossing: &Crossing| matches!(&crossing.what, Boundary::Callback { chat, call: CallbackCall::Start { .. }, .. } if !slow.contains(chat));
+    history.iter().any(judged).then_some(slow)
+}
+
 /// The first caller relayed a retry's text while it still held text the
 /// engine discarded. When the engine asks the model again for a request,
 /// the reply it shows the model is what it kept; by the first text it
@@ -196,13 +206,8 @@ fn short_while_waiting(input: &CheckInput) -> Option<Violation> {
 /// judged (what it was sent by then is the link's).
 fn discarded_text_kept(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
-    let slow: BTreeSet<u32> = history
-        .iter()
-        .filter_map(|crossing| match &crossing.what {
-            Boundary::Callback { chat, sent_at: Some(_), .. } => Some(*chat),
-            _ => None,
-        })
-        .collect();
+    // No caller to judge: the requests need not be read.
+    let slow = judged_callers(history)?;
     let mut callers: BTreeMap<u32, Waiting> = BTreeMap::new();
     // Per request: the reply's text when it first asked the model, and
     // what its latest request showed of the reply since then (until the
@@ -212,9 +217,14 @@ fn discarded_text_kept(input: &CheckInput) -> Option<Violation> {
     for (index, crossing) in history.iter().enumerate() {
         match &crossing.what {
             Boundary::ModelRequest { request, .. } => {
+                // Only a request some open caller waits on is read.
+                let id = request.request_id.as_str();
                 let Some(reply) = request.messages.last().filter(|message| message.role == Role::Assistant) else {
                     continue;
                 };
+                if !callers.values().any(|caller| caller.request == id) {
+                    continue;
+                }
                 let text = reply.text();
                 let first = before.entry(request.request_id.as_str()).or_insert_with(|| text.clone());
                 if let Some(since) = text.strip_prefix(first.as_str()) {
@@ -222,12 +232,9 @@ fn discarded_text_kept(input: &CheckInput) -> Option<Violation> {
                 }
             }
             Boundary::Killed => callers.clear(),
-            Boundary::Callback { chat, call, sent_at: None } if !slow.contains(chat) => match call {
-                CallbackCall::Start { request_id } => {
-                    callers.insert(*chat, Waiting { request: request_id, text: String::new(), reset: false });
-                }
-                CallbackCall::Event { chunk: Chunk::TextDelta { delta, .. } } => {
-                    let Some(caller) = callers.get_mut(chat) else { continue };
+            Boundary::Callback { chat, call, sent_at: None } if !slow.contains(chat) => {
+                let delta = matches!(call, CallbackCall::Event { chunk: Chunk::TextDelta { .. } });
+                if let Some(caller) = callers.get(chat).filter(|_| delta) {
                     if let Some(kept) = shown.remove(caller.request) {
                         if caller.text != kept {
                             let message = format!(
@@ -237,18 +244,9 @@ fn discarded_text_kept(input: &CheckInput) -> Option<Violation> {
                             return Some(Violation::at(INVARIANT.name, input.event_of(index), message));
                         }
                     }
-                    caller.text.push_str(delta);
                 }
-                CallbackCall::Reset { text } => {
-                    if let Some(caller) = callers.get_mut(chat) {
-                        caller.text = text.clone();
-                    }
-                }
-                CallbackCall::Done | CallbackCall::Error { .. } | CallbackCall::Interrupted | CallbackCall::Dropped => {
-                    callers.remove(chat);
-                }
-                CallbackCall::Event { .. } => {}
-            },
+                follow(&mut callers, *chat, call);
+            }
             _ => {}
         }
     }
