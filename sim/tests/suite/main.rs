@@ -10,7 +10,6 @@ mod engine_protocol;
 mod expectations;
 mod exploration;
 mod format;
-mod growth;
 mod hostile;
 mod hostile_engines;
 mod layers;
