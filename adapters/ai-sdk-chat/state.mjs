@@ -5,6 +5,8 @@
 // reported to `onChange(message, previous)` at once, synchronously: that is
 // where the session writes the store and tells clients.
 
+import { cloneData } from "../node/index.mjs";
+
 export class SessionChatState {
   /**
    * @param {object[]} messages the UI messages the chat starts with
@@ -35,6 +37,6 @@ export class SessionChatState {
   }
 
   snapshot(thing) {
-    return structuredClone(thing);
+    return cloneData(thing);
   }
 }

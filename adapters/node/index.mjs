@@ -13,6 +13,7 @@ export { runEngine, Host, Connection, Chat, PostRefused, HookFailed, PROTOCOL_VE
 export { clock, random } from "./sandbox.mjs";
 export { Store, Write, apply as applyWrite } from "./store.mjs";
 export { ModelProxy } from "./model.mjs";
+export { cloneData } from "./clone.mjs";
 export { aiSdkTools, isClientTool } from "./tools.mjs";
 export * as chunks from "./chunks.mjs";
 export * as messages from "./messages.mjs";

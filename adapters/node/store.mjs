@@ -4,11 +4,13 @@
 // A committed batch is folded into the mirror with the store's own rules
 // (`DurableState::apply` in engine/src/durable.rs), so the two never drift.
 
+import { cloneData } from "./clone.mjs";
+
 export class Store {
   constructor(host, state) {
     this.host = host;
     /** The durable state as the store holds it. */
-    this.state = normalise(structuredClone(state ?? {}));
+    this.state = normalise(cloneData(state ?? {}));
   }
 
   /**
@@ -46,14 +48,14 @@ export function apply(state, write) {
   switch (kind) {
     case "PutMessage": {
       const at = state.messages.findIndex((message) => message.id === value.id);
-      if (at >= 0) state.messages[at] = structuredClone(value);
-      else state.messages.push(structuredClone(value));
+      if (at >= 0) state.messages[at] = cloneData(value);
+      else state.messages.push(cloneData(value));
       break;
     }
     case "PutMessageAfter": {
       state.messages = state.messages.filter((message) => message.id !== value.message.id);
       const after = state.messages.findIndex((message) => message.id === value.after);
-      state.messages.splice(after >= 0 ? after + 1 : state.messages.length, 0, structuredClone(value.message));
+      state.messages.splice(after >= 0 ? after + 1 : state.messages.length, 0, cloneData(value.message));
       break;
     }
     case "NextId":
@@ -87,7 +89,7 @@ export function apply(state, write) {
       state.terminal_status = value;
       break;
     case "Put":
-      state.extra[value.key] = structuredClone(value.value);
+      state.extra[value.key] = cloneData(value.value);
       break;
     case "Remove":
       delete state.extra[value];
