@@ -173,6 +173,14 @@ export class ThinkDriver {
       request.replyId = `${id}-reply`;
       request.leafId = this.stored.messages.at(-1).id;
     }
+    // A client's request whose `start` no connection saw (its sender left
+    // before Think asked the model): its reply is named like a tool
+    // continuation's, from the request on, and bound to the assistant
+    // message Think stores after the request's user message.
+    if (request && !request.continuation && !request.messageId && request.userMessageId) {
+      request.replyId = request.messageId = `${id}-reply`;
+      request.leafId = request.userMessageId;
+    }
     const messages = requestMessages(withoutContinuePrompt(body), stored);
     if (request?.continuation) splitReplies(messages, stored, recovery ? null : request.replyId);
     const last = messages.at(-1);
@@ -233,7 +241,7 @@ export class ThinkDriver {
     const request = this.started(data.id, data);
     request.streaming = !data.done;
     const chunk = data.body && !data.done ? safeJson(data.body) : null;
-    if (chunk?.type === "start" && chunk.messageId && !request.continuation) request.messageId = chunk.messageId;
+    if (chunk?.type === "start" && chunk.messageId && !request.continuation && !request.replyId) request.messageId = chunk.messageId;
     if (data.done) this.bridge.storeChanged();
   }
 
@@ -266,7 +274,7 @@ export class ThinkDriver {
     const client = this.anyClient();
     if (!client) return;
     const id = client.userMessage(text);
-    this.requests.set(id, { streaming: true, continuation: false });
+    this.requests.set(id, { streaming: true, continuation: false, userMessageId: client.lastUserMessageId });
     this.lastRequest = id;
     this.echo.push({ connection: this.connectionOf(client), messageId: client.lastUserMessageId });
   }
