@@ -97,7 +97,9 @@ export class ThinkClient {
       clientTools: this.clientTools
     };
     if ("Output" in outcome) frame.output = outcome.Output;
-    else Object.assign(frame, { output: undefined, state: "output-error", errorText: outcome.Error ?? "" });
+    // An error without text goes without `errorText`: Think (agents'
+    // `toolResultUpdate`) then stores its own default text.
+    else Object.assign(frame, { output: undefined, state: "output-error", ...(outcome.Error != null ? { errorText: outcome.Error } : {}) });
     this.send(frame);
   }
 

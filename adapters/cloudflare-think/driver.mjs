@@ -6,7 +6,8 @@
 // - One Durable Object instance is the run's conversation; each harness
 //   connection is a WebSocket of its own (client.mjs translates frames).
 // - The store is what Think persisted (store.mjs), synced when a frame
-//   says Think wrote (a transcript, a message update, a turn's end).
+//   says Think wrote (a transcript, a message update, a turn's end), and
+//   with no connection open (no frame says it), every quiet window.
 // - A model request belongs to the request whose stream is under way on
 //   the clients (Think's own id: the client's for a user message, a fresh
 //   one for a continuation or a recovery, learnt from the resume offer
@@ -70,6 +71,7 @@ export class ThinkDriver {
     this.lastRequest = null;
     this.recovering = false;
     this.lastActivityMs = 0;
+    this.lastPollMs = 0;
     this.stored = { messages: [], records: {}, streaming: false };
     /** User messages sent and not yet shown to their sender: `{connection, messageId}`. */
     this.echo = [];
@@ -132,6 +134,12 @@ export class ThinkDriver {
   }
 
   busy() {
+    // Think tells only a connection that it wrote: with none open, the
+    // store is read once per quiet window while anything is under way.
+    if (this.clients.size === 0 && performance.now() - this.lastPollMs >= QUIET_MS) {
+      this.lastPollMs = performance.now();
+      this.bridge.storeChanged();
+    }
     if ([...this.requests.values()].some((request) => request.streaming)) return true;
     if (this.recovering || this.stored.streaming) return true;
     if (Object.values(this.stored.records).some((record) => LIVE_INCIDENT.has(record?.status))) return true;
@@ -172,6 +180,14 @@ export class ThinkDriver {
     if (request?.continuation && !recovery && !request.replyId && this.stored.messages.at(-1)?.role === "assistant") {
       request.replyId = `${id}-reply`;
       request.leafId = this.stored.messages.at(-1).id;
+    }
+    // A client's request whose `start` no connection saw (its sender left
+    // before Think asked the model): its reply is named like a tool
+    // continuation's, from the request on, and bound to the assistant
+    // message Think stores after the request's user message.
+    if (request && !request.continuation && !request.messageId && request.userMessageId) {
+      request.replyId = request.messageId = `${id}-reply`;
+      request.leafId = request.userMessageId;
     }
     const messages = requestMessages(withoutContinuePrompt(body), stored);
     if (request?.continuation) splitReplies(messages, stored, recovery ? null : request.replyId);
@@ -233,7 +249,7 @@ export class ThinkDriver {
     const request = this.started(data.id, data);
     request.streaming = !data.done;
     const chunk = data.body && !data.done ? safeJson(data.body) : null;
-    if (chunk?.type === "start" && chunk.messageId && !request.continuation) request.messageId = chunk.messageId;
+    if (chunk?.type === "start" && chunk.messageId && !request.continuation && !request.replyId) request.messageId = chunk.messageId;
     if (data.done) this.bridge.storeChanged();
   }
 
@@ -266,7 +282,7 @@ export class ThinkDriver {
     const client = this.anyClient();
     if (!client) return;
     const id = client.userMessage(text);
-    this.requests.set(id, { streaming: true, continuation: false });
+    this.requests.set(id, { streaming: true, continuation: false, userMessageId: client.lastUserMessageId });
     this.lastRequest = id;
     this.echo.push({ connection: this.connectionOf(client), messageId: client.lastUserMessageId });
   }

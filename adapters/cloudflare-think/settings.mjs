@@ -9,6 +9,7 @@
 // | `max_steps` | `maxSteps` |
 // | `tools`: `server`, `approval`, `client_approval` | `getTools()`: an `execute` that calls the runner (none for `client_approval`), `needsApproval` for the last two |
 // | `tools`: `client`, `human` | the request's `clientTools` |
+// | (a story's `dynamic`) | `getTools()`: the AI SDK's `dynamicTool` with an `execute` that calls the runner |
 //
 // `keepAliveIntervalMs` (Agent's `static options`, how soon a killed object
 // wakes with no client) is the runner's: 2 s, so a run's restart recovers
@@ -40,6 +41,7 @@ export function thinkSettings(config) {
     if (kind === "server") serverTools[name] = { needsApproval: false, execute: true };
     if (kind === "approval") serverTools[name] = { needsApproval: true, execute: true };
     if (kind === "client_approval") serverTools[name] = { needsApproval: true, execute: false };
+    if (kind === "dynamic") serverTools[name] = { needsApproval: false, execute: true, dynamic: true };
   }
   const recovery = config.recovery ?? {};
   return {

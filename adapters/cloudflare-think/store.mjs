@@ -71,15 +71,17 @@ export function findDatabase(stateDir) {
  * ...) by key, whether a stream is stored still `streaming` (a turn a
  * dead process left, which Think recovers when it wakes), and the request
  * the newest such stream belongs to (its tag); empty before Think stored
- * anything.
+ * anything. `uiMessages` are the same messages as Think stored them (AI
+ * SDK `UIMessage`s), for what the store's form does not keep (a part's type).
  */
 export function readStore(stateDir) {
   const database = fs.existsSync(stateDir) ? findDatabase(stateDir) : null;
-  if (!database) return { messages: [], records: {}, streaming: false, streamingRequest: null };
+  if (!database) return { messages: [], uiMessages: [], records: {}, streaming: false, streamingRequest: null };
   const output = execFileSync("python3", ["-c", READ_SCRIPT, database], { encoding: "utf8", timeout: 10_000 });
   const read = JSON.parse(output);
   return {
     messages: read.messages.map((content) => fromUIMessage(JSON.parse(content))),
+    uiMessages: read.messages.map((content) => JSON.parse(content)),
     records: Object.fromEntries(Object.entries(read.records).map(([key, value]) => [key, deserialize(value)])),
     streaming: read.streaming,
     streamingRequest: read.streamingRequest

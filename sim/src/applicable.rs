@@ -102,8 +102,8 @@ pub fn needs(file: &ScenarioFile) -> Vec<Capability> {
 /// answers (a client, human or client-approval tool; a tool the model calls
 /// that the engine does not list; a scripted `tool_result`), approvals (a
 /// tool that asks one; a scripted `approval`), `chat()` calls, a store
-/// seeded before the first boot, store faults, resumes, and recoveries
-/// counted from the store's records.
+/// seeded before the first boot, store faults, resumes, recoveries
+/// counted from the store's records, and model calls at exact times.
 pub fn implied_needs(file: &ScenarioFile) -> Vec<Capability> {
     let scenario = &file.scenario;
     let called: std::collections::BTreeSet<&str> = file
@@ -129,6 +129,7 @@ pub fn implied_needs(file: &ScenarioFile) -> Vec<Capability> {
         (Capability::StoreFaults, scenario.faults.iter().any(|fault| matches!(fault, Fault::StoreError(_)))),
         (Capability::StreamResume, scenario.client.resume),
         (Capability::RecoveryRecords, scenario.expect.recovery.is_some()),
+        (Capability::ExactTimes, scenario.expect.model_calls_at_ms.is_some()),
     ];
     implied.into_iter().filter(|(_, implied)| *implied).map(|(capability, _)| capability).collect()
 }
@@ -136,8 +137,17 @@ pub fn implied_needs(file: &ScenarioFile) -> Vec<Capability> {
 /// What the engine of this invocation declares: the built-in engine
 /// in-process has every capability; a process engine says in its `init`
 /// reply. An engine whose probe broke is held to every scenario, so each
-/// run reports the fault itself (an unknown capability name included).
+/// run reports the fault itself (an unknown capability name included). A
+/// live run lacks exact times whatever the engine says: its clock is real.
 pub fn engine_declares() -> Declared {
+    let declared = process_engine_declares();
+    if crate::live::is_live() {
+        return declared.lacking(Capability::ExactTimes);
+    }
+    declared
+}
+
+fn process_engine_declares() -> Declared {
     let Some(command) = crate::world::engine_command() else {
         return Declared::everything();
     };
@@ -189,5 +199,7 @@ mod tests {
         assert_eq!(implied(store_fault), vec![Capability::StoreFaults]);
         let counted = "name: s\nexpect: { recovery: { scheduled: 1 } }\n";
         assert_eq!(implied(counted), vec![Capability::RecoveryRecords]);
+        let timed = "name: s\nexpect: { model_calls_at_ms: [0, 1500] }\n";
+        assert_eq!(implied(timed), vec![Capability::ExactTimes]);
     }
 }

@@ -60,6 +60,10 @@ pub enum Capability {
     /// Core: recoveries as the store's records in the store's vocabulary
     /// (incidents and alarms), which `expect.recovery` counts.
     RecoveryRecords,
+    /// Core: the virtual clock, under which an engine's model calls come at
+    /// the exact sim times `expect.model_calls_at_ms` names. A live run
+    /// lacks it: real time is the machine's, reported to within a tick.
+    ExactTimes,
 }
 
 impl Capability {
@@ -74,7 +78,7 @@ impl Capability {
     ];
 
     /// The core's parts: what an engine has unless it says it `lacks` them.
-    pub const CORE: [Capability; 7] = [
+    pub const CORE: [Capability; 8] = [
         Capability::ClientTools,
         Capability::Approvals,
         Capability::Chat,
@@ -82,6 +86,7 @@ impl Capability {
         Capability::StoreFaults,
         Capability::StreamResume,
         Capability::RecoveryRecords,
+        Capability::ExactTimes,
     ];
 
     pub fn is_core(self) -> bool {
@@ -103,6 +108,7 @@ impl Capability {
             Capability::StoreFaults => "store-faults",
             Capability::StreamResume => "stream-resume",
             Capability::RecoveryRecords => "recovery-records",
+            Capability::ExactTimes => "exact-times",
         }
     }
 
@@ -221,6 +227,14 @@ impl Declared {
         self.beyond_core.as_ref().is_none_or(|declared| declared.contains(&capability))
     }
 
+    /// This declaration with one more core capability lacked: what a live
+    /// run takes away from any engine (`crate::live`).
+    pub fn lacking(mut self, capability: Capability) -> Declared {
+        debug_assert!(capability.is_core(), "only the core's parts can be lacked");
+        self.lacks.insert(capability);
+        self
+    }
+
     /// Which of `needs` this engine lacks, in the vocabulary's order.
     pub fn missing(&self, needs: &[Capability]) -> Vec<Capability> {
         let needed: BTreeSet<Capability> = needs.iter().copied().collect();
@@ -300,5 +314,15 @@ mod tests {
         assert!(error.contains("`recovery` is not one"), "{error}");
         let none_beyond = Declared::from_names(Some(&[]), None).expect("empty");
         assert_eq!(none_beyond.missing(&needs), vec![Capability::Recovery]);
+    }
+
+    #[test]
+    fn a_lacked_core_capability_is_missing_and_the_rest_unchanged() {
+        let needs = [Capability::ExactTimes, Capability::ClientTools, Capability::Recovery];
+        let everything = Declared::everything();
+        assert_eq!(everything.missing(&needs), vec![]);
+        let live = everything.lacking(Capability::ExactTimes);
+        assert_eq!(live.missing(&needs), vec![Capability::ExactTimes]);
+        assert!(live.to_string().contains("lacks exact-times"), "{live}");
     }
 }

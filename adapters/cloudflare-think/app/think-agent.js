@@ -5,7 +5,7 @@
 //
 //   { stallTimeoutMs, recovery: { maxAttempts, stableTimeoutMs,
 //     noProgressTimeoutMs, terminalMessage }, keepAliveIntervalMs, maxSteps,
-//     serverTools: { name: { needsApproval, execute } } }
+//     serverTools: { name: { needsApproval, execute, dynamic } } }
 //
 // The model is an OpenAI-compatible provider at http://provider.invalid/v1:
 // the config's globalOutbound sends every fetch to the runner's provider,
@@ -17,7 +17,7 @@ import { Think } from "@cloudflare/think";
 import { routeAgentRequest } from "agents";
 import { env } from "cloudflare:workers";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { jsonSchema, tool } from "ai";
+import { dynamicTool, jsonSchema, tool } from "ai";
 
 const settings = JSON.parse(env.TURNSIM_SETTINGS);
 
@@ -38,7 +38,16 @@ async function runServerTool(name, input, { toolCallId }) {
 
 function serverTools() {
   const tools = {};
-  for (const [name, { needsApproval, execute }] of Object.entries(settings.serverTools)) {
+  for (const [name, { needsApproval, execute, dynamic }] of Object.entries(settings.serverTools)) {
+    if (dynamic) {
+      // An app's own runtime-defined tool (ai's `dynamicTool`): its chunks say `dynamic: true`.
+      tools[name] = dynamicTool({
+        description: `the story's dynamic tool ${name}`,
+        inputSchema: anyObject,
+        execute: (input, options) => runServerTool(name, input, options)
+      });
+      continue;
+    }
     tools[name] = tool({
       description: `the scenario's server tool ${name}`,
       inputSchema: anyObject,

@@ -98,4 +98,7 @@ test("a tool result carries its name, and an error result Think's output-error s
   assert.deepEqual(sent[0], { type: "cf_agent_tool_result", toolCallId: "tc", toolName: "get", autoContinue: true, clientTools: [{ name: "get" }], output: 3 });
   assert.equal(sent[1].state, "output-error");
   assert.equal(sent[1].errorText, "no");
+  think.toolResult("tc", { Error: null }, false);
+  assert.equal(sent[2].state, "output-error");
+  assert.ok(!("errorText" in JSON.parse(JSON.stringify(sent[2]))), "an error without text leaves Think its default");
 });

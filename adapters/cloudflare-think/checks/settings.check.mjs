@@ -4,11 +4,12 @@ import assert from "node:assert/strict";
 import { clientToolSchemas, thinkSettings, unsupported } from "../settings.mjs";
 
 test("tools go where Think takes them", () => {
-  const config = { tools: { a: "server", b: "approval", c: "client_approval", d: "client", e: "human" } };
+  const config = { tools: { a: "server", b: "approval", c: "client_approval", d: "client", e: "human", f: "dynamic" } };
   assert.deepEqual(thinkSettings(config).serverTools, {
     a: { needsApproval: false, execute: true },
     b: { needsApproval: true, execute: true },
-    c: { needsApproval: true, execute: false }
+    c: { needsApproval: true, execute: false },
+    f: { needsApproval: false, execute: true, dynamic: true }
   });
   assert.deepEqual(clientToolSchemas(config).map((tool) => tool.name), ["d", "e"]);
 });

@@ -8,7 +8,9 @@
 // arguments stop partway), `{ finish: "stop" | "tool_calls" }`, `{ waitMs: n }`, and
 // `{ hang: true }` (the connection stays open and silent until the client
 // goes away). Requests past the list get the last answer. Every request is
-// recorded: its messages and when it came.
+// recorded: its messages and when it came. It is also the stories' tool
+// endpoint (`/turnsim/tool`, the app's server tools): every call answers
+// `{ Output: "found" }`, and is not counted as a model request.
 import http from "node:http";
 
 export async function startProvider(answers) {
@@ -16,6 +18,9 @@ export async function startProvider(answers) {
   const server = http.createServer(async (request, response) => {
     let body = "";
     for await (const piece of request) body += piece;
+    if (request.url.endsWith("/turnsim/tool")) {
+      return response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ outcome: { Output: "found" } }));
+    }
     const index = requests.length;
     requests.push({ atMs: Date.now(), url: request.url, body: safeJson(body) });
     if (!request.url.endsWith("/chat/completions")) return response.writeHead(404).end();

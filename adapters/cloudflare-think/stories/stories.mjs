@@ -154,6 +154,67 @@ export const STORIES = [
     }
   },
   {
+    name: "dynamic-tool-stored-as-streamed",
+    mirrors: "dynamic-tool-called-without-streamed-input, barrier-waits-for-a-dynamic-sibling; glue finding 5",
+    breaks: true,
+    async run() {
+      // ai's contract (docs/04-ai-sdk-ui/03-chatbot-tool-usage.mdx:609): dynamic tools' "UI
+      // parts use a generic `dynamic-tool` type". The app's own `dynamicTool`, called once:
+      // kept when the part Think stores has the type the client's stream said.
+      const answers = [[call("tc-1", "search", { q: "x" }), { finish: "tool_calls" }], [text("Found it."), stop]];
+      return withWorld(answers, { tools: { search: "dynamic" } }, async (world) => {
+        world.client.userMessage("search for x");
+        await waitFor(() => textOf(world.lastMessage()).includes("Found it.") || world.errors().length > 0, 15_000);
+        await sleep(300);
+        const chunks = world.raw.flatMap((data) => (typeof data.body === "string" ? safeParse(data.body) : []));
+        const streamedDynamic = chunks.some((chunk) => chunk.toolCallId === "tc-1" && chunk.type === "tool-input-start" && chunk.dynamic === true);
+        const stored = world.run
+          .store()
+          .uiMessages.flatMap((message) => message.parts)
+          .find((part) => part.toolCallId === "tc-1");
+        const shown = streamedDynamic ? "dynamic-tool" : "tool-search";
+        const ok = stored?.type === shown;
+        return { ok, detail: `streamed tool-input-start dynamic: ${streamedDynamic} (a client shows ${shown}); Think stored ${stored?.type ?? "no part"} (${stored?.state}); model calls ${world.modelCalls()}; errors ${JSON.stringify(world.errors())}` };
+      });
+    }
+  },
+  {
+    name: "recovery-status-stays-while-another-is-scheduled",
+    mirrors: "recovery-status-stays-while-another-is-scheduled; glue finding 9",
+    async run() {
+      // agents' contract (chat/index.d.ts 1731-1733, buildChatRecoveringFrame): "A client
+      // that connects between recovery attempts (no active stream) reads the turn as
+      // working rather than frozen". The scenario's story: the first reply stalls, the
+      // second message comes at 2.5 s and its reply stalls too; one recovery ends while
+      // the other is still to run. Broken when the client is told "not recovering" and
+      // the call that answers comes later with no stream between: the last status before
+      // that call says false and came more than 100 ms before it (a status cleared as the
+      // call starts is the same event, and leaves no window without an active stream).
+      const answers = [[text("Let me think"), hang], [text("Looking it up"), hang], [text("Here it is."), stop]];
+      return withWorld(answers, { stall_timeout_ms: 2000 }, async (world) => {
+        world.client.userMessage("first question");
+        await sleep(2500);
+        world.client.userMessage("second question");
+        await waitFor(() => textOf(world.lastMessage()).includes("Here it is.") || world.errors().length > 0, 30_000);
+        await sleep(300);
+        const at = (ms) => `${((ms - world.started) / 1000).toFixed(2)} s`;
+        const statuses = world.frames
+          .map((frame, index) => ({ frame, atMs: world.frameTimes[index] }))
+          .filter(({ frame }) => frame.Recovering !== undefined);
+        const answering = world.provider.requests.findIndex((request) => request.body?.messages?.some((message) => JSON.stringify(message).includes("Looking it up")));
+        const answeredAt = world.provider.requests[answering]?.atMs;
+        const before = answeredAt === undefined ? [] : statuses.filter(({ atMs }) => atMs <= answeredAt);
+        const last = before.at(-1);
+        const timeline = statuses.map(({ frame, atMs }) => `recovering=${frame.Recovering} at ${at(atMs)}`).join(", ") || "no status frame";
+        const asked = world.provider.requests.findIndex((request) => JSON.stringify(request.body?.messages ?? []).includes("second question"));
+        const detail = `model calls ${world.modelCalls()} at ${world.callTimes()}; "second question" first sent to the model ${asked < 0 ? "never" : `in call #${asked + 1}`}; the call that answers ("Here it is.") ${answering < 0 ? "never made" : `#${answering + 1} at ${at(answeredAt)}`}; status frames: ${timeline}; stored "${textOf(world.lastMessage())}"`;
+        if (answering < 0) return { na: true, detail: `the premise did not happen: ${detail}` };
+        const frozen = last?.frame.Recovering === false && answeredAt - last.atMs > 100;
+        return { ok: !frozen, detail };
+      });
+    }
+  },
+  {
     name: "stall-recovers-with-a-terminal-frame",
     mirrors: "stall-recovers (#1644, #1647)",
     async run() {
@@ -228,3 +289,11 @@ export const STORIES = [
     }
   }
 ];
+
+function safeParse(text) {
+  try {
+    return [JSON.parse(text)];
+  } catch {
+    return [];
+  }
+}

@@ -22,10 +22,15 @@ export async function withWorld(answers, config, body, { onLog = () => {} } = {}
   const run = new ThinkRun({ config: { tools: {}, ...config }, providerAddress: provider.address, toolsAddress: provider.address, onLog });
   try {
     await run.start();
-    const world = { provider, run, frames: [], raw: [] };
-    world.client = await run.connect("c1", { onFrame: (frame) => world.frames.push(frame), onRaw: (data) => world.raw.push(data) });
+    const world = { provider, run, frames: [], frameTimes: [], raw: [] };
+    const onFrame = (frame) => {
+      world.frames.push(frame);
+      world.frameTimes.push(Date.now());
+    };
+    world.client = await run.connect("c1", { onFrame, onRaw: (data) => world.raw.push(data) });
     world.modelCalls = () => provider.requests.length;
     const started = Date.now();
+    world.started = started;
     world.callTimes = () => provider.requests.map((request) => `${((request.atMs - started) / 1000).toFixed(1)} s`).join(", ");
     world.terminals = () => world.frames.filter((frame) => frame.Done || frame.Error);
     world.errors = () => world.frames.filter((frame) => frame.Error).map((frame) => frame.Error.message);
