@@ -29,7 +29,7 @@ use turnsim_engine::{Chunk, Message, Role};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Invariant;
-use crate::check::relay::{atoms, Follower, ModelStreams};
+use crate::check::relay::{atoms, Follower};
 use crate::check::store_cursor::StoreCursor;
 use crate::check::views::{caller_outcomes, occurrence, stored_reply, CallerOutcome};
 use crate::check::{CheckInput, Violation};
@@ -296,7 +296,7 @@ fn done_though_failed(input: &CheckInput) -> Option<Violation> {
 /// made them (on a slow caller link, they arrive later).
 fn misrelayed(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
-    let streams = ModelStreams::new(history);
+    let streams = &input.model_streams;
     let mut callers: BTreeMap<u32, (&str, Follower)> = BTreeMap::new();
     for (index, crossing) in history.iter().enumerate() {
         let Boundary::Callback { chat, call, sent_at } = &crossing.what else { continue };

@@ -20,14 +20,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use turnsim_engine::ports::Frame;
 
 use super::INVARIANT;
-use crate::check::relay::{atoms, Follower, ModelStreams};
+use crate::check::relay::{atoms, Follower};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 
 /// The first connection streamed other than what the model streamed.
 pub fn misrelayed(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
-    let streams = ModelStreams::new(history);
+    let streams = &input.model_streams;
     let mut open: BTreeMap<u64, (Follower, u64)> = BTreeMap::new();
     // Connections that asked to resume: the engine may hold them from the
     // ask (before its answer is recorded) until it sends them the state.
