@@ -313,7 +313,7 @@ fn misrelayed(input: &CheckInput) -> Option<Violation> {
         match call {
             CallbackCall::Event { chunk } => {
                 for atom in atoms(chunk) {
-                    if let Some(text) = follower.sent(&streams, request, atom, made_at) {
+                    if let Some(text) = follower.sent(streams, request, atom, made_at) {
                         return fail(format!("chat{chat} is sent {text}"));
                     }
                 }
@@ -322,7 +322,7 @@ fn misrelayed(input: &CheckInput) -> Option<Violation> {
             | CallbackCall::Done
             | CallbackCall::Error { .. }
             | CallbackCall::Interrupted => {
-                if let Some(atom) = follower.missed(&streams, request, made_at) {
+                if let Some(atom) = follower.missed(streams, request, made_at) {
                     let what = match call {
                         CallbackCall::Reset { .. } => "on_reset",
                         CallbackCall::Done => "on_done",
