@@ -20,6 +20,7 @@ pub mod views;
 use serde::Serialize;
 use turnsim_engine::durable::DurableState;
 
+use crate::check::relay::ModelStreams;
 use crate::protocol::fault::EngineFault;
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
@@ -70,6 +71,9 @@ pub struct CheckInput<'a> {
     pub final_store: DurableState,
     /// Where each user message came in, and its text ([`views::new_messages`]).
     pub new_messages: Vec<(usize, &'a str)>,
+    /// Every request's model stream, read into atoms once: both relays
+    /// judged (to clients and to callers) read the same streams.
+    pub(crate) model_streams: ModelStreams<'a>,
 }
 
 impl<'a> CheckInput<'a> {
@@ -80,6 +84,7 @@ impl<'a> CheckInput<'a> {
             facts: Facts::derive(&run.history),
             final_store: run.history.final_store(),
             new_messages: views::new_messages(&run.history),
+            model_streams: ModelStreams::new(&run.history),
         }
     }
 

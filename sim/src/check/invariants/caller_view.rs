@@ -29,7 +29,7 @@ use turnsim_engine::{Chunk, Message, Role};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Invariant;
-use crate::check::relay::{atoms, Follower, ModelStreams};
+use crate::check::relay::{atoms, Follower};
 use crate::check::store_cursor::StoreCursor;
 use crate::check::views::{caller_outcomes, occurrence, stored_reply, CallerOutcome};
 use crate::check::{CheckInput, Violation};
@@ -296,7 +296,7 @@ fn done_though_failed(input: &CheckInput) -> Option<Violation> {
 /// made them (on a slow caller link, they arrive later).
 fn misrelayed(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
-    let streams = ModelStreams::new(history);
+    let streams = &input.model_streams;
     let mut callers: BTreeMap<u32, (&str, Follower)> = BTreeMap::new();
     for (index, crossing) in history.iter().enumerate() {
         let Boundary::Callback { chat, call, sent_at } = &crossing.what else { continue };
@@ -313,7 +313,7 @@ fn misrelayed(input: &CheckInput) -> Option<Violation> {
         match call {
             CallbackCall::Event { chunk } => {
                 for atom in atoms(chunk) {
-                    if let Some(text) = follower.sent(&streams, request, atom, made_at) {
+                    if let Some(text) = follower.sent(streams, request, atom, made_at) {
                         return fail(format!("chat{chat} is sent {text}"));
                     }
                 }
@@ -322,7 +322,7 @@ fn misrelayed(input: &CheckInput) -> Option<Violation> {
             | CallbackCall::Done
             | CallbackCall::Error { .. }
             | CallbackCall::Interrupted => {
-                if let Some(atom) = follower.missed(&streams, request, made_at) {
+                if let Some(atom) = follower.missed(streams, request, made_at) {
                     let what = match call {
                         CallbackCall::Reset { .. } => "on_reset",
                         CallbackCall::Done => "on_done",

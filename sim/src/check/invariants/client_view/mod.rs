@@ -29,11 +29,12 @@ mod relay;
 mod rest;
 mod waiting;
 
+use rest::{AtRest, Stores};
+
 use super::Invariant;
 use crate::check::views::{shown, ClientViews, ShownMessage};
 use crate::check::{CheckInput, Violation};
-use crate::history::Boundary;
-use crate::history::RunEnd;
+use crate::history::{Boundary, Crossing, RunEnd};
 
 pub const INVARIANT: Invariant = Invariant {
     name: "client-view",
@@ -42,10 +43,10 @@ pub const INVARIANT: Invariant = Invariant {
 };
 
 fn check(input: &CheckInput) -> Vec<Violation> {
-    let (misshown, views) = recovery_misshown(input);
+    let (misshown, at_rest, views) = judged_as_it_goes(input);
     let mut violations: Vec<Violation> = misshown.into_iter().collect();
     violations.extend(continuation_misflagged(input));
-    violations.extend(rest::misshown_at_rest(input));
+    violations.extend(at_rest);
     violations.extend(failure_told::failure_untold(input));
     violations.extend(relay::misrelayed(input));
     // Frames still in flight (a run cut at its horizon) prove nothing.
@@ -73,6 +74,28 @@ fn check(input: &CheckInput) -> Vec<Violation> {
     violations
 }
 
+/// The parts of client-view that judge as the history goes, over one fold
+/// of the client views and the store (each rebuilt them before): the
+/// recovery shown (`RecoveryShown`), and each connection at its rests
+/// (`rest`). Returns the first violation of each, and the client views as
+/// the whole history left them (the open ones are judged against the store).
+fn judged_as_it_goes(input: &CheckInput) -> (Option<Violation>, Option<Violation>, ClientViews) {
+    let history = &input.run.history;
+    let mut views = ClientViews::default();
+    let mut store = Stores::new(history.initial.clone());
+    let mut recovery = RecoveryShown::new(input);
+    let mut at_rest = AtRest::new(input);
+    for (index, crossing) in history.iter().enumerate() {
+        recovery.before(input, index, crossing, &views, &store.held);
+        at_rest.before(input, index, crossing, &views, &store);
+        views.step(index, &crossing.what);
+        store.step(&crossing.what);
+        recovery.after(&crossing.what);
+        at_rest.after(input, index, &crossing.what, &views, &store);
+    }
+    (recovery.finish(input, &views, &store.held), at_rest.finish(input, &views, &store), views)
+}
+
 /// Wherever the engine rests, a client in step with it
 /// (not held for a resume ack) shows a recovery under way if the store
 /// holds an incident still attempting: scheduled, waiting for an idle
@@ -85,66 +108,87 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 /// before the store refused it). That needs an engine that keeps its
 /// incidents in the shared vocabulary: one whose run never wrote one
 /// (the Cloudflare port keeps them opaque) is judged so only at the end.
-///
-/// Returns the first such violation, and the client views as the whole
-/// history left them (the open ones are judged against the store).
-fn recovery_misshown(input: &CheckInput) -> (Option<Violation>, ClientViews) {
-    let history = &input.run.history;
-    let mut views = ClientViews::default();
-    let mut misshown = None;
-    let mut store = history.initial.clone();
-    let mut ending: BTreeSet<String> = BTreeSet::new();
-    let mut scheduling: BTreeSet<String> = BTreeSet::new();
-    let typed =
-        !history.initial.incidents.is_empty() || history.iter().any(|crossing| writes_an_incident(&crossing.what));
-    let mut waited_since = 0;
-    for (index, crossing) in history.iter().enumerate() {
+struct RecoveryShown {
+    misshown: Option<Violation>,
+    /// Incidents a refused commit tried to end.
+    ending: BTreeSet<String>,
+    /// Incidents a refused commit tried to schedule.
+    scheduling: BTreeSet<String>,
+    /// Whether the run's engine writes incidents at all.
+    typed: bool,
+    waited_since: u64,
+}
+
+impl RecoveryShown {
+    fn new(input: &CheckInput) -> Self {
+        let history = &input.run.history;
+        let typed =
+            !history.initial.incidents.is_empty() || history.iter().any(|crossing| writes_an_incident(&crossing.what));
+        Self { misshown: None, ending: BTreeSet::new(), scheduling: BTreeSet::new(), typed, waited_since: 0 }
+    }
+
+    /// Before `crossing` steps the views and the store: a rest judged.
+    fn before(
+        &mut self,
+        input: &CheckInput,
+        index: usize,
+        crossing: &Crossing,
+        views: &ClientViews,
+        store: &DurableState,
+    ) {
         // The engine rests before each input (a timer's too: it handles
         // each in no sim time) and wherever time passed. Not before a
         // kill, which may cut a handler short; nor before a connect or a
         // disconnect in the instant of what came before it: across the
         // process boundary, a disconnect in the same instant as its connect
         // may be taken before the frames answering the connect are recorded.
-        let waited = crossing.at_us > waited_since
+        let waited = crossing.at_us > self.waited_since
             || (crossing.what.is_input()
                 && !matches!(crossing.what, Boundary::Connect { .. } | Boundary::Disconnect { .. }));
-        waited_since = crossing.at_us;
+        self.waited_since = crossing.at_us;
         let rest = waited && !matches!(crossing.what, Boundary::Killed | Boundary::KeptOpen { .. });
-        if rest && misshown.is_none() {
-            if let Some(text) =
-                hidden(&views, &store, &ending).or_else(|| stale(&views, &store, &scheduling).filter(|_| typed))
+        if rest && self.misshown.is_none() {
+            if let Some(text) = hidden(views, store, &self.ending)
+                .or_else(|| stale(views, store, &self.scheduling).filter(|_| self.typed))
             {
-                misshown = Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
+                self.misshown = Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
             }
         }
-        views.step(index, &crossing.what);
-        match &crossing.what {
+    }
+
+    /// After `crossing` stepped the store: which recoveries a commit ended
+    /// or scheduled, or a refused one tried to.
+    fn after(&mut self, crossing: &Boundary) {
+        match crossing {
             Boundary::Commit { writes } => {
                 for write in writes {
-                    store.apply(write);
                     if let Write::PutIncident(incident) = write {
-                        ending.remove(&incident.id);
+                        self.ending.remove(&incident.id);
                     }
                     if let Some(id) = schedules_a_recovery(write).or_else(|| ends_a_recovery(write)) {
-                        scheduling.remove(&id);
+                        self.scheduling.remove(&id);
                     }
                 }
             }
             Boundary::CommitRefused { writes } => {
-                ending.extend(writes.iter().filter_map(ends_a_recovery));
-                scheduling.extend(writes.iter().filter_map(schedules_a_recovery));
+                self.ending.extend(writes.iter().filter_map(ends_a_recovery));
+                self.scheduling.extend(writes.iter().filter_map(schedules_a_recovery));
             }
             _ => {}
         }
     }
-    // A settled run rests for good: an incident still attempting then is a
-    // recovery nobody will run, hidden from a client that is told none.
-    if misshown.is_none() {
-        let at = input.event_of(history.crossings.len().saturating_sub(1));
-        let text = hidden(&views, &store, &ending).filter(|_| input.run.end == RunEnd::Quiescent);
-        misshown = text.map(|text| Violation::at(INVARIANT.name, at, text));
+
+    /// The first violation. A settled run rests for good: an incident still
+    /// attempting then is a recovery nobody will run, hidden from a client
+    /// that is told none.
+    fn finish(self, input: &CheckInput, views: &ClientViews, store: &DurableState) -> Option<Violation> {
+        if self.misshown.is_some() {
+            return self.misshown;
+        }
+        let at = input.event_of(input.run.history.crossings.len().saturating_sub(1));
+        let text = hidden(views, store, &self.ending).filter(|_| input.run.end == RunEnd::Quiescent);
+        text.map(|text| Violation::at(INVARIANT.name, at, text))
     }
-    (misshown, views)
 }
 
 /// A turn's `done` frame tells a client whether the stream continued the

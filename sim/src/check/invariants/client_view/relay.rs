@@ -20,14 +20,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use turnsim_engine::ports::Frame;
 
 use super::INVARIANT;
-use crate::check::relay::{atoms, Follower, ModelStreams};
+use crate::check::relay::{atoms, Follower};
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 
 /// The first connection streamed other than what the model streamed.
 pub fn misrelayed(input: &CheckInput) -> Option<Violation> {
     let history = &input.run.history;
-    let streams = ModelStreams::new(history);
+    let streams = &input.model_streams;
     let mut open: BTreeMap<u64, (Follower, u64)> = BTreeMap::new();
     // Connections that asked to resume: the engine may hold them from the
     // ask (before its answer is recorded) until it sends them the state.
@@ -48,7 +48,7 @@ pub fn misrelayed(input: &CheckInput) -> Option<Violation> {
                 }
                 let requests: Vec<&str> = follower.following().collect();
                 for request in requests {
-                    if let Some(atom) = follower.missed_before_time(&streams, history, request, crossing.at_us) {
+                    if let Some(atom) = follower.missed_before_time(streams, history, request, crossing.at_us) {
                         return fail(format!(
                             "client connection c{connection} leaves without being sent {atom} of request {request}, which the model streamed"
                         ));
@@ -70,7 +70,7 @@ pub fn misrelayed(input: &CheckInput) -> Option<Violation> {
                     if !held.remove(connection) {
                         let requests: Vec<&str> = follower.following().collect();
                         for request in requests {
-                            if let Some(atom) = follower.missed(&streams, request, index) {
+                            if let Some(atom) = follower.missed(streams, request, index) {
                                 return fail(format!(
                                     "client connection c{connection} is sent a transcript without being sent {atom} of request {request}, which the model streamed"
                                 ));
@@ -85,13 +85,13 @@ pub fn misrelayed(input: &CheckInput) -> Option<Violation> {
                 match frame {
                     Frame::Chunk { request_id, chunk, .. } => {
                         for atom in atoms(chunk) {
-                            if let Some(text) = follower.sent(&streams, request_id, atom, index) {
+                            if let Some(text) = follower.sent(streams, request_id, atom, index) {
                                 return fail(format!("client connection c{connection} is sent {text}"));
                             }
                         }
                     }
                     Frame::Reset { request_id, .. } | Frame::Done { request_id, .. } => {
-                        if let Some(atom) = follower.missed(&streams, request_id, index) {
+                        if let Some(atom) = follower.missed(streams, request_id, index) {
                             let what = if matches!(frame, Frame::Reset { .. }) { "a take-back" } else { "done" };
                             return fail(format!(
                                 "client connection c{connection} is told {what} for request {request_id} without being sent {atom}, which the model streamed"

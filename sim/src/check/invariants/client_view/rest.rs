@@ -29,34 +29,58 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::Frame;
-use turnsim_engine::{Chunk, Message, Role, ToolState};
+use turnsim_engine::{Chunk, EngineConfig, Message, Role, ToolState};
 
 use super::waiting::Waits;
 use super::{first_difference_after, INVARIANT};
 use crate::check::views::{shown_message, shows, ClientView, ClientViews, SameCopies, Shown, ShownMessage};
 use crate::check::{CheckInput, Violation};
-use crate::history::Boundary;
-use crate::history::RunEnd;
+use crate::history::{Boundary, Crossing, RunEnd};
 
-/// The first connection found misshowing at a rest, if any.
-pub fn misshown_at_rest(input: &CheckInput) -> Option<Violation> {
-    let history = &input.run.history;
-    let mut rest = Rests::default();
-    let mut store = Stores { held: history.initial.clone(), tried: None };
-    let mut waits = Waits::default();
-    let (mut last_us, mut alive) = (0, false);
-    let config = input.scenario.scenario.engine_config();
-    for (index, crossing) in history.iter().enumerate() {
-        if crossing.at_us > last_us && alive {
-            if let Some(text) = rest.unasked().or_else(|| rest.waited(&mut waits, &store)) {
-                return Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
+/// Each connection judged at its rests as the history goes, over the
+/// client views and the store the caller folds once for every part of
+/// client-view: [`AtRest::before`] a crossing steps them, then
+/// [`AtRest::after`]. Judging stops at the first connection misshowing.
+pub struct AtRest {
+    rest: Rests,
+    waits: Waits,
+    config: EngineConfig,
+    last_us: u64,
+    alive: bool,
+    found: Option<Violation>,
+}
+
+impl AtRest {
+    pub fn new(input: &CheckInput) -> Self {
+        let config = input.scenario.scenario.engine_config();
+        Self { rest: Rests::default(), waits: Waits::default(), config, last_us: 0, alive: false, found: None }
+    }
+
+    /// Before `crossing` steps the views and the store: time passing since
+    /// the last crossing, and a client leaving.
+    pub fn before(
+        &mut self,
+        input: &CheckInput,
+        index: usize,
+        crossing: &Crossing,
+        views: &ClientViews,
+        store: &Stores,
+    ) {
+        let Self { rest, waits, config, last_us, alive, found } = self;
+        if found.is_some() {
+            return;
+        }
+        if crossing.at_us > *last_us && *alive {
+            if let Some(text) = rest.unasked(views).or_else(|| rest.waited(waits, views, store)) {
+                *found = Some(Violation::at(INVARIANT.name, input.event_of(index.saturating_sub(1)), text));
+                return;
             }
         }
-        last_us = crossing.at_us;
+        *last_us = crossing.at_us;
         match &crossing.what {
-            Boundary::Boot { .. } => alive = true,
+            Boundary::Boot { .. } => *alive = true,
             Boundary::Killed => {
-                alive = false;
+                *alive = false;
                 rest.to_ask.clear();
             }
             Boundary::Connect { connection } | Boundary::Disconnect { connection } => {
@@ -70,48 +94,63 @@ pub fn misshown_at_rest(input: &CheckInput) -> Option<Violation> {
             _ => {}
         }
         let text = match &crossing.what {
-            Boundary::Disconnect { connection } => rest.left(input, *connection, crossing.at_us, &store),
+            Boundary::Disconnect { connection } => rest.left(input, views, *connection, crossing.at_us, store),
             _ => None,
         };
-        if let Some(text) = text {
-            return Some(Violation::at(INVARIANT.name, input.event_of(index), text));
+        *found = text.map(|text| Violation::at(INVARIANT.name, input.event_of(index), text));
+    }
+
+    /// After `crossing` stepped the views and the store: what it sent or
+    /// wrote noted, a terminal frame judged.
+    pub fn after(
+        &mut self,
+        input: &CheckInput,
+        index: usize,
+        crossing: &Boundary,
+        views: &ClientViews,
+        store: &Stores,
+    ) {
+        if self.found.is_some() {
+            return;
         }
-        rest.views.step(index, &crossing.what);
-        waits.crossed(&crossing.what, &rest.views);
-        match &crossing.what {
-            Boundary::Commit { writes } => {
-                store.commit(writes);
-                waits.written(writes);
-            }
+        self.waits.crossed(crossing, views);
+        match crossing {
+            Boundary::Commit { writes } => self.waits.written(writes),
             Boundary::CommitRefused { writes } => {
-                waits.written(writes);
-                store.refused(writes);
-                rest.refused(writes);
+                self.waits.written(writes);
+                self.rest.refused(writes);
             }
             Boundary::ModelRequest { request, .. } => {
                 let reply = request.messages.last().filter(|message| message.role == Role::Assistant);
                 if let Some(reply) = reply {
-                    rest.streams(&request.request_id, &reply.id);
+                    self.rest.streams(&request.request_id, &reply.id);
                 }
             }
             Boundary::Frame { connection, frame } => {
-                if let Some(text) = rest.framed(*connection, frame, &store) {
-                    return Some(Violation::at(INVARIANT.name, input.event_of(index), text));
-                }
+                let text = self.rest.framed(views, *connection, frame, store);
+                self.found = text.map(|text| Violation::at(INVARIANT.name, input.event_of(index), text));
             }
             _ => {}
         }
     }
-    // A settled run rests for good: time passes on what it left on screen.
-    let settled = alive && input.run.end == RunEnd::Quiescent;
-    let text = rest.unasked().or_else(|| rest.waited(&mut waits, &store)).filter(|_| settled)?;
-    Some(Violation::at(INVARIANT.name, input.event_of(history.crossings.len().saturating_sub(1)), text))
+
+    /// The first connection found misshowing, the run's end judged too: a
+    /// settled run rests for good, time passing on what it left on screen.
+    pub fn finish(mut self, input: &CheckInput, views: &ClientViews, store: &Stores) -> Option<Violation> {
+        if self.found.is_some() {
+            return self.found;
+        }
+        let settled = self.alive && input.run.end == RunEnd::Quiescent;
+        let rest = &self.rest;
+        let text = rest.unasked(views).or_else(|| rest.waited(&mut self.waits, views, store)).filter(|_| settled)?;
+        let last = input.run.history.crossings.len().saturating_sub(1);
+        Some(Violation::at(INVARIANT.name, input.event_of(last), text))
+    }
 }
 
-/// The client views, and which request streams into which message.
+/// Which request streams into which message, and what is left to ask.
 #[derive(Default)]
 struct Rests {
-    views: ClientViews,
     /// The request that last streamed into each message.
     owner: BTreeMap<String, String>,
     /// The messages each request streamed into.
@@ -147,13 +186,13 @@ impl Rests {
     }
 
     /// A frame sent: a stream noted, or a terminal frame judged.
-    fn framed(&mut self, connection: u64, frame: &Frame, store: &Stores) -> Option<String> {
+    fn framed(&mut self, views: &ClientViews, connection: u64, frame: &Frame, store: &Stores) -> Option<String> {
         match frame {
             Frame::Chunk { request_id, message_id, .. } => self.streams(request_id, message_id),
             Frame::Reset { request_id, message } => self.streams(request_id, &message.id),
-            Frame::Messages(_) => return self.restated(connection, store),
-            Frame::Done { request_id, .. } => return self.ended(connection, request_id, store, false),
-            Frame::Error { request_id, .. } => return self.ended(connection, request_id, store, true),
+            Frame::Messages(_) => return self.restated(views, connection, store),
+            Frame::Done { request_id, .. } => return self.ended(views, connection, request_id, store, false),
+            Frame::Error { request_id, .. } => return self.ended(views, connection, request_id, store, true),
             _ => {}
         }
         None
@@ -162,8 +201,15 @@ impl Rests {
     /// A terminal frame for `request_id` on `connection`: each message the
     /// request still owns shows as stored (or as the engine tried to store
     /// it).
-    fn ended(&mut self, connection: u64, request_id: &str, store: &Stores, failed: bool) -> Option<String> {
-        let Self { views, owner, replies, lost, same, .. } = self;
+    fn ended(
+        &mut self,
+        views: &ClientViews,
+        connection: u64,
+        request_id: &str,
+        store: &Stores,
+        failed: bool,
+    ) -> Option<String> {
+        let Self { owner, replies, lost, same, .. } = self;
         let view = in_step(views, connection)?;
         let replies = replies.get(request_id)?;
         let mut owned = replies.iter().filter(|reply| owner.get(*reply).is_some_and(|owner| owner == request_id));
@@ -203,8 +249,8 @@ impl Rests {
     }
 
     /// Time passes: what each client in step shows (`waiting`).
-    fn waited(&self, waits: &mut Waits, store: &Stores) -> Option<String> {
-        waits.look(&self.views, store, &self.lost, |view| self.transcript_behind(view, store))
+    fn waited(&self, waits: &mut Waits, views: &ClientViews, store: &Stores) -> Option<String> {
+        waits.look(views, store, &self.lost, |view| self.transcript_behind(view, store))
     }
 
     /// Time passes: a client streamed the finished call of a tool that
@@ -213,9 +259,9 @@ impl Rests {
     /// request to answer. A message whose writes the store refused while
     /// its request ran is left aside: an engine may ask only for what the
     /// store kept.
-    fn unasked(&self) -> Option<String> {
+    fn unasked(&self, views: &ClientViews) -> Option<String> {
         self.to_ask.iter().find_map(|(connection, calls)| {
-            let view = in_step(&self.views, *connection)?;
+            let view = in_step(views, *connection)?;
             calls.iter().find_map(|call_id| {
                 let (message, tool) =
                     view.messages.iter().find_map(|message| Some((message, message.parts.tool(call_id)?)))?;
@@ -232,15 +278,22 @@ impl Rests {
     /// A whole transcript sent: it restates the store (as it stands, or as
     /// the engine tried to leave it), or runs ahead of it by a stream in
     /// progress. A stale one is wrong when sent, whatever repairs it later.
-    fn restated(&self, connection: u64, store: &Stores) -> Option<String> {
-        let view = in_step(&self.views, connection)?;
+    fn restated(&self, views: &ClientViews, connection: u64, store: &Stores) -> Option<String> {
+        let view = in_step(views, connection)?;
         let difference = self.transcript_behind(view, store)?;
         Some(format!("client connection c{connection} is sent a transcript other than the store: {difference}"))
     }
 
     /// A client leaving: it shows the store, or ahead of it by a stream.
-    fn left(&self, input: &CheckInput, connection: u64, at_us: u64, store: &Stores) -> Option<String> {
-        let view = in_step(&self.views, connection)?;
+    fn left(
+        &self,
+        input: &CheckInput,
+        views: &ClientViews,
+        connection: u64,
+        at_us: u64,
+        store: &Stores,
+    ) -> Option<String> {
+        let view = in_step(views, connection)?;
         let opened_us = input.run.history.crossings.get(view.opened_at).map_or(0, |crossing| crossing.at_us);
         if opened_us == at_us {
             return None;
@@ -294,7 +347,8 @@ fn in_step(views: &ClientViews, connection: u64) -> Option<&ClientView> {
 /// The store as it stands, and as the engine tried to leave it: a client
 /// may be shown what the engine meant to store when the store refused it
 /// (a take-back of text the store then kept, or an answer it lost).
-pub(super) struct Stores {
+/// Folded once for every part of client-view ([`Stores::step`]).
+pub struct Stores {
     pub(super) held: DurableState,
     /// The messages with the refused commits' writes folded in too, once
     /// the store has refused any (until then, the store as it stands).
@@ -302,6 +356,19 @@ pub(super) struct Stores {
 }
 
 impl Stores {
+    pub fn new(initial: DurableState) -> Self {
+        Self { held: initial, tried: None }
+    }
+
+    /// The store after `crossing`: a commit taken, or one refused.
+    pub fn step(&mut self, crossing: &Boundary) {
+        match crossing {
+            Boundary::Commit { writes } => self.commit(writes),
+            Boundary::CommitRefused { writes } => self.refused(writes),
+            _ => {}
+        }
+    }
+
     fn commit(&mut self, writes: &[Write]) {
         for write in writes {
             self.held.apply(write);
