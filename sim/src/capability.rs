@@ -230,7 +230,7 @@ impl Declared {
     /// This declaration with one more core capability lacked: what a live
     /// run takes away from any engine (`crate::live`).
     pub fn lacking(mut self, capability: Capability) -> Declared {
-        debug_assert!(capability.is_core(), "only the core's parts can be lacked");
+        assert!(capability.is_core(), "only the core's parts can be lacked");
         self.lacks.insert(capability);
         self
     }

@@ -287,7 +287,10 @@ fn first() -> u32 {
 }
 
 /// When a moment may happen: in sim time from the start, or from another
-/// moment (`after`). The moment is named as an [`EventRef`] is.
+/// moment (`after`). The moment is named as an [`EventRef`] is, its fields
+/// spelled out here ([`Timing::target`] gathers them): serde's `flatten`
+/// does not work with `deny_unknown_fields`, which keeps a misspelt key a
+/// located error.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Timing {
