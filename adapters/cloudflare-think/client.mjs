@@ -77,10 +77,13 @@ export class ThinkClient {
     this.socket?.terminate();
   }
 
-  /** A user message as useAgentChat's `sendMessage` sends it; returns the request id. */
-  userMessage(text) {
-    const requestId = `${this.connectionId}-r${++this.requests}`;
-    const message = { id: `${requestId}-user`, role: "user", parts: [{ type: "text", text }] };
+  /**
+   * A user message as useAgentChat's `sendMessage` sends it, under the ids
+   * given (else this connection's own); returns the request id.
+   */
+  userMessage(text, ids = {}) {
+    const requestId = ids.requestId ?? `${this.connectionId}-r${++this.requests}`;
+    const message = { id: ids.messageId ?? `${requestId}-user`, role: "user", parts: [{ type: "text", text }] };
     this.lastUserMessageId = message.id;
     const body = { messages: [message], trigger: "submit-message", clientTools: this.clientTools };
     this.send({ type: "cf_agent_use_chat_request", id: requestId, init: { method: "POST", body: JSON.stringify(body) } });

@@ -24,6 +24,9 @@
 //   on (the request's messages, the clients' chunks), and once Think's
 //   store or transcript shows the message after the leaf it continued,
 //   Think's id is shown as that name everywhere (`aliases`).
+// - Every request and message is shown to the harness under the built-in
+//   engine's names (`r1`, `m2`, `m3`: names.mjs), so a scenario's
+//   expectations name the same ones; internally the driver keeps Think's.
 // - Busy while a request streams, a recovery is under way (Think's
 //   `cf_agent_chat_recovering`, or a stored incident still live), a stored
 //   stream is left `streaming` (a restarted object wakes on its keep-alive
@@ -46,6 +49,7 @@
 import { bundle } from "./bundle.mjs";
 import { ThinkClient } from "./client.mjs";
 import { thinkSettings, clientToolSchemas, unsupported } from "./settings.mjs";
+import { Names } from "./names.mjs";
 import { readStore } from "./store.mjs";
 import { AGENT_PATH, WORKERD, writeConfig } from "./workerd.mjs";
 import { freePort, requestMessages, waitUntilReady } from "../live/index.mjs";
@@ -77,6 +81,10 @@ export class ThinkDriver {
     this.echo = [];
     /** Think's id of a stored tool continuation's reply -> the name the harness knew it by. */
     this.aliases = new Map();
+    /** The names shown to the harness, the built-in engine's (names.mjs). */
+    this.names = new Names(bridge.scratchDir ? path.join(bridge.scratchDir, "think-names.json") : null);
+    /** The store as last shown, under the driver's own ids (before `names`). */
+    this.shownStore = [];
   }
 
   async start() {
@@ -106,7 +114,8 @@ export class ThinkDriver {
   }
 
   snapshot() {
-    const messages = this.named(this.readStore().messages);
+    this.shownStore = this.named(this.readStore().messages);
+    const messages = this.names.messages(this.shownStore);
     this.echoStoredUserMessages(messages);
     return messages;
   }
@@ -123,6 +132,7 @@ export class ThinkDriver {
       const reply = at >= 0 ? messages[at + 1] : undefined;
       if (reply?.role !== "assistant" || this.aliases.has(reply.id)) continue;
       this.aliases.set(reply.id, request.replyId);
+      this.names.bind(reply.id, request.replyId);
       request.replyBound = true;
     }
     return messages.map((message) => (this.aliases.has(message.id) ? { ...message, id: this.aliases.get(message.id) } : message));
@@ -169,7 +179,8 @@ export class ThinkDriver {
    * stores as a message of its own, named nowhere before it is stored: its
    * request shows the leaf it continues (docs/cloudflare-think-findings.md).
    */
-  describeRequest(body, stored) {
+  describeRequest(body) {
+    const stored = this.shownStore;
     // A restarted object's recovery asks the model before any client hears
     // of it: its request is the one its stored stream names.
     const id = this.streamingRequest() ?? this.stored.streamingRequest ?? this.lastRequest ?? "r0";
@@ -196,11 +207,16 @@ export class ThinkDriver {
     else if (request?.messageId && last?.id.startsWith("request-reply-")) last.id = request.messageId;
     const reply = messages.at(-1);
     const step = reply?.role === "assistant" ? reply.parts.filter((part) => part.type === "step-start").length : 1;
-    return { request_id: id, step, continuation: request?.continuation ?? false, messages };
+    return { request_id: this.requestName(id), step, continuation: request?.continuation ?? false, messages: this.names.messages(messages) };
   }
 
   requestIdOfTool() {
-    return this.streamingRequest() ?? this.stored.streamingRequest ?? this.lastRequest ?? "r0";
+    return this.requestName(this.streamingRequest() ?? this.stored.streamingRequest ?? this.lastRequest ?? "r0");
+  }
+
+  /** A request's name (`r0`: none is known yet). */
+  requestName(id) {
+    return id === "r0" ? id : this.names.request(id);
   }
 
   streamingRequest() {
@@ -243,13 +259,19 @@ export class ThinkDriver {
     // continues the answer before it: a tool continuation, or a recovery's
     // continue. (An offer of a request already known, to a client that
     // joins, says nothing of it.)
-    if (data.type === "cf_agent_stream_resuming" && data.id && !this.requests.has(data.id)) this.started(data.id, { continuation: true });
+    if (data.type === "cf_agent_stream_resuming" && data.id && !this.requests.has(data.id)) {
+      this.started(data.id, { continuation: true });
+      this.names.request(data.id);
+    }
     if (data.type === "cf_agent_chat_messages" || data.type === "cf_agent_message_updated") this.bridge.storeChanged();
     if (data.type !== "cf_agent_use_chat_response" || !data.id || data.replay) return;
     const request = this.started(data.id, data);
     request.streaming = !data.done;
     const chunk = data.body && !data.done ? safeJson(data.body) : null;
-    if (chunk?.type === "start" && chunk.messageId && !request.continuation && !request.replyId) request.messageId = chunk.messageId;
+    if (chunk?.type === "start" && chunk.messageId && !request.continuation && !request.replyId) {
+      request.messageId = chunk.messageId;
+      this.names.message(chunk.messageId);
+    }
     if (data.done) this.bridge.storeChanged();
   }
 
@@ -266,6 +288,7 @@ export class ThinkDriver {
   }
 
   frame(connection, frame) {
+    frame = this.names.frame(frame);
     if (frame.Done || frame.Error) this.bridge.sendAfterStore(connection, frame);
     else this.bridge.send(connection, frame);
   }
@@ -281,7 +304,8 @@ export class ThinkDriver {
     if (options?.stall_timeout_ms != null) this.bridge.note("a per-turn stall timeout reaches Think only through beforeTurn: ignored");
     const client = this.anyClient();
     if (!client) return;
-    const id = client.userMessage(text);
+    const names = this.names.userMessage();
+    const id = client.userMessage(text, { requestId: names.request, messageId: names.message });
     this.requests.set(id, { streaming: true, continuation: false, userMessageId: client.lastUserMessageId });
     this.lastRequest = id;
     this.echo.push({ connection: this.connectionOf(client), messageId: client.lastUserMessageId });
@@ -320,7 +344,7 @@ export class ThinkDriver {
 
   resumeAck(connection, requestId) {
     this.lastActivityMs = performance.now();
-    this.clients.get(connection)?.resumeAck(requestId);
+    this.clients.get(connection)?.resumeAck(this.names.thinkRequest(requestId));
   }
 
   stop() {
