@@ -43,9 +43,14 @@
 // (a store the harness seeds is not one Think reads), `recovery-records`
 // (agents keeps its incidents as `cf:chat-recovery:incident:*` rows in its
 // own KV, with its own lifecycle; the bridge mirrors the transcript only,
-// so what `expect.recovery` counts is not shown). `messenger` and
-// `provider-retries` are not declared. Settings Think cannot take
-// (settings.mjs's `unsupported`) are noted on stderr at start.
+// so what `expect.recovery` counts is not shown), `dynamic-tools` (agents
+// builds every client tool with `tool()`, and the app lists its server
+// tools up front), `engine-settings` (Think fixes its coalesce window,
+// recovery debounces and recovery itself: settings.mjs). `messenger` and
+// `provider-retries` are not declared. A scenario that needs what Think
+// lacks is reported not applicable by the harness; a setting it cannot
+// take that slips past those (settings.mjs's `unsupported`) is noted on
+// stderr at start.
 import { bundle } from "./bundle.mjs";
 import { ThinkClient } from "./client.mjs";
 import { thinkSettings, clientToolSchemas, unsupported } from "./settings.mjs";
@@ -68,7 +73,7 @@ export class ThinkDriver {
   constructor(bridge) {
     this.bridge = bridge;
     this.capabilities = ["recovery", "coalesce", "dangling-call-repair"];
-    this.lacks = ["chat", "store-faults", "stored-transcript", "recovery-records"];
+    this.lacks = ["chat", "store-faults", "stored-transcript", "recovery-records", "dynamic-tools", "engine-settings"];
     this.clients = new Map();
     /** Requests by Think's id: `{streaming, continuation}`; the last one a client sent or Think started. */
     this.requests = new Map();

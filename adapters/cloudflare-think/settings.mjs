@@ -22,8 +22,9 @@
 // recovery that found no stable state 3 s (`CHAT_RECOVERY_ALARM_DEBOUNCE_MS`,
 // `CHAT_RECOVERY_STABLE_RETRY_DELAY_SECONDS`), and a scenario's per-turn
 // stall timeout reaches Think only through `beforeTurn`, which this app
-// does not take from the client. A scenario that sets one of these is not
-// applicable to Think.
+// does not take from the client. A scenario that sets one of these needs
+// `dynamic-tools` or `engine-settings`, which the driver says Think lacks,
+// so the harness reports it not applicable (docs/protocol.md).
 
 export const KEEP_ALIVE_INTERVAL_MS = 2000;
 

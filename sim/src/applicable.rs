@@ -103,7 +103,9 @@ pub fn needs(file: &ScenarioFile) -> Vec<Capability> {
 /// that the engine does not list; a scripted `tool_result`), approvals (a
 /// tool that asks one; a scripted `approval`), `chat()` calls, a store
 /// seeded before the first boot, store faults, resumes, recoveries
-/// counted from the store's records, and model calls at exact times.
+/// counted from the store's records, model calls at exact times, dynamic
+/// tools, and settings set otherwise than the reference's defaults that a
+/// product may fix ([`sets_engine_settings`]).
 pub fn implied_needs(file: &ScenarioFile) -> Vec<Capability> {
     let scenario = &file.scenario;
     let called: std::collections::BTreeSet<&str> = file
@@ -130,8 +132,24 @@ pub fn implied_needs(file: &ScenarioFile) -> Vec<Capability> {
         (Capability::StreamResume, scenario.client.resume),
         (Capability::RecoveryRecords, scenario.expect.recovery.is_some()),
         (Capability::ExactTimes, scenario.expect.model_calls_at_ms.is_some()),
+        (Capability::DynamicTools, scenario.engine.tools.values().any(|tool| tool.dynamic)),
+        (Capability::EngineSettings, sets_engine_settings(scenario)),
     ];
     implied.into_iter().filter(|(_, implied)| *implied).map(|(capability, _)| capability).collect()
+}
+
+/// Whether the scenario sets what `engine-settings` covers otherwise than
+/// the reference engine's defaults (a value equal to the default is what
+/// an engine that fixes it has anyway).
+fn sets_engine_settings(scenario: &crate::scenario::Scenario) -> bool {
+    let (set, default) = (scenario.engine_config(), turnsim_engine::EngineConfig::default());
+    set.coalesce_ms != default.coalesce_ms
+        || set.recovery.enabled != default.recovery.enabled
+        || set.recovery.alarm_debounce_ms != default.recovery.alarm_debounce_ms
+        || set.recovery.stable_retry_delay_ms != default.recovery.stable_retry_delay_ms
+        || scenario.actions.iter().any(
+            |action| matches!(&action.kind, ActionKind::UserMessage(message) if message.stall_timeout_ms.is_some()),
+        )
 }
 
 /// What the engine of this invocation declares: the built-in engine
@@ -201,5 +219,30 @@ mod tests {
         assert_eq!(implied(counted), vec![Capability::RecoveryRecords]);
         let timed = "name: s\nexpect: { model_calls_at_ms: [0, 1500] }\n";
         assert_eq!(implied(timed), vec![Capability::ExactTimes]);
+        let dynamic = "name: s\nengine: { tools: { search: { kind: server, dynamic: true } } }\n";
+        assert_eq!(implied(dynamic), vec![Capability::DynamicTools]);
+    }
+
+    #[test]
+    fn settings_a_product_may_fix_are_needed_only_when_set_otherwise() {
+        for set in [
+            "engine: { coalesce_ms: 1000 }",
+            "engine: { recovery: { alarm_debounce_ms: 0 } }",
+            "engine: { recovery: { stable_retry_delay_ms: 10 } }",
+            "engine: { recovery: { enabled: false } }",
+            "actions: [ { at_ms: 0, user_message: { text: q, stall_timeout_ms: 2000 } } ]",
+        ] {
+            assert_eq!(implied(&format!("name: s\n{set}\n")), vec![Capability::EngineSettings], "{set}");
+        }
+        for kept in [
+            "engine: { coalesce_ms: 50, stall_timeout_ms: 1500 }",
+            "engine: { recovery: { alarm_debounce_ms: 30000, max_attempts: 2, stable_timeout_ms: 100 } }",
+        ] {
+            assert_eq!(
+                implied(&format!("name: s\n{kept}\n")),
+                vec![],
+                "{kept}: the defaults, or what every engine takes"
+            );
+        }
     }
 }

@@ -64,6 +64,16 @@ pub enum Capability {
     /// the exact sim times `expect.model_calls_at_ms` names. A live run
     /// lacks it: real time is the machine's, reported to within a tick.
     ExactTimes,
+    /// Core: tools the engine learns of at run time (`engine.dynamic_tools`),
+    /// streamed and stored as dynamic. An engine whose tools are all
+    /// declared up front (Think builds each client tool with `tool()`)
+    /// lacks it.
+    DynamicTools,
+    /// Core: the reference's settings a product may fix as constants, set
+    /// otherwise: the coalesce window, the recovery alarm's debounce, the
+    /// stable-state retry delay, recovery switched off, and a user
+    /// message's own stall timeout. An engine that fixes one lacks it.
+    EngineSettings,
 }
 
 impl Capability {
@@ -78,7 +88,7 @@ impl Capability {
     ];
 
     /// The core's parts: what an engine has unless it says it `lacks` them.
-    pub const CORE: [Capability; 8] = [
+    pub const CORE: [Capability; 10] = [
         Capability::ClientTools,
         Capability::Approvals,
         Capability::Chat,
@@ -87,6 +97,8 @@ impl Capability {
         Capability::StreamResume,
         Capability::RecoveryRecords,
         Capability::ExactTimes,
+        Capability::DynamicTools,
+        Capability::EngineSettings,
     ];
 
     pub fn is_core(self) -> bool {
@@ -109,6 +121,8 @@ impl Capability {
             Capability::StreamResume => "stream-resume",
             Capability::RecoveryRecords => "recovery-records",
             Capability::ExactTimes => "exact-times",
+            Capability::DynamicTools => "dynamic-tools",
+            Capability::EngineSettings => "engine-settings",
         }
     }
 
