@@ -44,6 +44,8 @@ export class ThinkClient {
     this.replyOf = replyOf; // a tool continuation's reply, by request id, as the driver names it
     this.named = named; // a transcript with each such reply under its name
     this.url = `ws://127.0.0.1:${port}${AGENT_PATH}/${instance}?_pk=${connectionId}`;
+    this.messagesUrl = `http://127.0.0.1:${port}${AGENT_PATH}/${instance}/get-messages`;
+    this.transcriptShown = false;
     this.connectionId = connectionId;
     this.clientTools = clientTools;
     this.onFrame = onFrame;
@@ -168,8 +170,30 @@ export class ThinkClient {
     return true;
   }
 
+  /**
+   * The stored transcript as useAgentChat loads it when it mounts: over
+   * HTTP from the agent's `/get-messages` (agents `dist/chat/react.js`
+   * 288-302, `defaultGetInitialMessagesFetch`), not from the socket: Think
+   * sends a connection no transcript while a stream it resumes is under
+   * way. Shown unless the socket's transcript came first.
+   */
+  async loadInitialMessages() {
+    try {
+      const response = await fetch(this.messagesUrl);
+      if (!response.ok) return this.onLog(`client ${this.connectionId}: get-messages answered ${response.status}`);
+      const messages = await response.json();
+      if (this.transcriptShown || !Array.isArray(messages)) return;
+      for (const message of messages) this.rememberTools(message, false);
+      this.showTranscript(messages);
+      this.onTranscript();
+    } catch (error) {
+      this.onLog(`client ${this.connectionId}: get-messages: ${error.message}`);
+    }
+  }
+
   /** Sends the whole transcript `messages` (UI messages) as this client now shows it. */
   showTranscript(messages) {
+    this.transcriptShown = true;
     messages = this.named(messages);
     this.shown = messages;
     this.lastAssistant = messages.findLast((message) => message.role === "assistant")?.id ?? null;

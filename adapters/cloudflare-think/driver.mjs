@@ -192,7 +192,18 @@ export class ThinkDriver {
     // Think continues a stored partial answer and retries a turn that stored none.
     const continues = this.stored.messages.at(-1)?.role === "assistant";
     const request = this.requests.get(id) ?? (id === this.stored.streamingRequest ? this.started(id, { continuation: continues }) : undefined);
-    const recovery = continuePrompted(body);
+    // A request Think starts itself with no answer stored after the last
+    // user message retries that turn (`_chatRecoveryRetry`, "a fresh user
+    // turn", dist/think.js 5555-5556): it answers anew, like the client's
+    // request it retries, into a message of its own.
+    // (So is a restarted object's request that no connection heard of.)
+    const retried = request && !request.userMessageId && (request.continuation || id === this.stored.streamingRequest);
+    if (retried && !continuePrompted(body) && this.readStore().messages.at(-1)?.role === "user") {
+      request.continuation = false;
+      request.retry = true;
+      request.userMessageId = this.stored.messages.at(-1).id;
+    }
+    const recovery = continuePrompted(body) || (request?.continuation && this.recoveryUnderWay());
     if (request?.continuation && !recovery && !request.replyId && this.stored.messages.at(-1)?.role === "assistant") {
       request.replyId = `${id}-reply`;
       request.leafId = this.stored.messages.at(-1).id;
@@ -201,8 +212,11 @@ export class ThinkDriver {
     // before Think asked the model): its reply is named like a tool
     // continuation's, from the request on, and bound to the assistant
     // message Think stores after the request's user message.
+    // (Think may have stored the reply already: then it goes by Think's id.)
     if (request && !request.continuation && !request.messageId && request.userMessageId) {
-      request.replyId = request.messageId = `${id}-reply`;
+      const after = this.stored.messages[this.stored.messages.findIndex((message) => message.id === request.userMessageId) + 1];
+      const storedReply = this.stored.messages.some((message) => message.id === request.userMessageId) && after?.role === "assistant" ? after.id : null;
+      request.replyId = request.messageId = storedReply ?? `${id}-reply`;
       request.leafId = request.userMessageId;
     }
     const messages = requestMessages(withoutContinuePrompt(body), stored);
@@ -215,6 +229,19 @@ export class ThinkDriver {
     return { request_id: this.requestName(id), step, continuation: request?.continuation ?? false, messages: this.names.messages(messages) };
   }
 
+  /**
+   * A recovery's continuation streams into the interrupted message
+   * (`continueLastTurn`, `trigger: "recovery-continue"`: "they stream into
+   * the interrupted assistant message so it stays one message", dist/think.js
+   * 7419-7421), with or without the continue prompt (a turn cut before its
+   * tool continuation ran gets none). Think opens the incident before it
+   * asks the model; the store is read again to see it.
+   */
+  recoveryUnderWay() {
+    if (this.recovering) return true;
+    return Object.values(this.readStore().records).some((record) => LIVE_INCIDENT.has(record?.status));
+  }
+
   requestIdOfTool() {
     return this.requestName(this.streamingRequest() ?? this.stored.streamingRequest ?? this.lastRequest ?? "r0");
   }
@@ -224,10 +251,21 @@ export class ThinkDriver {
     return id === "r0" ? id : this.names.request(id);
   }
 
+  /**
+   * The request whose stream is under way: the latest one Think has sent a
+   * frame of; else the first one sent and not done, as Think runs a
+   * client's requests in the order they came (a message sent while another
+   * turn runs waits its turn, dist/think.js `TurnQueue`).
+   */
   streamingRequest() {
-    let found = null;
-    for (const [id, request] of this.requests) if (request.streaming) found = id;
-    return found;
+    let framed = null;
+    let queued = null;
+    for (const [id, request] of this.requests) {
+      if (!request.streaming) continue;
+      if (request.framed) framed = id;
+      else queued ??= id;
+    }
+    return framed ?? queued;
   }
 
   async connect(id) {
@@ -244,6 +282,7 @@ export class ThinkDriver {
     });
     this.clients.set(id, client);
     await client.open();
+    client.loadInitialMessages();
     // A connection shows the conversation once Think sends it (a restarted
     // object wakes for the connection first: 1-2 s here); until then the
     // harness would judge a client that was never shown anything.
@@ -269,26 +308,51 @@ export class ThinkDriver {
       this.names.request(data.id);
     }
     if (data.type === "cf_agent_chat_messages" || data.type === "cf_agent_message_updated") this.bridge.storeChanged();
-    if (data.type !== "cf_agent_use_chat_response" || !data.id || data.replay) return;
+    if (data.type !== "cf_agent_use_chat_response" || !data.id) return;
+    if (data.replay) return this.replayed(data);
     const request = this.started(data.id, data);
+    request.framed = true;
     request.streaming = !data.done;
     const chunk = data.body && !data.done ? safeJson(data.body) : null;
-    if (chunk?.type === "start" && chunk.messageId && !request.continuation && !request.replyId) {
-      request.messageId = chunk.messageId;
-      this.names.message(chunk.messageId);
-    }
+    if (chunk?.type === "start" && chunk.messageId && !request.continuation) this.startNamed(request, chunk.messageId);
     if (data.done) this.bridge.storeChanged();
+  }
+
+  /**
+   * A stream Think replays to a connection that resumed it names its reply
+   * in its `start`: when no connection saw it live (its sender left before
+   * Think asked the model), the driver named the reply already, and Think's
+   * id is that name from now on.
+   */
+  replayed(data) {
+    const request = this.requests.get(data.id);
+    const chunk = data.body ? safeJson(data.body) : null;
+    if (chunk?.type === "start" && chunk.messageId && request?.replyId && !request.continuation) this.startNamed(request, chunk.messageId);
+  }
+
+  /**
+   * A request's `start` names its reply: Think's id is the reply's from now
+   * on, or, when the driver named the reply first, shown under that name.
+   */
+  startNamed(request, messageId) {
+    if (!request.replyId) {
+      request.messageId = messageId;
+      this.names.message(messageId);
+      return;
+    }
+    if (!this.aliases.has(messageId) && messageId !== request.replyId) this.aliases.set(messageId, request.replyId);
+    this.names.bind(messageId, request.replyId);
   }
 
   /** The request `id`, known from now on; `frame.continuation` flags a continuation of the answer before it. */
   started(id, frame) {
     let request = this.requests.get(id);
     if (!request) {
-      request = { streaming: true, continuation: false };
+      request = { streaming: true, continuation: false, framed: true };
       this.requests.set(id, request);
       this.lastRequest = id;
     }
-    request.continuation ||= !!frame.continuation;
+    request.continuation ||= !!frame.continuation && !request.retry;
     return request;
   }
 
