@@ -11,7 +11,7 @@
 // driver named first) is bound to its name. Kept in the run's scratch
 // directory, so a restarted object's messages keep their names.
 
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 
 export class Names {
   /** `file`: where the names are kept across generations (none: in memory only). */
@@ -89,8 +89,11 @@ export class Names {
     return name;
   }
 
+  /** Written whole or not at all: an eviction kills this process at any instant. */
   save() {
     if (!this.file) return;
-    writeFileSync(this.file, JSON.stringify({ counter: this.counter, names: Object.fromEntries(this.names), issued: [...this.issued] }));
+    const kept = JSON.stringify({ counter: this.counter, names: Object.fromEntries(this.names), issued: [...this.issued] });
+    writeFileSync(`${this.file}.next`, kept);
+    renameSync(`${this.file}.next`, this.file);
   }
 }
