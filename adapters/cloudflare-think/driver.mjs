@@ -133,9 +133,8 @@ export class ThinkDriver {
   named(messages) {
     for (const request of this.requests.values()) {
       if (!request.replyId || request.replyBound) continue;
-      const at = messages.findIndex((message) => message.id === request.leafId);
-      const reply = at >= 0 ? messages[at + 1] : undefined;
-      if (reply?.role !== "assistant" || this.aliases.has(reply.id)) continue;
+      const reply = replyAfter(messages, request.leafId);
+      if (!reply || this.aliases.has(reply.id)) continue;
       this.aliases.set(reply.id, request.replyId);
       this.names.bind(reply.id, request.replyId);
       request.replyBound = true;
@@ -192,13 +191,17 @@ export class ThinkDriver {
     // Think continues a stored partial answer and retries a turn that stored none.
     const continues = this.stored.messages.at(-1)?.role === "assistant";
     const request = this.requests.get(id) ?? (id === this.stored.streamingRequest ? this.started(id, { continuation: continues }) : undefined);
+    // Think opens a recovery's incident before it asks the model: a request
+    // Think started is judged on the store as it is now (read once here:
+    // each read is a process).
+    const ownRequest = request && !request.userMessageId && (request.continuation || id === this.stored.streamingRequest);
+    if (ownRequest) this.readStore();
     // A request Think starts itself with no answer stored after the last
     // user message retries that turn (`_chatRecoveryRetry`, "a fresh user
     // turn", dist/think.js 5555-5556): it answers anew, like the client's
     // request it retries, into a message of its own.
     // (So is a restarted object's request that no connection heard of.)
-    const retried = request && !request.userMessageId && (request.continuation || id === this.stored.streamingRequest);
-    if (retried && !continuePrompted(body) && this.readStore().messages.at(-1)?.role === "user") {
+    if (ownRequest && !continuePrompted(body) && this.stored.messages.at(-1)?.role === "user") {
       request.continuation = false;
       request.retry = true;
       request.userMessageId = this.stored.messages.at(-1).id;
@@ -214,9 +217,7 @@ export class ThinkDriver {
     // message Think stores after the request's user message.
     // (Think may have stored the reply already: then it goes by Think's id.)
     if (request && !request.continuation && !request.messageId && request.userMessageId) {
-      const after = this.stored.messages[this.stored.messages.findIndex((message) => message.id === request.userMessageId) + 1];
-      const storedReply = this.stored.messages.some((message) => message.id === request.userMessageId) && after?.role === "assistant" ? after.id : null;
-      request.replyId = request.messageId = storedReply ?? `${id}-reply`;
+      request.replyId = request.messageId = replyAfter(this.stored.messages, request.userMessageId)?.id ?? `${id}-reply`;
       request.leafId = request.userMessageId;
     }
     const messages = requestMessages(withoutContinuePrompt(body), stored);
@@ -234,12 +235,10 @@ export class ThinkDriver {
    * (`continueLastTurn`, `trigger: "recovery-continue"`: "they stream into
    * the interrupted assistant message so it stays one message", dist/think.js
    * 7419-7421), with or without the continue prompt (a turn cut before its
-   * tool continuation ran gets none). Think opens the incident before it
-   * asks the model; the store is read again to see it.
+   * tool continuation ran gets none).
    */
   recoveryUnderWay() {
-    if (this.recovering) return true;
-    return Object.values(this.readStore().records).some((record) => LIVE_INCIDENT.has(record?.status));
+    return this.recovering || Object.values(this.stored.records).some((record) => LIVE_INCIDENT.has(record?.status));
   }
 
   requestIdOfTool() {
@@ -480,6 +479,13 @@ function tiedTo(parts, message) {
   const ids = { text: [], reasoning: [] };
   for (const part of message.parts) if (part.type in ids) ids[part.type].push(part.id);
   return parts.map((part) => (part.type in ids && ids[part.type].length > 0 ? { ...part, id: ids[part.type].shift() } : part));
+}
+
+/** The assistant message right after message `leafId` in `messages`, if any. */
+function replyAfter(messages, leafId) {
+  const at = messages.findIndex((message) => message.id === leafId);
+  const reply = at >= 0 ? messages[at + 1] : undefined;
+  return reply?.role === "assistant" ? reply : undefined;
 }
 
 function safeJson(text) {
