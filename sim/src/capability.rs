@@ -150,7 +150,7 @@ impl fmt::Display for Capability {
 /// invariants`): the invariants an engine without it may break in a
 /// scenario that needs it, and no others. One line per capability, each
 /// with why.
-const EXPLAINED: [(Capability, &[&str]); 6] = [
+pub const EXPLAINED: [(Capability, &[&str]); 6] = [
     // A turn an eviction or a stall cut is left as it stopped: a stored
     // message nothing answers again, a partial still `streaming`, a call
     // cut mid input never recovered.
@@ -267,76 +267,5 @@ impl fmt::Display for Declared {
             write!(formatter, ", and lacks {}", names(&self.lacks))?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip_and_unknown_names_are_named() {
-        for capability in Capability::ALL.into_iter().chain(Capability::CORE) {
-            assert_eq!(Capability::parse(capability.name()), Ok(capability));
-            let serialised = serde_json::to_string(&capability).expect("serialises");
-            assert_eq!(serialised, format!("\"{}\"", capability.name()));
-        }
-        let error = Capability::parse("teleport").expect_err("unknown");
-        assert!(error.contains("`teleport`") && error.contains("recovery"), "{error}");
-    }
-
-    #[test]
-    fn what_a_capability_explains_names_invariants_that_exist() {
-        let invariants: Vec<&str> =
-            crate::check::invariants::INVARIANTS.iter().map(|invariant| invariant.name).collect();
-        for (capability, checks) in EXPLAINED {
-            for check in checks {
-                assert!(invariants.contains(check), "{capability} explains `{check}`, which is no invariant");
-            }
-        }
-        assert_eq!(EXPLAINED.map(|(capability, _)| capability), Capability::ALL, "one line per capability");
-    }
-
-    #[test]
-    fn a_missing_capability_explains_its_invariants_and_the_story_only() {
-        let recovery = [Capability::Recovery];
-        assert!(explains(&recovery, "no-lost-work"));
-        assert!(explains(&recovery, "expect.model_calls") && explains(&recovery, "fault-landed"));
-        assert!(!explains(&recovery, "callback-contract"), "a caller left without an outcome is the engine's");
-        assert!(!explains(&recovery, "engine-fault"), "a crash is never explained");
-        assert!(!explains(&[Capability::Messenger], "no-lost-work"));
-        assert!(!explains(&[], "expect.model_calls"), "a scenario that applies is judged whole");
-    }
-
-    #[test]
-    fn an_engine_that_declares_nothing_lacks_nothing() {
-        let needs = [Capability::Messenger, Capability::Recovery, Capability::Messenger, Capability::ClientTools];
-        assert_eq!(Declared::from_names(None, None).expect("none").missing(&needs), vec![]);
-        let some = Declared::from_names(Some(&["recovery".to_string()]), None).expect("known");
-        assert_eq!(some.missing(&needs), vec![Capability::Messenger]);
-        assert!(Declared::from_names(Some(&["recovery".to_string(), "x".to_string()]), None).is_err());
-    }
-
-    #[test]
-    fn core_capabilities_are_had_unless_lacked_and_only_they_can_be_lacked() {
-        let names = |list: &[&str]| list.iter().map(|name| name.to_string()).collect::<Vec<_>>();
-        let needs = [Capability::ClientTools, Capability::Chat, Capability::Recovery];
-        let declared = Declared::from_names(Some(&names(&["recovery"])), Some(&names(&["chat"]))).expect("core lacked");
-        assert_eq!(declared.missing(&needs), vec![Capability::Chat]);
-        assert!(declared.to_string().contains("lacks chat"), "{declared}");
-        let error = Declared::from_names(None, Some(&names(&["recovery"]))).expect_err("not core");
-        assert!(error.contains("`recovery` is not one"), "{error}");
-        let none_beyond = Declared::from_names(Some(&[]), None).expect("empty");
-        assert_eq!(none_beyond.missing(&needs), vec![Capability::Recovery]);
-    }
-
-    #[test]
-    fn a_lacked_core_capability_is_missing_and_the_rest_unchanged() {
-        let needs = [Capability::ExactTimes, Capability::ClientTools, Capability::Recovery];
-        let everything = Declared::everything();
-        assert_eq!(everything.missing(&needs), vec![]);
-        let live = everything.lacking(Capability::ExactTimes);
-        assert_eq!(live.missing(&needs), vec![Capability::ExactTimes]);
-        assert!(live.to_string().contains("lacks exact-times"), "{live}");
     }
 }

@@ -77,20 +77,3 @@ impl Drop for ScratchDir {
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_scratch_dir_is_gone_with_everything_in_it_once_dropped() {
-        let scratch = ScratchDir::new().expect("made");
-        let path = scratch.path().to_path_buf();
-        std::fs::create_dir_all(path.join("home/data")).expect("nested");
-        std::fs::write(path.join("home/data/db"), b"rows").expect("written");
-        let other = ScratchDir::new().expect("made");
-        assert_ne!(other.path(), path, "each run has its own");
-        drop(scratch);
-        assert!(!path.exists(), "{} outlived its run", path.display());
-    }
-}

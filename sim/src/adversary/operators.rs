@@ -650,35 +650,3 @@ pub fn other_input(input: &Value) -> Value {
 
 /// Characters `post-over-limit` adds to a post: past any surface's limit.
 pub const OVER_ANY_LIMIT_CHARS: usize = 2_001;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_operator_is_named_once_and_parses_back() {
-        let mut names: Vec<&str> = ALL_OPERATORS.iter().map(|operator| operator.name()).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), ALL_OPERATORS.len(), "operator names are unique");
-        for operator in ALL_OPERATORS {
-            assert_eq!(Operator::parse(operator.name()), Some(operator));
-        }
-        assert!("no-such-operator".parse::<Operator>().is_err());
-    }
-
-    #[test]
-    fn every_operator_breaks_a_property_of_the_catalogue() {
-        for operator in ALL_OPERATORS {
-            let property = operator.property();
-            assert!(crate::properties::property(property).is_some(), "{}: no property {property}", operator.name());
-        }
-    }
-
-    #[test]
-    fn an_altered_output_differs_from_the_original() {
-        for output in [Value::from("done"), Value::from(3), serde_json::json!({"a": 1}), Value::Null] {
-            assert_ne!(altered(&output), output);
-        }
-    }
-}

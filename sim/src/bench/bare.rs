@@ -26,7 +26,7 @@ use crate::trace::{sim_now, Event, Lane, TraceEvent};
 
 /// The node a traced event happens on in the floor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Node {
+pub enum Node {
     /// The world's own task: scripted actions and faults.
     World,
     Client,
@@ -55,9 +55,9 @@ pub struct Shape {
     seed: u64,
     /// Each traced event: sim µs and the node that sends it (the engine's
     /// go to the world, every other node's to the engine).
-    sends: Vec<(u64, Node)>,
+    pub sends: Vec<(u64, Node)>,
     /// Each eviction: sim µs of the kill and of the restart.
-    evictions: Vec<(u64, u64)>,
+    pub evictions: Vec<(u64, u64)>,
     /// Sim µs at which the run ended.
     end_us: u64,
 }
@@ -250,36 +250,4 @@ fn per_run(round_time: Duration, mut one: impl FnMut(usize) + Send) -> f64 {
             .join()
             .expect("bench thread")
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn standard() -> ScenarioFile {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(super::super::STANDARD_SCENARIO);
-        crate::scenario::load_scenario(&path).expect("the standard scenario loads")
-    }
-
-    #[test]
-    fn the_floor_replays_every_event_and_the_eviction() {
-        let shape = Shape::of(&standard(), 1);
-        assert_eq!(shape.evictions.len(), 1, "the standard story evicts once");
-        let (kill, restart) = shape.evictions[0];
-        let engine_while_down =
-            shape.sends.iter().filter(|(at, by)| *by == Node::Engine && *at > kill && *at < restart);
-        assert_eq!(engine_while_down.count(), 0, "a killed engine sends nothing");
-        // Every message lands but some sent to the engine while it was down
-        // (those of the kill's and the restart's instants, and of the first
-        // instant, before the engine has booted, may go either way).
-        let around_the_eviction = shape
-            .sends
-            .iter()
-            .filter(|(at, by)| *by != Node::Engine && (*at >= kill && *at <= restart || *at == 0))
-            .count();
-        let delivered = replay(&shape) as usize;
-        assert!(delivered < shape.events(), "the restart's own event finds the engine down");
-        assert!(delivered >= shape.events() - around_the_eviction, "{delivered} of {} delivered", shape.events());
-    }
 }

@@ -191,27 +191,3 @@ pub fn growth(small: &ScenarioFile, large: &ScenarioFile, checker: Checker, roun
     let large_cost = seconds_per_event(large, checker, round_time);
     large_cost / small_cost
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::runner;
-
-    #[test]
-    fn generated_sessions_pass_and_grow_with_their_size() {
-        let regressions = RegressionSet::default();
-        let (short, _) = runner::run_one(&step_chain(2), 0, &regressions);
-        let (long, violations) = runner::run_one(&step_chain(6), 0, &regressions);
-        assert!(violations.is_empty(), "{violations:?}");
-        let calls = |events: &[crate::trace::TraceEvent]| {
-            events.iter().filter(|event| matches!(event.event, crate::trace::Event::ModelCall { .. })).count()
-        };
-        assert_eq!(calls(&short.events), 3);
-        assert_eq!(calls(&long.events), 7);
-        let (batch, violations) = runner::run_one(&wide_batch(5), 0, &regressions);
-        assert!(violations.is_empty(), "{violations:?}");
-        assert_eq!(calls(&batch.events), 2);
-        let sent = batch.events.iter().filter(|event| matches!(event.event, crate::trace::Event::ClientSent { .. }));
-        assert_eq!(sent.count(), 5);
-    }
-}

@@ -587,27 +587,3 @@ pub fn text_of(part: &Part) -> Option<(bool, &str)> {
         _ => None,
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A user message, the reply whose last step called `tc-1` (answered),
-    /// and an empty new reply the request streams into.
-    fn request_into_a_new_reply() -> Vec<Message> {
-        let tool = serde_json::json!({"type": "tool", "call_id": "tc-1", "tool_name": "get", "state": "output-available",
-            "input_text": "{}", "input": {}, "output": "done", "error_text": null, "approval": null, "repaired": false});
-        let reply = serde_json::json!({"id": "m1", "role": "assistant", "parts": [{"type": "step-start"}, tool]});
-        let new_reply = serde_json::json!({"id": "m2", "role": "assistant", "parts": [{"type": "step-start"}]});
-        let mut messages = vec![Message::user("u1", "hi")];
-        messages.extend([reply, new_reply].map(|json| serde_json::from_value::<Message>(json).expect("a message")));
-        messages
-    }
-
-    #[test]
-    fn a_new_reply_answers_the_user_afresh_unless_the_request_is_a_continuation() {
-        let messages = request_into_a_new_reply();
-        assert_eq!(basis(&messages, false), Basis::User { message_id: "u1".into() });
-        assert_eq!(basis(&messages, true), Basis::Batch { message_id: "m1".into(), call_ids: vec!["tc-1".into()] });
-    }
-}

@@ -266,12 +266,12 @@ impl EngineOutput {
 
 /// The last [`STDERR_TAIL`] bytes of a stream, in at most twice that.
 #[derive(Default)]
-struct Tail {
+pub struct Tail {
     bytes: Vec<u8>,
 }
 
 impl Tail {
-    fn push(&mut self, more: &[u8]) {
+    pub fn push(&mut self, more: &[u8]) {
         let more = &more[more.len().saturating_sub(STDERR_TAIL)..];
         self.bytes.extend_from_slice(more);
         if self.bytes.len() > 2 * STDERR_TAIL {
@@ -279,8 +279,13 @@ impl Tail {
         }
     }
 
-    fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         &self.bytes[self.bytes.len().saturating_sub(STDERR_TAIL)..]
+    }
+
+    /// Bytes held, kept and not yet dropped (at most twice the tail).
+    pub fn held(&self) -> usize {
+        self.bytes.len()
     }
 }
 
@@ -304,35 +309,4 @@ pub fn real_now() -> Duration {
         libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &mut now as *mut libc::timespec);
     }
     Duration::new(u64::try_from(now.tv_sec).unwrap_or(0), u32::try_from(now.tv_nsec).unwrap_or(0))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_tail_keeps_the_last_bytes_in_bounded_space() {
-        let mut tail = Tail::default();
-        for round in 0..1_000u32 {
-            tail.push(format!("line {round}\n").as_bytes());
-            assert!(tail.bytes.len() <= 2 * STDERR_TAIL);
-        }
-        let kept = String::from_utf8_lossy(tail.bytes()).into_owned();
-        assert!(kept.ends_with("line 999\n"), "{kept}");
-        assert_eq!(kept.len(), STDERR_TAIL);
-        let mut huge = Tail::default();
-        huge.push(&vec![b'x'; 10 * STDERR_TAIL]);
-        assert_eq!(huge.bytes().len(), STDERR_TAIL);
-    }
-
-    #[test]
-    fn the_real_clock_moves_under_the_simulation() {
-        let runtime = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
-        let moved = runtime.block_on(async {
-            let before = real_now();
-            std::thread::sleep(Duration::from_millis(20));
-            real_now() - before
-        });
-        assert!(moved >= Duration::from_millis(20), "{moved:?}");
-    }
 }

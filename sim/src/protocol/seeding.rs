@@ -24,37 +24,3 @@ pub fn generation_seed(seed: u64, generation: u32) -> u64 {
     }
     splitmix64_mix(seed.wrapping_add(u64::from(generation).wrapping_mul(GOLDEN_GAMMA)))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::generation_seed;
-
-    /// The vectors every implementation is held to.
-    const VECTORS: &str = include_str!("../../../adapters/tests/fixtures/generation-seeds.json");
-
-    #[test]
-    fn matches_the_shared_vectors() {
-        let vectors: Vec<(u64, u32, u64)> = serde_json::from_str::<Vec<serde_json::Value>>(VECTORS)
-            .expect("the vectors parse")
-            .iter()
-            .map(|vector| {
-                let number = |key: &str| vector[key].as_str().expect("decimal strings").parse::<u64>().expect("a u64");
-                (number("seed"), number("generation") as u32, number("derived"))
-            })
-            .collect();
-        assert!(vectors.len() >= 4, "the vector file holds the cases");
-        for (seed, generation, derived) in vectors {
-            assert_eq!(generation_seed(seed, generation), derived, "seed {seed}, generation {generation}");
-        }
-    }
-
-    #[test]
-    fn generations_draw_apart() {
-        let seeds: Vec<u64> = (1..=5).map(|generation| generation_seed(7, generation)).collect();
-        let mut distinct = seeds.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        assert_eq!(distinct.len(), seeds.len(), "every generation of a run has a seed of its own: {seeds:?}");
-        assert_eq!(seeds[0], 7, "generation 1 draws from the run's seed");
-    }
-}

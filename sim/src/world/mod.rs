@@ -488,16 +488,3 @@ fn engine_node(
         })
         .build()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::guarded;
-
-    #[test]
-    fn a_panicking_run_becomes_its_message() {
-        assert_eq!(guarded(|| 7), Ok(7));
-        assert_eq!(guarded(|| -> u8 { panic!("engine bug") }), Err("engine bug".to_string()));
-        let seed = 3;
-        assert_eq!(guarded(|| -> u8 { panic!("bug on seed {seed}") }), Err("bug on seed 3".to_string()));
-    }
-}

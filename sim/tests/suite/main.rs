@@ -1,6 +1,9 @@
 //! turnsim's integration tests, one binary, one module per intent.
 
 mod adversary;
+mod bench_figures;
+mod catalogue;
+mod check_parts;
 mod checkers;
 mod cli;
 mod common;
@@ -16,6 +19,7 @@ mod layers;
 mod library;
 mod moments;
 mod owed;
+mod plumbing;
 mod provider;
 mod regressions;
 mod replay_views;
@@ -23,4 +27,5 @@ mod rust_engine;
 mod scenarios;
 mod silent_engine;
 mod snapshots;
+mod sweeps;
 mod vacuity;

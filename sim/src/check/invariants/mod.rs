@@ -24,6 +24,11 @@ mod user_text;
 
 use super::{CheckInput, Violation};
 
+/// `client-view`'s alignment carried from look to look, for its test in
+/// the integration suite.
+#[doc(hidden)]
+pub use client_view::RunsOnCopies;
+
 /// One invariant: a name for reports and `turnsim list invariants`, the rule
 /// in a sentence, and the check.
 pub struct Invariant {

@@ -30,6 +30,7 @@ mod rest;
 mod waiting;
 
 use rest::{AtRest, Stores};
+pub use waiting::RunsOnCopies;
 
 use super::Invariant;
 use crate::check::views::{shown, ClientViews, ShownMessage};
