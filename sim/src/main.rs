@@ -118,6 +118,10 @@ enum Command {
         /// Seeds per scenario, from 0.
         #[arg(long, default_value_t = 8)]
         seeds: u64,
+        /// Seeds checked at once, 1 to 256 (default: the machine's cores);
+        /// the report is the same at any count.
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// Generate random scenarios, run them, shrink the first failure and
     /// write it as a YAML scenario.
@@ -273,7 +277,7 @@ fn main() -> ExitCode {
         Command::Replay { file, seed, format, regressions } => {
             cli::replay::replay(&file, seed, format, &RegressionSet::of(regressions))
         }
-        Command::CheckDeterminism { paths, seeds } => cli::determinism::check_determinism(&paths, seeds),
+        Command::CheckDeterminism { paths, seeds, jobs } => cli::determinism::check_determinism(&paths, seeds, jobs),
         Command::List { what, paths } => cli::list::list(what, &paths),
         Command::Explore { cases, seed, jobs, regressions, out, max_shrink_iters, store_faults } => {
             let options = ExploreFlags { cases, seed, jobs, regressions, max_shrink_iters, store_faults };

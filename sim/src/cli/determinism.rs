@@ -3,32 +3,55 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
-use super::flags::{load_applicable, usage_error};
+use super::flags::{jobs_flag, load_applicable, usage_error};
 use crate::applicable::Split;
 use crate::outln;
 use crate::protocol::fault::EngineFault;
-use crate::scenario::ScenarioError;
+use crate::scenario::{ScenarioError, ScenarioFile};
 
-pub fn check_determinism(paths: &[PathBuf], seeds: u64) -> Result<ExitCode, ScenarioError> {
+/// Checks every (scenario, seed) pair, `jobs` at a time; the report lists
+/// them in file and seed order whatever `jobs` is.
+pub fn check_determinism(paths: &[PathBuf], seeds: u64, jobs: Option<usize>) -> Result<ExitCode, ScenarioError> {
     if seeds == 0 {
         return Err(usage_error("nothing to check: --seeds 0"));
     }
+    let jobs = jobs_flag(jobs)?;
     let Split { applicable: files, not_applicable } = load_applicable(paths)?;
+    let work: Vec<(&ScenarioFile, u64)> =
+        files.iter().flat_map(|file| (0..seeds).map(move |seed| (file, seed))).collect();
     let mut diverged = 0;
-    for file in &files {
-        for seed in 0..seeds {
-            if let Some(report) = crate::determinism::first_divergence(file, seed) {
-                let verdict = if report.starts_with(EngineFault::CHECK) { "FAIL" } else { "DIVERGED" };
-                outln!("{verdict} {} seed {seed}: {report}", file.path.display());
-                diverged += 1;
-            }
+    for ((file, seed), report) in work.iter().zip(divergences(&work, jobs)) {
+        if let Some(report) = report {
+            let verdict = if report.starts_with(EngineFault::CHECK) { "FAIL" } else { "DIVERGED" };
+            outln!("{verdict} {} seed {seed}: {report}", file.path.display());
+            diverged += 1;
         }
     }
     crate::output::emit(&crate::report::not_applicable_lines(&not_applicable));
     let passed = files.len() as u64 * seeds - diverged;
     outln!("determinism: {passed} passed, {diverged} failed{}", not_applicable_note(not_applicable.len()));
     Ok(if diverged == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Each pair's first divergence, in the order of `work`: `jobs` threads
+/// take the next pair as they finish one.
+fn divergences(work: &[(&ScenarioFile, u64)], jobs: usize) -> Vec<Option<String>> {
+    let next = AtomicUsize::new(0);
+    let found = Mutex::new(vec![None; work.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(work.len()) {
+            scope.spawn(|| loop {
+                let at = next.fetch_add(1, Ordering::SeqCst);
+                let Some(&(file, seed)) = work.get(at) else { break };
+                let report = crate::determinism::first_divergence(file, seed);
+                found.lock().expect("divergences lock")[at] = report;
+            });
+        }
+    });
+    found.into_inner().expect("divergences lock")
 }
 
 /// `; 2 scenarios not applicable`, or nothing when every scenario ran.

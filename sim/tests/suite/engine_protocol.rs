@@ -138,6 +138,37 @@ fn the_time_escape_canary_catches_an_engine_that_reads_the_real_clock() {
     assert!(text(&output).contains("messenger"), "the divergence names the post: {}", text(&output));
 }
 
+#[test]
+fn check_determinism_reports_in_seed_order_at_any_jobs() {
+    // The clock-reading engine of the canary diverges on every seed; seeds
+    // checked side by side are reported as one at a time reports them.
+    let leaks = r#"while read line; do
+        case "$line" in
+            *'"type":"reply"'*) continue ;;
+            *'"type":"post_done"'*) ;;
+            *) echo "{\"type\":\"post\",\"delivery\":\"clock\",\"text\":\"$(date +%s%N)\"}"; read reply ;;
+        esac
+        echo '{"type":"idle","next_timer_ns":null}'
+    done"#;
+    let check = |jobs: &str| {
+        let args = ["check-determinism", "scenarios/barrier-late-sibling.yaml", "--seeds", "4", "--jobs", jobs];
+        let output = turnsim(&[&args[..], &["--engine-cmd", leaks]].concat());
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+        String::from_utf8(output.stdout).expect("utf-8")
+    };
+    let one_at_a_time = check("1");
+    let seeds: Vec<&str> = one_at_a_time
+        .lines()
+        .filter(|line| line.starts_with("DIVERGED"))
+        .map(|line| line.split(" seed ").nth(1).and_then(|rest| rest.split(':').next()).unwrap_or(""))
+        .collect();
+    assert_eq!(seeds, ["0", "1", "2", "3"], "{one_at_a_time}");
+    let reported = |report: &str| {
+        report.lines().map(|line| line.split(": event").next().unwrap_or("").to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(reported(&check("3")), reported(&one_at_a_time), "the report's order does not depend on --jobs");
+}
+
 /// The engine processes `run` started with `--engine-cmd` wrapping
 /// `turnsim engine`, by the `init`s each one was sent: every process's
 /// input is copied to a file of its own.
