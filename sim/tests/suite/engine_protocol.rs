@@ -32,22 +32,35 @@ fn every_scenario_replays_byte_identically_over_the_protocol() {
     scenarios.sort();
     assert!(scenarios.len() > 50, "found only {} scenarios", scenarios.len());
     let served = served();
-    let mut compared = 0;
-    for path in &scenarios {
-        let file = path.to_str().expect("utf-8 path");
-        for seed in ["0", "1"] {
-            let local = turnsim(&["replay", file, "--seed", seed]);
-            let remote = turnsim(&["replay", file, "--seed", seed, "--engine-cmd", &served]);
-            assert_eq!(
-                text(&local),
-                text(&remote),
-                "{file} seed {seed}: the timeline differs across the process boundary"
-            );
-            assert_eq!(local.status.code(), remote.status.code(), "{file} seed {seed}: verdicts differ");
-            compared += 1;
+    let pairs: Vec<(&str, &str)> =
+        scenarios.iter().flat_map(|path| ["0", "1"].map(|seed| (path.to_str().expect("utf-8 path"), seed))).collect();
+    let compare = |&(file, seed): &(&str, &str)| {
+        let local = turnsim(&["replay", file, "--seed", seed]);
+        let remote = turnsim(&["replay", file, "--seed", seed, "--engine-cmd", &served]);
+        let (local_text, remote_text) = (text(&local), text(&remote));
+        if local_text != remote_text {
+            let first = local_text.lines().zip(remote_text.lines()).find(|(a, b)| a != b);
+            return Err(format!(
+                "{file} seed {seed}: the timeline differs across the process boundary, first at {first:?}"
+            ));
         }
-    }
-    assert_eq!(compared, scenarios.len() * 2);
+        match local.status.code() == remote.status.code() {
+            true => Ok(()),
+            false => Err(format!("{file} seed {seed}: verdicts differ")),
+        }
+    };
+    // Two halves side by side: each comparison is three processes that
+    // mostly wait on one another, so one at a time leaves a core idle.
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let halves: Vec<_> = pairs
+            .chunks(pairs.len().div_ceil(2))
+            .map(|half| scope.spawn(move || half.iter().map(compare).collect::<Vec<_>>()))
+            .collect();
+        halves.into_iter().flat_map(|half| half.join().expect("comparison thread")).collect()
+    });
+    assert_eq!(results.len(), scenarios.len() * 2, "every scenario compared at both seeds");
+    let differences: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
 
 #[test]
