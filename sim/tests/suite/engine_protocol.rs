@@ -132,20 +132,28 @@ fn check_determinism_holds_across_the_boundary_with_wall_clock_jitter() {
     assert!(text(&output).contains("determinism: 3 passed, 0 failed"), "{}", text(&output));
 }
 
+/// An engine that answers every input with a post carrying the real time
+/// (and the surface's answers to its posts with nothing more): it diverges
+/// on every seed.
+const CLOCK_READING_ENGINE: &str = r#"while read line; do
+    case "$line" in
+        *'"type":"reply"'*) continue ;;
+        *'"type":"post_done"'*) ;;
+        *) echo "{\"type\":\"post\",\"delivery\":\"clock\",\"text\":\"$(date +%s%N)\"}"; read reply ;;
+    esac
+    echo '{"type":"idle","next_timer_ns":null}'
+done"#;
+
 #[test]
 fn the_time_escape_canary_catches_an_engine_that_reads_the_real_clock() {
-    // Answers every input with a post that carries the real time (and the
-    // surface's answers to its posts with nothing more).
-    let leaks = r#"while read line; do
-        case "$line" in
-            *'"type":"reply"'*) continue ;;
-            *'"type":"post_done"'*) ;;
-            *) echo "{\"type\":\"post\",\"delivery\":\"clock\",\"text\":\"$(date +%s%N)\"}"; read reply ;;
-        esac
-        echo '{"type":"idle","next_timer_ns":null}'
-    done"#;
-    let output =
-        turnsim(&["check-determinism", "scenarios/barrier-late-sibling.yaml", "--seeds", "1", "--engine-cmd", leaks]);
+    let output = turnsim(&[
+        "check-determinism",
+        "scenarios/barrier-late-sibling.yaml",
+        "--seeds",
+        "1",
+        "--engine-cmd",
+        CLOCK_READING_ENGINE,
+    ]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(text(&output).contains("DIVERGED"), "{}", text(&output));
     assert!(text(&output).contains("messenger"), "the divergence names the post: {}", text(&output));
@@ -153,19 +161,10 @@ fn the_time_escape_canary_catches_an_engine_that_reads_the_real_clock() {
 
 #[test]
 fn check_determinism_reports_in_seed_order_at_any_jobs() {
-    // The clock-reading engine of the canary diverges on every seed; seeds
-    // checked side by side are reported as one at a time reports them.
-    let leaks = r#"while read line; do
-        case "$line" in
-            *'"type":"reply"'*) continue ;;
-            *'"type":"post_done"'*) ;;
-            *) echo "{\"type\":\"post\",\"delivery\":\"clock\",\"text\":\"$(date +%s%N)\"}"; read reply ;;
-        esac
-        echo '{"type":"idle","next_timer_ns":null}'
-    done"#;
+    // Seeds checked side by side are reported as one at a time reports them.
     let check = |jobs: &str| {
         let args = ["check-determinism", "scenarios/barrier-late-sibling.yaml", "--seeds", "4", "--jobs", jobs];
-        let output = turnsim(&[&args[..], &["--engine-cmd", leaks]].concat());
+        let output = turnsim(&[&args[..], &["--engine-cmd", CLOCK_READING_ENGINE]].concat());
         assert_eq!(output.status.code(), Some(1), "{}", text(&output));
         String::from_utf8(output.stdout).expect("utf-8")
     };
