@@ -110,11 +110,34 @@ fn engine(mode: &str) -> String {
     format!("python3 sim/tests/engines/hostile.py {mode}")
 }
 
+/// Engines of the corpus run at once: each run mostly waits (on its
+/// engine's silence, a kill, a process starting), so one at a time leaves
+/// the cores idle.
+const SIDE_BY_SIDE: usize = 4;
+
+/// `ran` over every engine of the corpus, [`SIDE_BY_SIDE`] at a time;
+/// each result beside its mode and the fault its report must name, in
+/// the corpus's order.
+fn over_the_corpus(ran: impl Fn(&str) -> Ran + Sync) -> Vec<(&'static str, &'static str, Ran)> {
+    let ran = &ran;
+    let mut results = Vec::new();
+    for batch in CORPUS.chunks(SIDE_BY_SIDE) {
+        std::thread::scope(|scope| {
+            let runs: Vec<_> =
+                batch.iter().map(|&(mode, fault)| (mode, fault, scope.spawn(move || ran(mode)))).collect();
+            for (mode, fault, run) in runs {
+                results.push((mode, fault, run.join().expect("hostile run thread")));
+            }
+        });
+    }
+    results
+}
+
 /// Every command that drives an engine, each over one fault class of the
 /// corpus: a test per command, so they run side by side.
 fn each_fault_through(command: &str, args: &[&str]) {
-    for (mode, fault) in CORPUS {
-        let ran = run_hostile(&format!("{command}-{mode}"), &engine(mode), args);
+    let results = over_the_corpus(|mode| run_hostile(&format!("{command}-{mode}"), &engine(mode), args));
+    for (mode, fault, ran) in results {
         assert_clean_failure(&ran, &format!("{command} with the {mode} engine"), fault);
         if command == "run" {
             assert!(ran.output.contains("replay: cargo run"), "{mode}: a replay line:\n{}", ran.output);
@@ -146,11 +169,13 @@ fn crash_points_fail_on_every_engine_fault_and_blame_the_engine() {
 
 #[test]
 fn explore_fails_on_every_engine_fault_without_shrinking_it() {
-    for (mode, fault) in CORPUS {
+    let results = over_the_corpus(|mode| {
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-engines").join(format!("explored-{mode}"));
         let out = out.to_str().expect("utf-8 path").to_string();
         let args = ["explore", "--cases", "3", "--seed", "1", "--jobs", "1", "--out", &out];
-        let ran = run_hostile(&format!("explore-{mode}"), &engine(mode), &args);
+        run_hostile(&format!("explore-{mode}"), &engine(mode), &args)
+    });
+    for (mode, fault, ran) in results {
         assert_clean_failure(&ran, &format!("explore with the {mode} engine"), fault);
         assert!(ran.output.contains("shrunk in 0 runs"), "{mode}: an engine fault is not shrunk:\n{}", ran.output);
     }
