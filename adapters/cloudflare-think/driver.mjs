@@ -196,20 +196,22 @@ export class ThinkDriver {
     // each read is a process).
     const ownRequest = request && !request.userMessageId && (request.continuation || id === this.stored.streamingRequest);
     if (ownRequest) this.readStore();
+    const prompted = continuePrompted(body);
+    const leaf = this.stored.messages.at(-1);
     // A request Think starts itself with no answer stored after the last
     // user message retries that turn (`_chatRecoveryRetry`, "a fresh user
     // turn", dist/think.js 5555-5556): it answers anew, like the client's
     // request it retries, into a message of its own.
     // (So is a restarted object's request that no connection heard of.)
-    if (ownRequest && !continuePrompted(body) && this.stored.messages.at(-1)?.role === "user") {
+    if (ownRequest && !prompted && leaf?.role === "user") {
       request.continuation = false;
       request.retry = true;
-      request.userMessageId = this.stored.messages.at(-1).id;
+      request.userMessageId = leaf.id;
     }
-    const recovery = continuePrompted(body) || (request?.continuation && this.recoveryUnderWay());
-    if (request?.continuation && !recovery && !request.replyId && this.stored.messages.at(-1)?.role === "assistant") {
+    const recovery = prompted || (request?.continuation && this.recoveryUnderWay());
+    if (request?.continuation && !recovery && !request.replyId && leaf?.role === "assistant") {
       request.replyId = `${id}-reply`;
-      request.leafId = this.stored.messages.at(-1).id;
+      request.leafId = leaf.id;
     }
     // A client's request whose `start` no connection saw (its sender left
     // before Think asked the model): its reply is named like a tool
