@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::common::workspace_root;
 
@@ -115,22 +117,28 @@ fn engine(mode: &str) -> String {
 /// the cores idle.
 const SIDE_BY_SIDE: usize = 4;
 
-/// `ran` over every engine of the corpus, [`SIDE_BY_SIDE`] at a time;
-/// each result beside its mode and the fault its report must name, in
-/// the corpus's order.
+/// `ran` over every engine of the corpus, [`SIDE_BY_SIDE`] at a time (each
+/// worker takes the next engine as its last run ends: a slow engine holds
+/// up only its own worker); each result beside its mode and the fault its
+/// report must name, in the corpus's order.
 fn over_the_corpus(ran: impl Fn(&str) -> Ran + Sync) -> Vec<(&'static str, &'static str, Ran)> {
-    let ran = &ran;
-    let mut results = Vec::new();
-    for batch in CORPUS.chunks(SIDE_BY_SIDE) {
-        std::thread::scope(|scope| {
-            let runs: Vec<_> =
-                batch.iter().map(|&(mode, fault)| (mode, fault, scope.spawn(move || ran(mode)))).collect();
-            for (mode, fault, run) in runs {
-                results.push((mode, fault, run.join().expect("hostile run thread")));
-            }
-        });
-    }
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Ran>>> = CORPUS.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..SIDE_BY_SIDE {
+            scope.spawn(|| {
+                let mut at = next.fetch_add(1, Ordering::SeqCst);
+                while let Some(&(mode, _)) = CORPUS.get(at) {
+                    *slots[at].lock().expect("slot lock") = Some(ran(mode));
+                    at = next.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    let results = CORPUS.iter().zip(slots);
     results
+        .map(|(&(mode, fault), slot)| (mode, fault, slot.into_inner().expect("slot lock").expect("every engine ran")))
+        .collect()
 }
 
 /// Every command that drives an engine, each over one fault class of the
