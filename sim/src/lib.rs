@@ -27,6 +27,7 @@ pub mod html;
 pub mod live;
 pub mod mermaid;
 pub mod output;
+pub mod pool;
 pub mod properties;
 pub mod protocol;
 pub mod records;

@@ -19,8 +19,7 @@ pub mod matrix;
 pub mod operators;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -179,22 +178,12 @@ pub fn sweep(plan: &SweepPlan, progress: &(dyn Fn() + Sync)) -> Vec<Trial> {
         .enumerate()
         .flat_map(|(scenario, file)| plan.seeds.of(file).map(move |seed| (scenario, seed)))
         .collect();
-    let next = AtomicUsize::new(0);
-    let trials = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..plan.jobs.max(1) {
-            scope.spawn(|| loop {
-                if crate::runner::interrupted() {
-                    break;
-                }
-                let Some(&(scenario, seed)) = work.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
-                let found = trials_of(plan, scenario, seed);
-                trials.lock().expect("trials lock").extend(found);
-                progress();
-            });
-        }
+    let found = crate::pool::in_order(&work, plan.jobs, crate::runner::interrupted, |&(scenario, seed)| {
+        let trials = trials_of(plan, scenario, seed);
+        progress();
+        trials
     });
-    let mut trials = trials.into_inner().expect("trials lock");
+    let mut trials: Vec<Trial> = found.into_iter().flatten().flatten().collect();
     trials.sort_by_key(|trial| (trial.scenario, trial.seed, trial.operator));
     trials
 }

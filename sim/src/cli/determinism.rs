@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use super::flags::{jobs_flag, load_applicable, usage_error};
 use crate::applicable::Split;
@@ -36,22 +34,12 @@ pub fn check_determinism(paths: &[PathBuf], seeds: u64, jobs: Option<usize>) -> 
     Ok(if diverged == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// Each pair's first divergence, in the order of `work`: `jobs` threads
-/// take the next pair as they finish one.
+/// Each pair's first divergence, in the order of `work`. Nothing stops
+/// the pool short: a pair left unchecked must not read as passed.
 fn divergences(work: &[(&ScenarioFile, u64)], jobs: usize) -> Vec<Option<String>> {
-    let next = AtomicUsize::new(0);
-    let found = Mutex::new(vec![None; work.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.min(work.len()) {
-            scope.spawn(|| loop {
-                let at = next.fetch_add(1, Ordering::SeqCst);
-                let Some(&(file, seed)) = work.get(at) else { break };
-                let report = crate::determinism::first_divergence(file, seed);
-                found.lock().expect("divergences lock")[at] = report;
-            });
-        }
-    });
-    found.into_inner().expect("divergences lock")
+    let reports =
+        crate::pool::in_order(work, jobs, || false, |&(file, seed)| crate::determinism::first_divergence(file, seed));
+    reports.into_iter().map(|report| report.expect("every pair checked")).collect()
 }
 
 /// `; 2 scenarios not applicable`, or nothing when every scenario ran.

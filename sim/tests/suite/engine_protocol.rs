@@ -49,15 +49,12 @@ fn every_scenario_replays_byte_identically_over_the_protocol() {
             false => Err(format!("{file} seed {seed}: verdicts differ")),
         }
     };
-    // Two halves side by side: each comparison is three processes that
-    // mostly wait on one another, so one at a time leaves a core idle.
-    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
-        let halves: Vec<_> = pairs
-            .chunks(pairs.len().div_ceil(2))
-            .map(|half| scope.spawn(move || half.iter().map(compare).collect::<Vec<_>>()))
-            .collect();
-        halves.into_iter().flat_map(|half| half.join().expect("comparison thread")).collect()
-    });
+    // Two at a time: each comparison is three processes that mostly wait
+    // on one another, so one at a time leaves a core idle.
+    let results: Vec<Result<(), String>> = turnsim::pool::in_order(&pairs, 2, || false, compare)
+        .into_iter()
+        .map(|compared| compared.expect("compared"))
+        .collect();
     assert_eq!(results.len(), scenarios.len() * 2, "every scenario compared at both seeds");
     let differences: Vec<String> = results.into_iter().filter_map(Result::err).collect();
     assert!(differences.is_empty(), "{}", differences.join("\n"));

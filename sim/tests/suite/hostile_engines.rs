@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use crate::common::workspace_root;
 
@@ -122,23 +120,9 @@ const SIDE_BY_SIDE: usize = 4;
 /// up only its own worker); each result beside its mode and the fault its
 /// report must name, in the corpus's order.
 fn over_the_corpus(ran: impl Fn(&str) -> Ran + Sync) -> Vec<(&'static str, &'static str, Ran)> {
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Ran>>> = CORPUS.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..SIDE_BY_SIDE {
-            scope.spawn(|| {
-                let mut at = next.fetch_add(1, Ordering::SeqCst);
-                while let Some(&(mode, _)) = CORPUS.get(at) {
-                    *slots[at].lock().expect("slot lock") = Some(ran(mode));
-                    at = next.fetch_add(1, Ordering::SeqCst);
-                }
-            });
-        }
-    });
-    let results = CORPUS.iter().zip(slots);
-    results
-        .map(|(&(mode, fault), slot)| (mode, fault, slot.into_inner().expect("slot lock").expect("every engine ran")))
-        .collect()
+    let results = turnsim::pool::in_order(&CORPUS, SIDE_BY_SIDE, || false, |&(mode, _)| ran(mode));
+    let results = CORPUS.iter().zip(results);
+    results.map(|(&(mode, fault), ran)| (mode, fault, ran.expect("every engine ran"))).collect()
 }
 
 /// Every command that drives an engine, each over one fault class of the
