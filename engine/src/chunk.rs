@@ -45,65 +45,67 @@ pub struct Usage {
     pub output_tokens: u32,
 }
 
-/// One chunk of a model stream.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-pub enum Chunk {
-    TextStart {
-        id: String,
-    },
-    TextDelta {
-        id: String,
-        delta: String,
-    },
-    TextEnd {
-        id: String,
-    },
-    ReasoningStart {
-        id: String,
-    },
-    ReasoningDelta {
-        id: String,
-        delta: String,
-    },
-    ReasoningEnd {
-        id: String,
-    },
-    ToolInputStart {
-        id: String,
-        name: String,
-        /// A tool defined at run time (an MCP tool): stored as a
-        /// `dynamic-tool` part.
-        #[serde(default, skip_serializing_if = "is_false")]
-        dynamic: bool,
-    },
-    ToolInputDelta {
-        id: String,
-        delta: String,
-    },
-    ToolInputEnd {
-        id: String,
-    },
-    /// The provider finalised a tool call: the tool becomes `input-available`
-    /// mid-stream. Without it a tool is only finalised at `finish-step`.
-    ToolCall {
-        id: String,
-        name: String,
-        input: Value,
-        #[serde(default, skip_serializing_if = "is_false")]
-        dynamic: bool,
-    },
-    FinishStep {
-        reason: FinishReason,
-        usage: Usage,
-    },
-    Finish {
-        reason: FinishReason,
-    },
-    /// An in-band error chunk.
-    Error {
-        message: String,
-    },
+crate::tag_first! {
+    #[serde(tag = "type", rename_all = "kebab-case")]
+    /// One chunk of a model stream.
+    #[derive(Clone, Debug, PartialEq, Serialize)]
+    pub enum Chunk {
+        TextStart {
+            id: String,
+        },
+        TextDelta {
+            id: String,
+            delta: String,
+        },
+        TextEnd {
+            id: String,
+        },
+        ReasoningStart {
+            id: String,
+        },
+        ReasoningDelta {
+            id: String,
+            delta: String,
+        },
+        ReasoningEnd {
+            id: String,
+        },
+        ToolInputStart {
+            id: String,
+            name: String,
+            /// A tool defined at run time (an MCP tool): stored as a
+            /// `dynamic-tool` part.
+            #[serde(default, skip_serializing_if = "is_false")]
+            dynamic: bool,
+        },
+        ToolInputDelta {
+            id: String,
+            delta: String,
+        },
+        ToolInputEnd {
+            id: String,
+        },
+        /// The provider finalised a tool call: the tool becomes `input-available`
+        /// mid-stream. Without it a tool is only finalised at `finish-step`.
+        ToolCall {
+            id: String,
+            name: String,
+            input: Value,
+            #[serde(default, skip_serializing_if = "is_false")]
+            dynamic: bool,
+        },
+        FinishStep {
+            reason: FinishReason,
+            usage: Usage,
+        },
+        Finish {
+            reason: FinishReason,
+        },
+        /// An in-band error chunk.
+        Error {
+            message: String,
+        },
+    }
 }
 
 impl Chunk {

@@ -6,139 +6,141 @@ use serde::{Deserialize, Serialize};
 use crate::durable::TurnKind;
 use crate::transcript::ToolState;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
-pub enum EngineEvent {
-    /// The engine process started (first boot or after an eviction).
-    Boot {
-        restored_intent: bool,
-        in_flight: Option<String>,
-    },
-    UserMessageStored {
-        message_id: String,
-    },
-    /// A `chat()` call arrived again under a key already taken: ignored.
-    ChatRepeated {
-        key: String,
-    },
-    TurnQueued {
-        request_id: String,
-        kind: TurnKind,
-    },
-    TurnStarted {
-        request_id: String,
-        kind: TurnKind,
-        message_id: String,
-    },
-    ModelCall {
-        request_id: String,
-        step: u32,
-        attempt: u32,
-    },
-    /// A tool became `input-available` (or awaits approval) in the live stream.
-    ToolReady {
-        call_id: String,
-        tool_name: String,
-        state: ToolState,
-    },
-    /// A tool result or approval was applied (`into`: accumulator or store).
-    ToolApplied {
-        call_id: String,
-        state: ToolState,
-        into: String,
-        auto_continue: bool,
-    },
-    /// A tool result or approval matched no part in a state that takes it.
-    ToolIgnored {
-        call_id: String,
-    },
-    ServerToolStarted {
-        call_id: String,
-    },
-    Repaired {
-        call_ids: Vec<String>,
-    },
-    ContinuationPending {
-        message_id: String,
-    },
-    ContinuationCoalesced,
-    ContinuationDeferred,
-    CoalesceTimerArmed,
-    /// The barrier looked and will not fire yet.
-    ContinuationHeld {
-        reason: String,
-    },
-    ContinuationFired {
-        request_id: String,
-    },
-    StreamStalled {
-        request_id: String,
-        timeout_ms: u64,
-    },
-    /// The provider truncated the step (empty `unknown` finish).
-    EmptyFinish {
-        request_id: String,
-        attempt: u32,
-        discarded_parts: usize,
-        /// Tool calls that went with the discarded parts.
-        discarded_tools: Vec<String>,
-    },
-    /// A model call failed retryably (429/5xx, or a truncated finish): the
-    /// step's next call waits `delay_ms`. The failed attempt's parts (and
-    /// the tool calls among them) were discarded.
-    ProviderRetry {
-        request_id: String,
-        attempt: u32,
-        delay_ms: u64,
-        reason: String,
-        discarded_parts: usize,
-        discarded_tools: Vec<String>,
-    },
-    RecoveryScheduled {
-        incident_id: String,
-        attempt: u32,
-        strategy: String,
-    },
-    /// The conversation moved on (a newer message) before the recovery ran.
-    RecoverySkipped {
-        incident_id: String,
-        reason: String,
-    },
-    RecoveryParked {
-        incident_id: String,
-    },
-    RecoveryExhausted {
-        incident_id: String,
-        attempt: u32,
-        reason: String,
-    },
-    RecoveryCompleted {
-        incident_id: String,
-    },
-    TurnFinished {
-        request_id: String,
-        kind: TurnKind,
-        status: TurnStatus,
-    },
-    /// The store refused a commit; the running turn, if any, fails.
-    StoreRefused,
-    /// A messenger delivery is answered by this request.
-    DeliveryAccepted {
-        delivery_id: String,
-        request_id: String,
-    },
-    /// The messenger surface refused a post: the rest of that reply is not
-    /// posted.
-    DeliveryPostFailed {
-        delivery_id: String,
-        error: String,
-    },
-    /// The host's `on_exhausted` hook failed; the engine carries on as if
-    /// it had run (the reference swallows the throw).
-    HookFailed {
-        incident_id: String,
-        error: String,
-    },
+crate::tag_first! {
+    #[serde(tag = "event", rename_all = "kebab-case")]
+    #[derive(Clone, Debug, PartialEq, Serialize)]
+    pub enum EngineEvent {
+        /// The engine process started (first boot or after an eviction).
+        Boot {
+            restored_intent: bool,
+            in_flight: Option<String>,
+        },
+        UserMessageStored {
+            message_id: String,
+        },
+        /// A `chat()` call arrived again under a key already taken: ignored.
+        ChatRepeated {
+            key: String,
+        },
+        TurnQueued {
+            request_id: String,
+            kind: TurnKind,
+        },
+        TurnStarted {
+            request_id: String,
+            kind: TurnKind,
+            message_id: String,
+        },
+        ModelCall {
+            request_id: String,
+            step: u32,
+            attempt: u32,
+        },
+        /// A tool became `input-available` (or awaits approval) in the live stream.
+        ToolReady {
+            call_id: String,
+            tool_name: String,
+            state: ToolState,
+        },
+        /// A tool result or approval was applied (`into`: accumulator or store).
+        ToolApplied {
+            call_id: String,
+            state: ToolState,
+            into: String,
+            auto_continue: bool,
+        },
+        /// A tool result or approval matched no part in a state that takes it.
+        ToolIgnored {
+            call_id: String,
+        },
+        ServerToolStarted {
+            call_id: String,
+        },
+        Repaired {
+            call_ids: Vec<String>,
+        },
+        ContinuationPending {
+            message_id: String,
+        },
+        ContinuationCoalesced,
+        ContinuationDeferred,
+        CoalesceTimerArmed,
+        /// The barrier looked and will not fire yet.
+        ContinuationHeld {
+            reason: String,
+        },
+        ContinuationFired {
+            request_id: String,
+        },
+        StreamStalled {
+            request_id: String,
+            timeout_ms: u64,
+        },
+        /// The provider truncated the step (empty `unknown` finish).
+        EmptyFinish {
+            request_id: String,
+            attempt: u32,
+            discarded_parts: usize,
+            /// Tool calls that went with the discarded parts.
+            discarded_tools: Vec<String>,
+        },
+        /// A model call failed retryably (429/5xx, or a truncated finish): the
+        /// step's next call waits `delay_ms`. The failed attempt's parts (and
+        /// the tool calls among them) were discarded.
+        ProviderRetry {
+            request_id: String,
+            attempt: u32,
+            delay_ms: u64,
+            reason: String,
+            discarded_parts: usize,
+            discarded_tools: Vec<String>,
+        },
+        RecoveryScheduled {
+            incident_id: String,
+            attempt: u32,
+            strategy: String,
+        },
+        /// The conversation moved on (a newer message) before the recovery ran.
+        RecoverySkipped {
+            incident_id: String,
+            reason: String,
+        },
+        RecoveryParked {
+            incident_id: String,
+        },
+        RecoveryExhausted {
+            incident_id: String,
+            attempt: u32,
+            reason: String,
+        },
+        RecoveryCompleted {
+            incident_id: String,
+        },
+        TurnFinished {
+            request_id: String,
+            kind: TurnKind,
+            status: TurnStatus,
+        },
+        /// The store refused a commit; the running turn, if any, fails.
+        StoreRefused,
+        /// A messenger delivery is answered by this request.
+        DeliveryAccepted {
+            delivery_id: String,
+            request_id: String,
+        },
+        /// The messenger surface refused a post: the rest of that reply is not
+        /// posted.
+        DeliveryPostFailed {
+            delivery_id: String,
+            error: String,
+        },
+        /// The host's `on_exhausted` hook failed; the engine carries on as if
+        /// it had run (the reference swallows the throw).
+        HookFailed {
+            incident_id: String,
+            error: String,
+        },
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

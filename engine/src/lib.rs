@@ -19,6 +19,7 @@ pub mod post;
 pub mod regression;
 pub mod seam;
 pub mod session;
+pub mod tag_first;
 pub mod transcript;
 
 pub use chunk::{Chunk, FinishReason, StreamError, Usage};

@@ -43,13 +43,15 @@ pub enum TextState {
     Done,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-pub enum Part {
-    StepStart,
-    Text { id: String, text: String, state: TextState },
-    Reasoning { id: String, text: String, state: TextState },
-    Tool(ToolPart),
+crate::tag_first! {
+    #[serde(tag = "type", rename_all = "kebab-case")]
+    #[derive(Clone, Debug, PartialEq, Serialize)]
+    pub enum Part {
+        StepStart,
+        Text { id: String, text: String, state: TextState },
+        Reasoning { id: String, text: String, state: TextState },
+        Tool(ToolPart),
+    }
 }
 
 /// The states of a tool part, in the order a call normally moves through them.

@@ -27,109 +27,111 @@ pub struct RunTerms {
     pub fault_sites: Vec<FaultSite>,
 }
 
-/// A message to the engine. Every one but `reply` carries the sim time.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ToEngine {
-    Init {
-        now_ns: u64,
-        protocol: u32,
-        seed: u64,
-        generation: u32,
-        wall_base_ms: u64,
-        config: Box<EngineConfig>,
-        state: Box<DurableState>,
-        /// Whether the store may refuse a commit in this run. When it may
-        /// not, an engine need not wait for a commit's reply (`no_reply`).
-        store_may_refuse: bool,
-        /// The fault sites switched on for this run: a fault point at any
-        /// other site would be answered `fire: false`, so need not be asked.
-        fault_sites: Vec<FaultSite>,
-        /// A live run's scratch directory (`crate::live`): the same for every
-        /// generation of the run, removed when it ends. Absent otherwise.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        scratch_dir: Option<String>,
-    },
-    Connect {
-        now_ns: u64,
-        connection: u64,
-    },
-    Disconnect {
-        now_ns: u64,
-        connection: u64,
-    },
-    /// The client on `connection` asks to resume the stream in progress.
-    ResumeRequest {
-        now_ns: u64,
-        connection: u64,
-    },
-    /// The client on `connection` acks the resume it was offered.
-    ResumeAck {
-        now_ns: u64,
-        connection: u64,
-        request_id: String,
-    },
-    UserMessage {
-        now_ns: u64,
-        text: String,
-        options: TurnOptions,
-    },
-    /// `chat` addresses the callback; `key` names the call (the same key
-    /// again is the same call delivered twice).
-    Chat {
-        now_ns: u64,
-        chat: u32,
-        key: String,
-        text: String,
-        options: TurnOptions,
-    },
-    Deliver {
-        now_ns: u64,
-        delivery: String,
-        text: String,
-    },
-    ToolResult {
-        now_ns: u64,
-        result: ToolResult,
-        auto_continue: bool,
-    },
-    Approval {
-        now_ns: u64,
-        call_id: String,
-        approved: bool,
-        auto_continue: bool,
-    },
-    ModelChunk {
-        now_ns: u64,
-        call: u32,
-        chunk: Chunk,
-    },
-    ModelEnd {
-        now_ns: u64,
-        call: u32,
-        end: WireEnd,
-    },
-    ServerToolDone {
-        now_ns: u64,
-        request_id: String,
-        call_id: String,
-        outcome: Option<ToolOutcome>,
-    },
-    /// The chat surface's answer to post `post`.
-    PostDone {
-        now_ns: u64,
-        post: u32,
-        delivery: String,
-        ok: bool,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        error: Option<String>,
-    },
-    Timer {
-        now_ns: u64,
-    },
-    Reply {
-        value: serde_json::Value,
-    },
+turnsim_engine::tag_first! {
+    #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+    /// A message to the engine. Every one but `reply` carries the sim time.
+    #[derive(Clone, Debug, PartialEq, Serialize)]
+    pub enum ToEngine {
+        Init {
+            now_ns: u64,
+            protocol: u32,
+            seed: u64,
+            generation: u32,
+            wall_base_ms: u64,
+            config: Box<EngineConfig>,
+            state: Box<DurableState>,
+            /// Whether the store may refuse a commit in this run. When it may
+            /// not, an engine need not wait for a commit's reply (`no_reply`).
+            store_may_refuse: bool,
+            /// The fault sites switched on for this run: a fault point at any
+            /// other site would be answered `fire: false`, so need not be asked.
+            fault_sites: Vec<FaultSite>,
+            /// A live run's scratch directory (`crate::live`): the same for every
+            /// generation of the run, removed when it ends. Absent otherwise.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            scratch_dir: Option<String>,
+        },
+        Connect {
+            now_ns: u64,
+            connection: u64,
+        },
+        Disconnect {
+            now_ns: u64,
+            connection: u64,
+        },
+        /// The client on `connection` asks to resume the stream in progress.
+        ResumeRequest {
+            now_ns: u64,
+            connection: u64,
+        },
+        /// The client on `connection` acks the resume it was offered.
+        ResumeAck {
+            now_ns: u64,
+            connection: u64,
+            request_id: String,
+        },
+        UserMessage {
+            now_ns: u64,
+            text: String,
+            options: TurnOptions,
+        },
+        /// `chat` addresses the callback; `key` names the call (the same key
+        /// again is the same call delivered twice).
+        Chat {
+            now_ns: u64,
+            chat: u32,
+            key: String,
+            text: String,
+            options: TurnOptions,
+        },
+        Deliver {
+            now_ns: u64,
+            delivery: String,
+            text: String,
+        },
+        ToolResult {
+            now_ns: u64,
+            result: ToolResult,
+            auto_continue: bool,
+        },
+        Approval {
+            now_ns: u64,
+            call_id: String,
+            approved: bool,
+            auto_continue: bool,
+        },
+        ModelChunk {
+            now_ns: u64,
+            call: u32,
+            chunk: Chunk,
+        },
+        ModelEnd {
+            now_ns: u64,
+            call: u32,
+            end: WireEnd,
+        },
+        ServerToolDone {
+            now_ns: u64,
+            request_id: String,
+            call_id: String,
+            outcome: Option<ToolOutcome>,
+        },
+        /// The chat surface's answer to post `post`.
+        PostDone {
+            now_ns: u64,
+            post: u32,
+            delivery: String,
+            ok: bool,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            error: Option<String>,
+        },
+        Timer {
+            now_ns: u64,
+        },
+        Reply {
+            value: serde_json::Value,
+        },
+    }
 }
 
 impl ToEngine {
@@ -155,18 +157,20 @@ impl ToEngine {
     }
 }
 
-/// How a model call ended.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum WireEnd {
-    /// The stream closed (after its finish, or short of one).
-    Closed,
-    /// The connection dropped mid-stream.
-    Cut,
-    Http {
-        status: u16,
-        message: String,
-    },
+turnsim_engine::tag_first! {
+    #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+    /// How a model call ended.
+    #[derive(Clone, Debug, PartialEq, Serialize)]
+    pub enum WireEnd {
+        /// The stream closed (after its finish, or short of one).
+        Closed,
+        /// The connection dropped mid-stream.
+        Cut,
+        Http {
+            status: u16,
+            message: String,
+        },
+    }
 }
 
 impl WireEnd {
@@ -186,72 +190,74 @@ impl WireEnd {
     }
 }
 
-/// A message from the engine: requests (`commit`, `model_request`,
-/// `fault_point`, `post`, `exhausted`) wait for one `reply`; the rest are
-/// effects. A `commit` with `no_reply` is an effect too: the store takes
-/// every commit in a run whose `init` said it may not refuse one.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum FromEngine {
-    Commit {
-        writes: Vec<Write>,
-        /// The engine goes on without a reply (allowed only when `init`
-        /// said `store_may_refuse: false`).
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        no_reply: bool,
-    },
-    Send {
-        connection: u64,
-        frame: Frame,
-    },
-    ModelRequest {
-        request: ModelRequest,
-    },
-    FaultPoint {
-        site: FaultSite,
-    },
-    ModelCancel {
-        call: u32,
-    },
-    ServerTool {
-        request_id: String,
-        call: ServerToolCall,
-    },
-    Callback {
-        chat: u32,
-        call: WireCallback,
-    },
-    Post {
-        delivery: String,
-        text: String,
-    },
-    Exhausted {
-        context: ExhaustedContext,
-    },
-    Observe {
-        event: EngineEvent,
-    },
-    Idle {
-        next_timer_ns: Option<u64>,
-        /// On the `idle` that answers `init`: this process takes another
-        /// `init` once its run is over (and forgets everything before it).
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        reinit: bool,
-        /// On the `idle` that answers `init`: when this generation is
-        /// evicted, the process starts the next generation in place (a
-        /// fresh `init`) with nothing of this one left in its memory.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        generations: bool,
-        /// On the `idle` that answers `init`: the capabilities the engine
-        /// implements (`crate::capability`); absent, every one. Names, not
-        /// the enum: an unknown name is a protocol fault that names it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        capabilities: Option<Vec<String>>,
-        /// On the `idle` that answers `init`: the core capabilities the
-        /// engine lacks (`crate::capability::Capability::CORE`); absent, none.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        lacks: Option<Vec<String>>,
-    },
+turnsim_engine::tag_first! {
+    #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+    /// A message from the engine: requests (`commit`, `model_request`,
+    /// `fault_point`, `post`, `exhausted`) wait for one `reply`; the rest are
+    /// effects. A `commit` with `no_reply` is an effect too: the store takes
+    /// every commit in a run whose `init` said it may not refuse one.
+    #[derive(Clone, Debug, PartialEq, Serialize)]
+    pub enum FromEngine {
+        Commit {
+            writes: Vec<Write>,
+            /// The engine goes on without a reply (allowed only when `init`
+            /// said `store_may_refuse: false`).
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            no_reply: bool,
+        },
+        Send {
+            connection: u64,
+            frame: Frame,
+        },
+        ModelRequest {
+            request: ModelRequest,
+        },
+        FaultPoint {
+            site: FaultSite,
+        },
+        ModelCancel {
+            call: u32,
+        },
+        ServerTool {
+            request_id: String,
+            call: ServerToolCall,
+        },
+        Callback {
+            chat: u32,
+            call: WireCallback,
+        },
+        Post {
+            delivery: String,
+            text: String,
+        },
+        Exhausted {
+            context: ExhaustedContext,
+        },
+        Observe {
+            event: EngineEvent,
+        },
+        Idle {
+            next_timer_ns: Option<u64>,
+            /// On the `idle` that answers `init`: this process takes another
+            /// `init` once its run is over (and forgets everything before it).
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            reinit: bool,
+            /// On the `idle` that answers `init`: when this generation is
+            /// evicted, the process starts the next generation in place (a
+            /// fresh `init`) with nothing of this one left in its memory.
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            generations: bool,
+            /// On the `idle` that answers `init`: the capabilities the engine
+            /// implements (`crate::capability`); absent, every one. Names, not
+            /// the enum: an unknown name is a protocol fault that names it.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            capabilities: Option<Vec<String>>,
+            /// On the `idle` that answers `init`: the core capabilities the
+            /// engine lacks (`crate::capability::Capability::CORE`); absent, none.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            lacks: Option<Vec<String>>,
+        },
+    }
 }
 
 /// One call on a `chat()` callback, or the RPC returning.

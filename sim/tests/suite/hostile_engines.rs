@@ -45,6 +45,12 @@ struct Ran {
     leftover_files: Vec<PathBuf>,
 }
 
+/// A scratch directory for one run, named for it and for this process: two
+/// copies of the suite at once do not remove each other's files.
+fn scratch_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-engines").join(format!("{name}-{}", std::process::id()))
+}
+
 /// Runs `turnsim ARGS --engine-cmd ENGINE` under the reaper (which reports
 /// the exit, the peak memory and the processes left behind), with a temp
 /// directory of its own to find files left behind.
@@ -53,7 +59,7 @@ fn run_hostile(name: &str, engine: &str, args: &[&str]) -> Ran {
 }
 
 fn run_hostile_with(name: &str, engine: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
-    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-engines").join(name);
+    let scratch = scratch_dir(name);
     let _ = std::fs::remove_dir_all(&scratch);
     let temp = scratch.join("tmp");
     std::fs::create_dir_all(&temp).expect("scratch temp dir");
@@ -81,6 +87,8 @@ fn run_hostile_with(name: &str, engine: &str, args: &[&str], env: &[(&str, &str)
     let leftover_files =
         std::fs::read_dir(&temp).expect("temp dir").map(|entry| entry.expect("entry").path()).collect();
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    // All it shows is in `Ran` now (the output, the report, the files left).
+    let _ = std::fs::remove_dir_all(&scratch);
     Ran {
         exit: report["exit"].as_i64().expect("exit"),
         hung: report["hung"].as_bool().expect("hung"),
@@ -162,10 +170,12 @@ fn crash_points_fail_on_every_engine_fault_and_blame_the_engine() {
 #[test]
 fn explore_fails_on_every_engine_fault_without_shrinking_it() {
     let results = over_the_corpus(|mode| {
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-engines").join(format!("explored-{mode}"));
-        let out = out.to_str().expect("utf-8 path").to_string();
-        let args = ["explore", "--cases", "3", "--seed", "1", "--jobs", "1", "--out", &out];
-        run_hostile(&format!("explore-{mode}"), &engine(mode), &args)
+        let out = scratch_dir(&format!("explored-{mode}"));
+        let args =
+            ["explore", "--cases", "3", "--seed", "1", "--jobs", "1", "--out", out.to_str().expect("utf-8 path")];
+        let ran = run_hostile(&format!("explore-{mode}"), &engine(mode), &args);
+        let _ = std::fs::remove_dir_all(&out);
+        ran
     });
     for (mode, fault, ran) in results {
         assert_clean_failure(&ran, &format!("explore with the {mode} engine"), fault);
