@@ -17,7 +17,8 @@ use std::marker::PhantomData;
 
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{
-    self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, Unexpected, VariantAccess, Visitor,
+    self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, SeqAccess, Unexpected, VariantAccess,
+    Visitor,
 };
 
 /// Declares an internally tagged enum read tag first. The tag attribute
@@ -100,9 +101,11 @@ pub trait TagFirst: Sized {
 }
 
 /// Reads a [`TagFirst`] enum: straight when the tag is the object's first
-/// key, through a buffer otherwise.
+/// key, through a buffer otherwise (as serde does, it takes any value a
+/// self-describing format has: an object, or a sequence whose first
+/// element is the tag).
 pub fn deserialize<'de, T: TagFirst, D: Deserializer<'de>>(deserializer: D) -> Result<T, D::Error> {
-    deserializer.deserialize_map(TaggedVisitor(PhantomData))
+    deserializer.deserialize_any(TaggedVisitor(PhantomData))
 }
 
 struct TaggedVisitor<T>(PhantomData<T>);
@@ -127,6 +130,16 @@ impl<'de, T: TagFirst> Visitor<'de> for TaggedVisitor<T> {
             }
             None => Err(de::Error::missing_field(T::TAG)),
         }
+    }
+
+    /// serde's other form of an internally tagged value, the tag first in
+    /// a sequence: nothing here writes it, so it is read through the buffer.
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        let mut elements = Vec::new();
+        while let Some(element) = seq.next_element()? {
+            elements.push(element);
+        }
+        T::buffered(serde_json::Value::Array(elements)).map_err(de::Error::custom)
     }
 }
 
@@ -282,6 +295,12 @@ mod tests {
             json!({"kind": "nope"}),
             json!({"id": "a"}),
             json!({}),
+            json!(["unit"]),
+            json!(["struct", "a"]),
+            json!(["struct", "a", 7]),
+            json!(["wrapped", "n"]),
+            json!(["nope"]),
+            json!([]),
             json!("unit"),
             json!(3),
         ];
