@@ -12,13 +12,14 @@
 //! values are accepted either way, and every variant and field attribute
 //! is serde's own, read by serde's own code.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::value::MapAccessDeserializer;
+use serde::de::value::{BorrowedStrDeserializer, MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{
-    self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, SeqAccess, Unexpected, VariantAccess,
-    Visitor,
+    self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, IntoDeserializer, MapAccess, SeqAccess, Unexpected,
+    VariantAccess, Visitor,
 };
 
 /// Declares an internally tagged enum read tag first. The tag attribute
@@ -119,59 +120,118 @@ impl<'de, T: TagFirst> Visitor<'de> for TaggedVisitor<T> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
         match map.next_key_seed(KeyIs(T::TAG))? {
-            Some(Key::Tag) => T::by_name(RestOfObject(map)),
-            Some(Key::Other(first)) => {
-                let mut object = serde_json::Map::new();
-                object.insert(first, map.next_value()?);
-                while let Some((key, value)) = map.next_entry()? {
-                    object.insert(key, value);
-                }
-                T::buffered(serde_json::Value::Object(object)).map_err(de::Error::custom)
-            }
+            Some(Key::Tag) => T::by_name(RestOfObject(AfterTag { tag: T::TAG, map })),
+            // serde's reader, handed the object whole: the key it was
+            // looking at first, then the rest as they come.
+            Some(Key::Other(first)) => T::buffered(MapAccessDeserializer::new(FirstAgain { first: Some(first), map })),
             None => Err(de::Error::missing_field(T::TAG)),
         }
     }
 
     /// serde's other form of an internally tagged value, the tag first in
-    /// a sequence: nothing here writes it, so it is read through the buffer.
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
-        let mut elements = Vec::new();
-        while let Some(element) = seq.next_element()? {
-            elements.push(element);
-        }
-        T::buffered(serde_json::Value::Array(elements)).map_err(de::Error::custom)
+    /// a sequence: nothing here writes it, so serde's own reader takes it.
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
+        T::buffered(SeqAccessDeserializer::new(seq))
     }
 }
 
-/// An object's first key: the tag, or another (kept for the buffer).
-enum Key {
+/// An object's key: the tag, or another (borrowed from the input where the
+/// format can lend it).
+enum Key<'de> {
     Tag,
-    Other(String),
+    Other(Cow<'de, str>),
+}
+
+impl<'de> Key<'de> {
+    /// Hands a key other than the tag on to the seed that wanted it.
+    fn into_seed<K: DeserializeSeed<'de>, E: de::Error>(key: Cow<'de, str>, seed: K) -> Result<K::Value, E> {
+        match key {
+            Cow::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::new(key)),
+            Cow::Owned(key) => seed.deserialize(key.into_deserializer()),
+        }
+    }
 }
 
 struct KeyIs(&'static str);
 
 impl<'de> DeserializeSeed<'de> for KeyIs {
-    type Value = Key;
+    type Value = Key<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key<'de>, D::Error> {
         deserializer.deserialize_str(self)
     }
 }
 
 impl<'de> Visitor<'de> for KeyIs {
-    type Value = Key;
+    type Value = Key<'de>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
         formatter.write_str("a string key")
     }
 
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
-        Ok(if key == self.0 { Key::Tag } else { Key::Other(key.to_string()) })
+    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Key<'de>, E> {
+        Ok(if key == self.0 { Key::Tag } else { Key::Other(Cow::Borrowed(key)) })
     }
 
-    fn visit_string<E: de::Error>(self, key: String) -> Result<Key, E> {
-        Ok(if key == self.0 { Key::Tag } else { Key::Other(key) })
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key<'de>, E> {
+        Ok(if key == self.0 { Key::Tag } else { Key::Other(Cow::Owned(key.to_string())) })
+    }
+
+    fn visit_string<E: de::Error>(self, key: String) -> Result<Key<'de>, E> {
+        Ok(if key == self.0 { Key::Tag } else { Key::Other(Cow::Owned(key)) })
+    }
+}
+
+/// The entries after a leading tag. A second tag is an error, as in
+/// serde's reader (which sees every key before it reads the variant).
+struct AfterTag<A> {
+    tag: &'static str,
+    map: A,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for AfterTag<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        match self.map.next_key_seed(KeyIs(self.tag))? {
+            None => Ok(None),
+            Some(Key::Tag) => Err(de::Error::duplicate_field(self.tag)),
+            Some(Key::Other(key)) => Key::into_seed(key, seed).map(Some),
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.map.size_hint()
+    }
+}
+
+/// An object whose first key was read already: that key again, then the
+/// rest.
+struct FirstAgain<'de, A> {
+    first: Option<Cow<'de, str>>,
+    map: A,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for FirstAgain<'de, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        match self.first.take() {
+            Some(key) => Key::into_seed(key, seed).map(Some),
+            None => self.map.next_key_seed(seed),
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.map.size_hint().map(|rest| rest + usize::from(self.first.is_some()))
     }
 }
 
@@ -304,8 +364,18 @@ mod tests {
             json!("unit"),
             json!(3),
         ];
-        for case in cases {
-            let text = case.to_string();
+        // Repeated keys, which a JSON value cannot hold.
+        let repeated = [
+            r#"{"kind":"struct","id":"a","kind":"struct"}"#,
+            r#"{"kind":"unit","kind":"unit"}"#,
+            r#"{"id":"a","kind":"struct","kind":"struct"}"#,
+            r#"{"kind":"struct","id":"a","id":"b"}"#,
+            r#"{"id":"a","kind":"struct","id":"b"}"#,
+            r#"{"kind":"struct","i\u0064":"a"}"#,
+            r#"{"i\u0064":"a","kind":"struct"}"#,
+        ];
+        let texts = cases.iter().map(ToString::to_string).chain(repeated.iter().map(ToString::to_string));
+        for text in texts {
             let fast = serde_json::from_str::<Fast>(&text);
             let derived = serde_json::from_str::<Derived>(&text);
             assert_eq!(fast.is_ok(), derived.is_ok(), "{text}: {fast:?} against {derived:?}");

@@ -30,3 +30,9 @@ pub fn in_order<T: Sync, R: Send>(
     });
     results.into_iter().map(|slot| slot.into_inner().expect("result lock")).collect()
 }
+
+/// [`in_order`] with nothing to stop it: every item's result, in order.
+pub fn all_in_order<T: Sync, R: Send>(items: &[T], jobs: usize, each: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let results = in_order(items, jobs, || false, each);
+    results.into_iter().map(|result| result.expect("nothing stops the pool short")).collect()
+}

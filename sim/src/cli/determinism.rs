@@ -37,9 +37,7 @@ pub fn check_determinism(paths: &[PathBuf], seeds: u64, jobs: Option<usize>) -> 
 /// Each pair's first divergence, in the order of `work`. Nothing stops
 /// the pool short: a pair left unchecked must not read as passed.
 fn divergences(work: &[(&ScenarioFile, u64)], jobs: usize) -> Vec<Option<String>> {
-    let reports =
-        crate::pool::in_order(work, jobs, || false, |&(file, seed)| crate::determinism::first_divergence(file, seed));
-    reports.into_iter().map(|report| report.expect("every pair checked")).collect()
+    crate::pool::all_in_order(work, jobs, |&(file, seed)| crate::determinism::first_divergence(file, seed))
 }
 
 /// `; 2 scenarios not applicable`, or nothing when every scenario ran.

@@ -51,10 +51,7 @@ fn every_scenario_replays_byte_identically_over_the_protocol() {
     };
     // Two at a time: each comparison is three processes that mostly wait
     // on one another, so one at a time leaves a core idle.
-    let results: Vec<Result<(), String>> = turnsim::pool::in_order(&pairs, 2, || false, compare)
-        .into_iter()
-        .map(|compared| compared.expect("compared"))
-        .collect();
+    let results: Vec<Result<(), String>> = turnsim::pool::all_in_order(&pairs, 2, compare);
     assert_eq!(results.len(), scenarios.len() * 2, "every scenario compared at both seeds");
     let differences: Vec<String> = results.into_iter().filter_map(Result::err).collect();
     assert!(differences.is_empty(), "{}", differences.join("\n"));

@@ -128,9 +128,8 @@ const SIDE_BY_SIDE: usize = 4;
 /// up only its own worker); each result beside its mode and the fault its
 /// report must name, in the corpus's order.
 fn over_the_corpus(ran: impl Fn(&str) -> Ran + Sync) -> Vec<(&'static str, &'static str, Ran)> {
-    let results = turnsim::pool::in_order(&CORPUS, SIDE_BY_SIDE, || false, |&(mode, _)| ran(mode));
-    let results = CORPUS.iter().zip(results);
-    results.map(|(&(mode, fault), ran)| (mode, fault, ran.expect("every engine ran"))).collect()
+    let results = turnsim::pool::all_in_order(&CORPUS, SIDE_BY_SIDE, |&(mode, _)| ran(mode));
+    CORPUS.iter().zip(results).map(|(&(mode, fault), ran)| (mode, fault, ran)).collect()
 }
 
 /// Every command that drives an engine, each over one fault class of the
@@ -170,12 +169,12 @@ fn crash_points_fail_on_every_engine_fault_and_blame_the_engine() {
 #[test]
 fn explore_fails_on_every_engine_fault_without_shrinking_it() {
     let results = over_the_corpus(|mode| {
-        let out = scratch_dir(&format!("explored-{mode}"));
+        // In the run's scratch directory: removed with it.
+        let name = format!("explore-{mode}");
+        let out = scratch_dir(&name).join("explored");
         let args =
             ["explore", "--cases", "3", "--seed", "1", "--jobs", "1", "--out", out.to_str().expect("utf-8 path")];
-        let ran = run_hostile(&format!("explore-{mode}"), &engine(mode), &args);
-        let _ = std::fs::remove_dir_all(&out);
-        ran
+        run_hostile(&name, &engine(mode), &args)
     });
     for (mode, fault, ran) in results {
         assert_clean_failure(&ran, &format!("explore with the {mode} engine"), fault);
