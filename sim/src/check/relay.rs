@@ -88,15 +88,17 @@ impl std::fmt::Display for Atom<'_> {
 }
 
 /// The atoms of one chunk, in order (none for a step's finish, an error,
-/// or the end of a tool's input).
-pub fn atoms(chunk: &Chunk) -> Vec<Atom<'_>> {
-    fn one(kind: Kind, id: &str, what: What) -> Vec<Atom<'_>> {
-        vec![Atom { kind, id, what, call: None }]
+/// or the end of a tool's input), read as they are needed: a delta's
+/// characters are not collected first.
+pub fn atoms(chunk: &Chunk) -> impl Iterator<Item = Atom<'_>> {
+    type Read<'a> = (Option<Atom<'a>>, (Kind, &'a str, &'a str));
+    fn one(kind: Kind, id: &str, what: What) -> Read<'_> {
+        (Some(Atom { kind, id, what, call: None }), (kind, id, ""))
     }
-    fn chars<'a>(kind: Kind, id: &'a str, delta: &str) -> Vec<Atom<'a>> {
-        delta.chars().map(|c| Atom { kind, id, what: What::Char(c), call: None }).collect()
+    fn chars<'a>(kind: Kind, id: &'a str, delta: &'a str) -> Read<'a> {
+        (None, (kind, id, delta))
     }
-    match chunk {
+    let (single, (kind, id, delta)) = match chunk {
         Chunk::TextStart { id } => one(Kind::Text, id, What::Start),
         Chunk::TextDelta { id, delta } => chars(Kind::Text, id, delta),
         Chunk::TextEnd { id } => one(Kind::Text, id, What::End),
@@ -106,14 +108,16 @@ pub fn atoms(chunk: &Chunk) -> Vec<Atom<'_>> {
         Chunk::ToolInputStart { id, .. } => one(Kind::Tool, id, What::Start),
         Chunk::ToolInputDelta { id, delta } => chars(Kind::Tool, id, delta),
         Chunk::ToolCall { id, name, input, .. } => {
-            vec![Atom { kind: Kind::Tool, id, what: What::Called, call: Some((name, input)) }]
+            let atom = Atom { kind: Kind::Tool, id, what: What::Called, call: Some((name, input)) };
+            (Some(atom), (Kind::Tool, id.as_str(), ""))
         }
         // A UI stream has no end of a tool's input (its finished call says
         // it is complete), so an engine need not relay it.
         Chunk::ToolInputEnd { .. } | Chunk::FinishStep { .. } | Chunk::Finish { .. } | Chunk::Error { .. } => {
-            Vec::new()
+            (None, (Kind::Text, "", ""))
         }
-    }
+    };
+    single.into_iter().chain(delta.chars().map(move |c| Atom { kind, id, what: What::Char(c), call: None }))
 }
 
 /// Every request's model stream, as the engine listened to it: each atom
@@ -143,7 +147,7 @@ impl<'a> ModelStreams<'a> {
                         continue;
                     }
                     let stream = streams.entry(request).or_default();
-                    stream.extend(atoms(chunk).into_iter().map(|atom| (index, atom)));
+                    stream.extend(atoms(chunk).map(|atom| (index, atom)));
                 }
                 _ => {}
             }
@@ -199,38 +203,44 @@ impl<'h> Follower<'h> {
         self.next.clear();
     }
 
-    /// It was sent `atom` of `request` (made at crossing `index`): the
-    /// next atom the model streamed, already streamed then, or a
-    /// description of what is wrong.
+    /// It was sent `chunk` of `request` (made at crossing `index`): each of
+    /// its atoms the next the model streamed, already streamed then, or a
+    /// description of the first that is wrong. The request's stream and how
+    /// far the model was into it at `index` are looked up once per chunk.
     pub fn sent(
         &mut self,
         streams: &ModelStreams<'h>,
         request: &'h str,
-        atom: Atom<'_>,
+        chunk: &Chunk,
         index: usize,
     ) -> Option<String> {
+        let stream = streams.stream(request);
         let synced_at = self.synced_at;
         let next = self.next.entry(request).or_insert_with(|| streams.before(request, synced_at));
-        let expected = streams.atom(request, *next);
-        if expected.is_some_and(|expected| expected == atom) {
-            if streams.before(request, index) <= *next {
-                *next = usize::MAX;
-                return Some(format!("{atom} before the model streamed it"));
+        let streamed = streams.before(request, index);
+        for atom in atoms(chunk) {
+            let expected = stream.get(*next).map(|(_, atom)| *atom);
+            if expected.is_some_and(|expected| expected == atom) {
+                if streamed <= *next {
+                    *next = usize::MAX;
+                    return Some(format!("{atom} before the model streamed it"));
+                }
+                *next += 1;
+                continue;
             }
-            *next += 1;
-            return None;
+            if atom.what == What::Called && streams.finished_at_step(request, atom.id, *next) {
+                continue;
+            }
+            let text = match expected {
+                Some(expected) => format!("{atom} where the model streamed {expected} next"),
+                None if *next == 0 => format!("{atom}, which the model never streamed for request {request}"),
+                None => format!("{atom} after everything the model streamed for request {request}"),
+            };
+            // Judged once: what follows is judged from where the stream now is.
+            *next = usize::MAX;
+            return Some(text);
         }
-        if atom.what == What::Called && streams.finished_at_step(request, atom.id, *next) {
-            return None;
-        }
-        let text = match expected {
-            Some(expected) => format!("{atom} where the model streamed {expected} next"),
-            None if *next == 0 => format!("{atom}, which the model never streamed for request {request}"),
-            None => format!("{atom} after everything the model streamed for request {request}"),
-        };
-        // Judged once: what follows is judged from where the stream now is.
-        *next = usize::MAX;
-        Some(text)
+        None
     }
 
     /// Whether it has been sent every atom of `request` the model streamed

@@ -29,7 +29,7 @@ use turnsim_engine::{Chunk, Message, Role};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Invariant;
-use crate::check::relay::{atoms, Follower};
+use crate::check::relay::Follower;
 use crate::check::store_cursor::StoreCursor;
 use crate::check::views::{caller_outcomes, occurrence, stored_reply, CallerOutcome};
 use crate::check::{CheckInput, Violation};
@@ -312,10 +312,8 @@ fn misrelayed(input: &CheckInput) -> Option<Violation> {
         let request: &str = request;
         match call {
             CallbackCall::Event { chunk } => {
-                for atom in atoms(chunk) {
-                    if let Some(text) = follower.sent(streams, request, atom, made_at) {
-                        return fail(format!("chat{chat} is sent {text}"));
-                    }
+                if let Some(text) = follower.sent(streams, request, chunk, made_at) {
+                    return fail(format!("chat{chat} is sent {text}"));
                 }
             }
             CallbackCall::Reset { .. }

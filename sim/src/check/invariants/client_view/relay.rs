@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use turnsim_engine::ports::Frame;
 
 use super::INVARIANT;
-use crate::check::relay::{atoms, Follower};
+use crate::check::relay::Follower;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 
@@ -84,10 +84,8 @@ pub fn misrelayed(input: &CheckInput) -> Option<Violation> {
                 }
                 match frame {
                     Frame::Chunk { request_id, chunk, .. } => {
-                        for atom in atoms(chunk) {
-                            if let Some(text) = follower.sent(streams, request_id, atom, index) {
-                                return fail(format!("client connection c{connection} is sent {text}"));
-                            }
+                        if let Some(text) = follower.sent(streams, request_id, chunk, index) {
+                            return fail(format!("client connection c{connection} is sent {text}"));
                         }
                     }
                     Frame::Reset { request_id, .. } | Frame::Done { request_id, .. } => {

@@ -167,6 +167,11 @@ struct Rests {
 
 impl Rests {
     fn streams(&mut self, request_id: &str, message_id: &str) {
+        // Its owner already (every chunk of a stream but the first): the
+        // request's replies hold it too, and nothing changes.
+        if self.owner.get(message_id).is_some_and(|owner| owner == request_id) {
+            return;
+        }
         let previous = self.owner.insert(message_id.to_string(), request_id.to_string());
         if previous.as_deref() != Some(request_id) {
             self.lost.remove(message_id);

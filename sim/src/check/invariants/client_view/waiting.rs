@@ -69,22 +69,24 @@ impl Waits {
                         self.sent.insert(*connection, Sent::Whole);
                         return;
                     }
-                    Frame::Chunk { message_id, .. } => message_id.clone(),
-                    Frame::Reset { message, .. } => message.id.clone(),
+                    Frame::Chunk { message_id, .. } => message_id,
+                    Frame::Reset { message, .. } => &message.id,
                     Frame::Tool { call_id, .. } => {
                         let view = views.open.get(connection);
                         let holder = view.and_then(|view| {
                             view.messages.iter().find(|message| !message.parts.tool_positions(call_id).is_empty())
                         });
                         let Some(holder) = holder else { return };
-                        holder.id.clone()
+                        &holder.id
                     }
                     _ => return,
                 };
                 match self.sent.entry(*connection).or_insert_with(|| Sent::Messages(BTreeSet::new())) {
                     Sent::Whole => {}
+                    // Most frames stream into a message sent to before.
+                    Sent::Messages(messages) if messages.contains(message) => {}
                     Sent::Messages(messages) => {
-                        messages.insert(message);
+                        messages.insert(message.clone());
                     }
                 }
             }
