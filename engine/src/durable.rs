@@ -257,7 +257,12 @@ impl DurableState {
 
     fn put_message(&mut self, message: &Message) {
         match self.messages.iter_mut().rev().find(|existing| existing.id == message.id) {
-            Some(existing) => *existing = message.clone(),
+            // The same id: only what it holds is copied (a flush puts the
+            // in-flight reply again and again).
+            Some(existing) => {
+                existing.role = message.role;
+                existing.parts.clone_from(&message.parts);
+            }
             None => self.messages.push(message.clone()),
         }
     }

@@ -5,6 +5,7 @@
 //! says of itself, so the same facts hold for any engine that speaks the
 //! boundary.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use turnsim_engine::durable::Write;
@@ -81,6 +82,9 @@ pub struct CallFact {
     /// Where the chunks that build the reply crossed: the reply is rebuilt
     /// from them only when asked (a check asks of few calls).
     applied: Vec<usize>,
+    /// What the call streamed on an empty reply, built from `applied` the
+    /// first time a check asks (several checks ask of the same call).
+    streamed: OnceCell<Message>,
     pub end: CallEnd,
     /// Index of the crossing that ended the stream, if one did.
     pub ended_at: Option<usize>,
@@ -160,15 +164,18 @@ impl CallFact {
     }
 
     /// What the call streamed, built on an empty reply by the shared
-    /// message format's chunk rules.
-    fn streamed(&self, history: &History) -> Message {
-        let mut streamed = Message { id: String::new(), role: Role::Assistant, parts: Parts::new() };
-        for &at in &self.applied {
-            if let Boundary::ModelChunk { chunk, .. } = &history.crossings[at].what {
-                streamed.apply_chunk(chunk);
+    /// message format's chunk rules, once: `history` is the one the facts
+    /// were derived from, each time.
+    fn streamed(&self, history: &History) -> &Message {
+        self.streamed.get_or_init(|| {
+            let mut streamed = Message { id: String::new(), role: Role::Assistant, parts: Parts::new() };
+            for &at in &self.applied {
+                if let Boundary::ModelChunk { chunk, .. } = &history.crossings[at].what {
+                    streamed.apply_chunk(chunk);
+                }
             }
-        }
-        streamed
+            streamed
+        })
     }
 
     fn add_tool(&mut self, id: &str) {
@@ -468,6 +475,7 @@ fn new_call(call: u32, at: usize, request: &ModelRequest) -> CallFact {
         tools: Vec::new(),
         tool_set: BTreeSet::new(),
         applied: Vec::new(),
+        streamed: OnceCell::new(),
         end: CallEnd::Open,
         ended_at: None,
         last_chunk_at: None,

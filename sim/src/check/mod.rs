@@ -21,6 +21,7 @@ use serde::Serialize;
 use turnsim_engine::durable::DurableState;
 
 use crate::check::relay::ModelStreams;
+use crate::check::seen::ShownChanges;
 use crate::protocol::fault::EngineFault;
 use crate::scenario::ScenarioFile;
 use crate::world::RunRecord;
@@ -74,6 +75,9 @@ pub struct CheckInput<'a> {
     /// Every request's model stream, read into atoms once: both relays
     /// judged (to clients and to callers) read the same streams.
     pub(crate) model_streams: ModelStreams<'a>,
+    /// Every message each crossing shows, with what changed of it since it
+    /// was shown last: the checks that follow tool results read the same.
+    pub(crate) shown_changes: ShownChanges<'a>,
 }
 
 impl<'a> CheckInput<'a> {
@@ -85,6 +89,7 @@ impl<'a> CheckInput<'a> {
             final_store: run.history.final_store(),
             new_messages: views::new_messages(&run.history),
             model_streams: ModelStreams::new(&run.history),
+            shown_changes: ShownChanges::new(&run.history),
         }
     }
 

@@ -11,6 +11,45 @@ use std::collections::{BTreeMap, BTreeSet};
 use turnsim_engine::parts::Parts;
 use turnsim_engine::{Message, Part};
 
+use super::facts::shown_messages;
+use crate::history::History;
+
+/// Each message every crossing shows ([`shown_messages`]), with the
+/// indexes of its parts that differ from the copy of it shown last
+/// ([`SeenMessages::changed`] over the whole history in order): folded
+/// once for every check that reads what changed of each shown message.
+pub struct ShownChanges<'a> {
+    /// Where each crossing's messages start in `shown`, and where the
+    /// last one's end.
+    starts: Vec<usize>,
+    shown: Vec<(&'a Message, Vec<usize>)>,
+}
+
+impl<'a> ShownChanges<'a> {
+    pub fn new(history: &'a History) -> Self {
+        let mut seen = SeenMessages::default();
+        let mut starts = Vec::with_capacity(history.crossings.len() + 1);
+        let mut shown = Vec::new();
+        for crossing in history.iter() {
+            starts.push(shown.len());
+            for message in shown_messages(&crossing.what) {
+                shown.push((message, seen.changed(message)));
+            }
+        }
+        starts.push(shown.len());
+        Self { starts, shown }
+    }
+
+    /// The messages crossing `index` shows, in order, each with the parts
+    /// that changed since it was shown last.
+    pub fn at(&self, index: usize) -> &[(&'a Message, Vec<usize>)] {
+        match (self.starts.get(index), self.starts.get(index + 1)) {
+            (Some(&from), Some(&to)) => &self.shown[from..to],
+            _ => &[],
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct SeenMessages {
     last: BTreeMap<String, Parts>,

@@ -86,9 +86,9 @@ mod waiting {
                 if side {
                     apply(&mut kept, (what, at, value));
                 }
-                let key = (1, false, loose, "m".to_string());
-                let resumed = carried.runs_on(key.clone(), &kept, &shown, loose);
-                let fresh = RunsOnCopies::default().runs_on(key, &kept, &shown, loose);
+                let key = (1, false, loose);
+                let resumed = carried.runs_on(key, "m", &kept, &shown, loose);
+                let fresh = RunsOnCopies::default().runs_on(key, "m", &kept, &shown, loose);
                 prop_assert_eq!(resumed, fresh);
             }
         }
@@ -103,11 +103,11 @@ mod waiting {
         shown.push(text("abc"));
         shown.push(tool(1, ToolState::InputAvailable));
         let mut copies = RunsOnCopies::default();
-        assert!(!copies.runs_on((1, false, false, "m".into()), &kept, &shown, false), "a tool behind the store");
-        assert!(copies.runs_on((1, false, true, "m".into()), &kept, &shown, true), "loose: states left out");
+        assert!(!copies.runs_on((1, false, false), "m", &kept, &shown, false), "a tool behind the store");
+        assert!(copies.runs_on((1, false, true), "m", &kept, &shown, true), "loose: states left out");
         *shown.get_mut(1).expect("the tool") = tool(1, ToolState::OutputAvailable);
-        assert!(copies.runs_on((1, false, false, "m".into()), &kept, &shown, false), "caught up, text run on");
+        assert!(copies.runs_on((1, false, false), "m", &kept, &shown, false), "caught up, text run on");
         *kept.get_mut(0).expect("the text") = text("abd");
-        assert!(!copies.runs_on((1, false, false, "m".into()), &kept, &shown, false), "the store took other text");
+        assert!(!copies.runs_on((1, false, false), "m", &kept, &shown, false), "the store took other text");
     }
 }

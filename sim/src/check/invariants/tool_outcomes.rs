@@ -26,8 +26,6 @@ use serde_json::Value;
 use turnsim_engine::{Frame, Message, Part, ToolOutcome, ToolPart, ToolState};
 
 use super::Invariant;
-use crate::check::facts::shown_messages;
-use crate::check::seen::SeenMessages;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 use turnsim_engine::durable::Write;
@@ -54,7 +52,6 @@ struct Given {
 
 fn check(input: &CheckInput) -> Vec<Violation> {
     let mut given = initial_answers(input);
-    let mut seen = SeenMessages::default();
     let mut reported: BTreeSet<String> = BTreeSet::new();
     let mut framed: BTreeMap<&str, ToolState> = BTreeMap::new();
     let mut violations = Vec::new();
@@ -81,8 +78,8 @@ fn check(input: &CheckInput) -> Vec<Violation> {
             }
         }
         let stored = matches!(what, Boundary::Commit { .. });
-        for message in shown_messages(what) {
-            for tool in changed_tools(&mut seen, message) {
+        for (message, changed) in input.shown_changes.at(index) {
+            for tool in changed_tools(message, changed) {
                 let entry = given.get_mut(tool.call_id.as_str());
                 wrongs.extend(wrong_part(tool, entry.as_deref()).map(|wrong| (&tool.call_id, wrong)));
                 if let (true, Some(entry)) = (stored && answered(tool.state), entry) {
@@ -136,10 +133,9 @@ fn take_answer(given: &mut BTreeMap<String, Given>, what: &Boundary) -> bool {
     true
 }
 
-/// The tool parts of `message` that changed since it was last read.
-fn changed_tools<'a>(seen: &mut SeenMessages, message: &'a Message) -> impl Iterator<Item = &'a ToolPart> + 'a {
-    let changed = seen.changed(message);
-    changed.into_iter().filter_map(move |at| match &message.parts[at] {
+/// The tool parts of `message` that changed since it was last shown.
+fn changed_tools<'a>(message: &'a Message, changed: &'a [usize]) -> impl Iterator<Item = &'a ToolPart> + 'a {
+    changed.iter().filter_map(move |&at| match &message.parts[at] {
         Part::Tool(tool) => Some(tool),
         _ => None,
     })

@@ -149,7 +149,7 @@ impl Waits {
         let on_screen = view.messages.iter().find(|message| message.id == id);
         let tried = store.tried.as_ref().and_then(|tried| tried.message(id));
         let fits = |copies: &mut RunsOnCopies, tried: bool, kept: &Message| match on_screen {
-            Some(shown) => copies.runs_on((connection, tried, loose, id.to_string()), &kept.parts, &shown.parts, loose),
+            Some(shown) => copies.runs_on((connection, tried, loose), id, &kept.parts, &shown.parts, loose),
             None => kept.role == Role::Assistant && shown_message(kept).parts.is_empty(),
         };
         if fits(&mut self.copies, false, held) || tried.is_some_and(|tried| fits(&mut self.copies, true, tried)) {
@@ -174,9 +174,12 @@ fn while_waiting(connection: u64, difference: &str) -> String {
 /// lay on. The next look reads only what either side changed since.
 #[derive(Default)]
 pub struct RunsOnCopies {
-    aligned: BTreeMap<(u64, bool, bool, String), Aligned>,
+    /// By (connection, tried, loose), then by message: a look finds its
+    /// pair by the message id it has, and updates it in place.
+    aligned: BTreeMap<(u64, bool, bool), BTreeMap<String, Aligned>>,
 }
 
+#[derive(Default)]
 struct Aligned {
     kept: Parts,
     shown: Parts,
@@ -187,8 +190,16 @@ struct Aligned {
 impl RunsOnCopies {
     /// Whether `shown` shows each visible part of `kept` in order, as
     /// stored or run on (text on screen matching none passed over).
-    pub fn runs_on(&mut self, key: (u64, bool, bool, String), kept: &Parts, shown: &Parts, loose: bool) -> bool {
-        let earlier = self.aligned.remove(&key);
+    pub fn runs_on(
+        &mut self,
+        key: (u64, bool, bool),
+        message_id: &str,
+        kept: &Parts,
+        shown: &Parts,
+        loose: bool,
+    ) -> bool {
+        let copies = self.aligned.entry(key).or_default();
+        let earlier = copies.get_mut(message_id).map(std::mem::take);
         let aligned = earlier.and_then(|earlier| earlier.resume(kept, shown, loose)).or_else(|| {
             let mut pairs = Vec::new();
             align(kept, shown, (0, 0), loose, &mut pairs).then(|| Aligned {
@@ -198,8 +209,10 @@ impl RunsOnCopies {
             })
         });
         let fits = aligned.is_some();
-        if let Some(aligned) = aligned {
-            self.aligned.insert(key, aligned);
+        match (aligned, copies.get_mut(message_id)) {
+            (Some(aligned), Some(slot)) => *slot = aligned,
+            (Some(aligned), None) => drop(copies.insert(message_id.to_string(), aligned)),
+            (None, _) => drop(copies.remove(message_id)),
         }
         fits
     }

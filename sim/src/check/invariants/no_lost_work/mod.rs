@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use turnsim_engine::{Role, ToolOutcome, ToolPart, ToolState};
 
 use super::Invariant;
-use crate::check::facts::shown_messages;
 use crate::check::store_cursor::StoreCursor;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
@@ -36,8 +35,9 @@ fn check(input: &CheckInput) -> Vec<Violation> {
 /// Every user message the engine showed anyone stays in the store as shown.
 fn lost_messages(input: &CheckInput) -> Vec<Violation> {
     let mut shown: BTreeMap<String, (usize, String)> = BTreeMap::new();
-    for (index, crossing) in input.run.history.iter().enumerate() {
-        for message in shown_messages(&crossing.what).into_iter().filter(|message| message.role == Role::User) {
+    for index in 0..input.run.history.crossings.len() {
+        let shown_here = input.shown_changes.at(index).iter().map(|(message, _)| *message);
+        for message in shown_here.filter(|message| message.role == Role::User) {
             if !shown.contains_key(&message.id) {
                 shown.insert(message.id.clone(), (index, message.text()));
             }

@@ -15,8 +15,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use turnsim_engine::{Frame, Message, Part, ToolState};
 
 use super::NAME;
-use crate::check::facts::shown_messages;
-use crate::check::seen::SeenMessages;
 use crate::check::{CheckInput, Violation};
 use crate::history::Boundary;
 
@@ -28,8 +26,8 @@ pub fn lost_results(input: &CheckInput) -> Vec<Violation> {
             fold.show(input, index, what, call_id, *state, None);
             continue;
         }
-        for message in shown_messages(what) {
-            fold.show_message(input, index, what, message);
+        for (message, changed) in input.shown_changes.at(index) {
+            fold.show_message(input, index, what, message, changed);
         }
     }
     let stored: BTreeSet<&str> = input
@@ -74,7 +72,6 @@ struct ShownResults<'a> {
     changes: Vec<String>,
     /// Per message id: how many changes there were when it was last read.
     read_at: BTreeMap<String, usize>,
-    seen: SeenMessages,
     violations: Vec<Violation>,
 }
 
@@ -83,10 +80,16 @@ impl ShownResults<'_> {
     /// changed since its last copy, and those of calls whose result changed
     /// since it was read. A call held twice that changes while it is read
     /// has its later parts read too.
-    fn show_message(&mut self, input: &CheckInput, index: usize, what: &Boundary, message: &Message) {
-        let changed = self.seen.changed(message);
+    fn show_message(
+        &mut self,
+        input: &CheckInput,
+        index: usize,
+        what: &Boundary,
+        message: &Message,
+        changed: &[usize],
+    ) {
         let since = self.read_at.insert(message.id.clone(), self.changes.len());
-        let mut to_read: BTreeSet<usize> = changed.into_iter().collect();
+        let mut to_read: BTreeSet<usize> = changed.iter().copied().collect();
         if let Some(since) = since {
             let calls: BTreeSet<&String> = self.changes[since..].iter().collect();
             to_read.extend(calls.into_iter().flat_map(|call_id| message.parts.tool_positions(call_id)));
