@@ -19,7 +19,10 @@
 //! Only what changed since the last look is judged: the messages written
 //! since, and those a connection was sent something of. Each (connection,
 //! message) pair keeps where its stored parts lay on screen when last
-//! found in step (`RunsOnCopies`), so a growing message costs what it grew.
+//! found in step (`RunsOnCopies`), so a growing message costs what it grew;
+//! a message of a few parts is aligned afresh, since copies kept of it
+//! cost more (the next chunk streamed into the screen's copy would copy
+//! the parts it edits).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -169,6 +172,12 @@ fn while_waiting(connection: u64, difference: &str) -> String {
     format!("client connection c{connection} shows less than the store while time passes: {difference}")
 }
 
+/// A message of at most this many parts (one of `Parts`' chunks) is
+/// aligned afresh at every look, with no copies kept: a copy kept of the
+/// screen's parts makes the next chunk streamed into them copy the whole
+/// chunk, which costs more than aligning so few afresh.
+const ALIGN_AFRESH_UP_TO: usize = 8;
+
 /// Per (connection, taken from the tried store, loose, message): the copies
 /// last found in step, and which screen part each visible stored part
 /// lay on. The next look reads only what either side changed since.
@@ -199,6 +208,10 @@ impl RunsOnCopies {
         loose: bool,
     ) -> bool {
         let copies = self.aligned.entry(key).or_default();
+        if kept.len().max(shown.len()) <= ALIGN_AFRESH_UP_TO {
+            copies.remove(message_id);
+            return align(kept, shown, (0, 0), loose, &mut Vec::new());
+        }
         let earlier = copies.get_mut(message_id).map(std::mem::take);
         let aligned = earlier.and_then(|earlier| earlier.resume(kept, shown, loose)).or_else(|| {
             let mut pairs = Vec::new();
