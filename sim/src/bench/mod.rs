@@ -71,9 +71,16 @@ pub struct BenchReport {
     /// CPU time per traced event with 400 client tools in one batch over
     /// that with 10.
     pub batch_growth: f64,
+    /// The checks' share of a standard run's CPU time (deriving the shared
+    /// facts, every invariant, the expectations), each run timed as the
+    /// simulation, then every check at once (`breakdown::checks_share`).
+    pub checks_share: f64,
     /// The standard scenario with the built-in engine served over the
     /// process protocol (`turnsim engine`), runs per second on one thread.
     pub protocol_runs_per_sec: f64,
+    /// `protocol_runs_per_sec` over `runs_per_sec`: the protocol's rate as
+    /// a fraction of in-process.
+    pub protocol_ratio: f64,
     /// The standard scenario against `--engine-cmd`, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_cmd_runs_per_sec: Option<f64>,
@@ -171,8 +178,9 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
     let growth = growth::measure(crate::check::check_run, growth::GrowthPlan { rounds: ROUNDS, ..Default::default() });
     let one_thread = median(ROUNDS, || suite_rate(&suite, 1));
     let two_threads = median(ROUNDS, || suite_rate(&suite, 2));
+    let runs_per_sec = median(ROUNDS, || seeded_rate(&standard).0);
     Ok(BenchReport {
-        runs_per_sec: median(ROUNDS, || seeded_rate(&standard).0),
+        runs_per_sec,
         floor_runs_per_sec: floor.floor_runs_per_sec,
         floor_ratio: floor.ratio,
         suite_runs_per_sec: one_thread,
@@ -183,7 +191,9 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
         }),
         step_growth: growth.step,
         batch_growth: growth.batch,
+        checks_share: breakdown::checks_share(&standard),
         protocol_runs_per_sec,
+        protocol_ratio: protocol_runs_per_sec / runs_per_sec.max(f64::MIN_POSITIVE),
         engine_cmd_runs_per_sec,
         cloudflare_runs_per_sec,
         cloudflare_no_eviction_runs_per_sec,
@@ -321,8 +331,14 @@ pub fn text(report: &BenchReport) -> String {
         "standard scenario        {:>12.0} runs/s (one thread)\n\
          floor                    {:>12.0} runs/s (the standard scenario's shape, bare; CPU time)\n\
          floor ratio              {:>12.2}x a standard run's CPU time over the floor's (target 1.5)\n\
-         over the protocol        {:>12.0} runs/s (standard scenario, `turnsim engine`)\n",
-        report.runs_per_sec, report.floor_runs_per_sec, report.floor_ratio, report.protocol_runs_per_sec
+         checks' share            {:>12.2} of a standard run's CPU time (target 0.25)\n\
+         over the protocol        {:>12.0} runs/s (standard scenario, `turnsim engine`), {:.2} of in-process (target 0.5)\n",
+        report.runs_per_sec,
+        report.floor_runs_per_sec,
+        report.floor_ratio,
+        report.checks_share,
+        report.protocol_runs_per_sec,
+        report.protocol_ratio
     );
     if let Some(rate) = report.engine_cmd_runs_per_sec {
         text.push_str(&format!("--engine-cmd             {rate:>12.0} runs/s (standard scenario)\n"));

@@ -29,8 +29,8 @@ const ROUNDS: usize = 3;
 pub struct Ratios {
     /// A standard run's CPU time over the floor's (`bare`).
     pub floor_ratio: f64,
-    /// The checks' share of a standard run's CPU time (`--by-part`: all but
-    /// the simulation).
+    /// The checks' share of a standard run's CPU time: all but the
+    /// simulation (`breakdown::checks_share`).
     pub checks_share: f64,
     /// The standard scenario over the protocol (`turnsim engine`) over
     /// in-process, runs per second, in alternating rounds.
