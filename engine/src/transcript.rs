@@ -202,13 +202,13 @@ impl Message {
         })
     }
 
-    /// The first part of the call, for editing (copies only its chunk).
     /// The tool parts in one of `states`, in order (without reading the
     /// parts of chunks that hold none).
     pub fn tools_in(&self, states: &[ToolState]) -> impl Iterator<Item = &ToolPart> + '_ {
         self.parts.tools_in(ToolStates::of(states))
     }
 
+    /// The first part of the call, for editing (copies only its chunk).
     fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolPart> {
         self.parts.tool_mut(call_id)
     }
