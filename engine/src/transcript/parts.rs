@@ -301,6 +301,13 @@ impl Parts {
         self.len == 0
     }
 
+    /// Whether every part lies in one chunk: the first edit of a copy then
+    /// copies all of them, so a copy kept only to find what changed since
+    /// costs more than reading so few parts again.
+    pub fn is_one_chunk(&self) -> bool {
+        self.len <= CHUNK_PARTS
+    }
+
     fn chunk_count(&self) -> usize {
         self.len.div_ceil(CHUNK_PARTS)
     }

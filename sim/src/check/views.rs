@@ -103,10 +103,6 @@ pub fn look_the_same(one: Option<&Message>, other: Option<&Message>) -> bool {
     }
 }
 
-/// Messages of at most this many parts (one of `Parts`' chunks) are
-/// compared afresh each time, with no copies kept ([`SameCopies`]).
-const COMPARE_AFRESH_UP_TO: usize = 8;
-
 /// Pairs of copies found to look the same, by who compares them: judging
 /// the next copies of the same pair reads only from the first part either
 /// side changed since (`Parts::changed_since`), the visible parts before
@@ -153,9 +149,9 @@ impl<K: Ord> SameCopies<K> {
             self.pairs.remove(&key);
             return look_the_same(one, other);
         };
-        // A copy kept of a few parts saves less than it costs: the next
-        // edit of either side would copy their whole chunk.
-        if mine.role != theirs.role || mine.parts.len().max(theirs.parts.len()) <= COMPARE_AFRESH_UP_TO {
+        // Messages of one chunk each are compared afresh, with no copies
+        // kept (`Parts::is_one_chunk`).
+        if mine.role != theirs.role || (mine.parts.is_one_chunk() && theirs.parts.is_one_chunk()) {
             self.pairs.remove(&key);
             return look_the_same(one, other);
         }

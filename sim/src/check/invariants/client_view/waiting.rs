@@ -20,9 +20,8 @@
 //! since, and those a connection was sent something of. Each (connection,
 //! message) pair keeps where its stored parts lay on screen when last
 //! found in step (`RunsOnCopies`), so a growing message costs what it grew;
-//! a message of a few parts is aligned afresh, since copies kept of it
-//! cost more (the next chunk streamed into the screen's copy would copy
-//! the parts it edits).
+//! a message of one chunk of parts is aligned afresh, since copies kept of
+//! it cost more (`Parts::is_one_chunk`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -172,12 +171,6 @@ fn while_waiting(connection: u64, difference: &str) -> String {
     format!("client connection c{connection} shows less than the store while time passes: {difference}")
 }
 
-/// A message of at most this many parts (one of `Parts`' chunks) is
-/// aligned afresh at every look, with no copies kept: a copy kept of the
-/// screen's parts makes the next chunk streamed into them copy the whole
-/// chunk, which costs more than aligning so few afresh.
-const ALIGN_AFRESH_UP_TO: usize = 8;
-
 /// Per (connection, taken from the tried store, loose, message): the copies
 /// last found in step, and which screen part each visible stored part
 /// lay on. The next look reads only what either side changed since.
@@ -188,7 +181,6 @@ pub struct RunsOnCopies {
     aligned: BTreeMap<(u64, bool, bool), BTreeMap<String, Aligned>>,
 }
 
-#[derive(Default)]
 struct Aligned {
     kept: Parts,
     shown: Parts,
@@ -207,12 +199,16 @@ impl RunsOnCopies {
         shown: &Parts,
         loose: bool,
     ) -> bool {
-        let copies = self.aligned.entry(key).or_default();
-        if kept.len().max(shown.len()) <= ALIGN_AFRESH_UP_TO {
-            copies.remove(message_id);
+        // A message of one chunk on each side is aligned afresh, with no
+        // copies kept (`Parts::is_one_chunk`).
+        if kept.is_one_chunk() && shown.is_one_chunk() {
+            if let Some(copies) = self.aligned.get_mut(&key) {
+                copies.remove(message_id);
+            }
             return align(kept, shown, (0, 0), loose, &mut Vec::new());
         }
-        let earlier = copies.get_mut(message_id).map(std::mem::take);
+        let copies = self.aligned.entry(key).or_default();
+        let earlier = copies.remove(message_id);
         let aligned = earlier.and_then(|earlier| earlier.resume(kept, shown, loose)).or_else(|| {
             let mut pairs = Vec::new();
             align(kept, shown, (0, 0), loose, &mut pairs).then(|| Aligned {
@@ -222,10 +218,8 @@ impl RunsOnCopies {
             })
         });
         let fits = aligned.is_some();
-        match (aligned, copies.get_mut(message_id)) {
-            (Some(aligned), Some(slot)) => *slot = aligned,
-            (Some(aligned), None) => drop(copies.insert(message_id.to_string(), aligned)),
-            (None, _) => drop(copies.remove(message_id)),
+        if let Some(aligned) = aligned {
+            copies.insert(message_id.to_string(), aligned);
         }
         fits
     }
