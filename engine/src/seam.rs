@@ -21,6 +21,25 @@ pub trait Engine: Send {
     /// effects go out through the ports it was booted with.
     fn deliver(&mut self, input: Input);
 
+    /// Whether the engine takes every input already waiting at one instant
+    /// in one [`Engine::deliver_batch`]: an engine in another process, to
+    /// whom each delivery is a round trip. Nothing can happen in the world
+    /// between inputs that already wait, so a batch is handled exactly as
+    /// its inputs one by one.
+    fn takes_batches(&self) -> bool {
+        false
+    }
+
+    /// Handles `inputs` in order, exactly as that many [`Engine::deliver`]s,
+    /// calling `taking` with each one's index as the engine takes it (an
+    /// engine that wraps another records then what it took).
+    fn deliver_batch(&mut self, inputs: Vec<Input>, taking: &mut dyn FnMut(usize)) {
+        for (at, input) in inputs.into_iter().enumerate() {
+            taking(at);
+            self.deliver(input);
+        }
+    }
+
     /// When the engine next wants [`Input::Timer`], if at all.
     fn next_timer(&self) -> Option<Instant>;
 }

@@ -132,11 +132,30 @@ impl Driver {
             tokio::select! {
                 biased;
                 Some(input) = self.inbox.recv() => {
-                    engine.deliver(input);
-                    self.sink.handled();
+                    if engine.takes_batches() {
+                        self.deliver_waiting(engine.as_mut(), input);
+                    } else {
+                        engine.deliver(input);
+                        self.sink.handled();
+                    }
                 }
                 _ = sleep_until(engine.next_timer()) => engine.deliver(Input::Timer),
             }
+        }
+    }
+
+    /// `first` and every input already waiting behind it, in one batch:
+    /// no task runs between them either way (what the engine's effects set
+    /// off in the world queues behind them), so the order is the same.
+    fn deliver_waiting(&mut self, engine: &mut dyn Engine, first: Input) {
+        let mut inputs = vec![first];
+        while let Ok(input) = self.inbox.try_recv() {
+            inputs.push(input);
+        }
+        let taken = inputs.len();
+        engine.deliver_batch(inputs, &mut |_| {});
+        for _ in 0..taken {
+            self.sink.handled();
         }
     }
 

@@ -16,15 +16,20 @@ use turnsim_engine::durable::{DurableState, Write};
 use turnsim_engine::ports::{ExhaustedContext, FaultSite, Frame, ModelRequest, ServerToolCall};
 use turnsim_engine::{Chunk, EngineConfig, EngineEvent, ModelEvent, StreamError, ToolOutcome, ToolResult, TurnOptions};
 
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Which requests an engine may leave unasked in a run, as its `init` says:
 /// commits when the store refuses none, fault points at the sites switched
-/// off.
+/// off, the numbers of model calls and posts when the world gives them in
+/// order.
 #[derive(Clone, Debug)]
 pub struct RunTerms {
     pub store_may_refuse: bool,
     pub fault_sites: Vec<FaultSite>,
+    /// The world numbers calls and posts one after another, so an engine
+    /// may count them itself; not with something between the engine and
+    /// the world that makes or drops calls of its own (the adversary).
+    pub in_order: bool,
 }
 
 turnsim_engine::tag_first! {
@@ -46,6 +51,15 @@ turnsim_engine::tag_first! {
             /// The fault sites switched on for this run: a fault point at any
             /// other site would be answered `fire: false`, so need not be asked.
             fault_sites: Vec<FaultSite>,
+            /// The number the run's next model call gets (the world numbers
+            /// calls from 1, across generations): an engine that counts from
+            /// it names its calls and waits for no `model_request` reply.
+            /// Absent when the numbers may not come in order: ask for each.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            next_call: Option<u32>,
+            /// The same for posts to the chat surface.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            next_post: Option<u32>,
             /// A live run's scratch directory (`crate::live`): the same for every
             /// generation of the run, removed when it ends. Absent otherwise.
             #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,6 +142,13 @@ turnsim_engine::tag_first! {
         Timer {
             now_ns: u64,
         },
+        /// Every input waiting at one instant, in order, to an engine that
+        /// said `batches` on its `init` reply: it handles each as if it
+        /// came alone and answers each with its own `idle`.
+        Inputs {
+            now_ns: u64,
+            inputs: Vec<ToEngine>,
+        },
         Reply {
             value: serde_json::Value,
         },
@@ -151,7 +172,8 @@ impl ToEngine {
             | Self::ModelEnd { now_ns, .. }
             | Self::ServerToolDone { now_ns, .. }
             | Self::PostDone { now_ns, .. }
-            | Self::Timer { now_ns } => Some(*now_ns),
+            | Self::Timer { now_ns }
+            | Self::Inputs { now_ns, .. } => Some(*now_ns),
             Self::Reply { .. } => None,
         }
     }
@@ -211,6 +233,11 @@ turnsim_engine::tag_first! {
         },
         ModelRequest {
             request: ModelRequest,
+            /// The call's number as the engine counted it from `init`'s
+            /// `next_call`: then no reply comes (the harness checks the
+            /// world numbered it the same).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            call: Option<u32>,
         },
         FaultPoint {
             site: FaultSite,
@@ -229,6 +256,10 @@ turnsim_engine::tag_first! {
         Post {
             delivery: String,
             text: String,
+            /// The post's number counted from `init`'s `next_post`: then no
+            /// reply comes.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            post: Option<u32>,
         },
         Exhausted {
             context: ExhaustedContext,
@@ -247,6 +278,10 @@ turnsim_engine::tag_first! {
             /// fresh `init`) with nothing of this one left in its memory.
             #[serde(default, skip_serializing_if = "std::ops::Not::not")]
             generations: bool,
+            /// On the `idle` that answers `init`: the engine takes the inputs
+            /// of one instant in one `inputs` message.
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            batches: bool,
             /// On the `idle` that answers `init`: the capabilities the engine
             /// implements (`crate::capability`); absent, every one. Names, not
             /// the enum: an unknown name is a protocol fault that names it.

@@ -66,6 +66,16 @@ pub struct Launcher {
     /// A live run's scratch directory, removed when the run's last
     /// generation lets go of it.
     scratch: Option<Arc<crate::live::ScratchDir>>,
+    /// The last model call and post the world numbered in this run, across
+    /// generations: each `init` tells the engine the numbers that come next.
+    numbered: Arc<Mutex<Numbered>>,
+}
+
+/// The last numbers the world gave (0: none yet).
+#[derive(Clone, Copy, Default)]
+struct Numbered {
+    call: u32,
+    post: u32,
 }
 
 impl Launcher {
@@ -93,6 +103,7 @@ impl Launcher {
             parked: Arc::default(),
             trace,
             scratch,
+            numbered: Arc::default(),
         }
     }
 
@@ -306,6 +317,9 @@ pub struct ProcessEngine {
     origin: Instant,
     /// The sim instant of the last input, and how many came at it.
     instant: (Duration, u32),
+    /// Its `init` reply said `batches`: the inputs of one instant go in one
+    /// `inputs` line.
+    batches: bool,
 }
 
 const AFTER_IDLE: &str = "it wrote after going idle (effects belong before `idle`)";
@@ -318,6 +332,7 @@ type Broke = (FaultKind, String);
 struct Offers {
     reinit: bool,
     generations: bool,
+    batches: bool,
     capabilities: Option<Vec<String>>,
     lacks: Option<Vec<String>>,
 }
@@ -338,6 +353,7 @@ impl ProcessEngine {
             next_timer: None,
             origin,
             instant: (Duration::ZERO, 0),
+            batches: false,
         };
         if launcher.broke() {
             return engine; // the run is over
@@ -360,6 +376,7 @@ impl ProcessEngine {
         #[allow(clippy::disallowed_methods)] // the simulated wall clock
         let wall_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let wall_base_ms = (wall_now.saturating_sub(sim_now())).as_millis() as u64;
+        let numbered = *launcher.numbered.lock().expect("numbered lock");
         let init = ToEngine::Init {
             now_ns: now_ns(),
             protocol: PROTOCOL_VERSION,
@@ -370,10 +387,13 @@ impl ProcessEngine {
             state: Box::new(state),
             store_may_refuse: launcher.terms.store_may_refuse,
             fault_sites: launcher.terms.fault_sites.clone(),
+            next_call: launcher.terms.in_order.then_some(numbered.call.saturating_add(1)),
+            next_post: launcher.terms.in_order.then_some(numbered.post.saturating_add(1)),
             scratch_dir: launcher.scratch.as_ref().map(|scratch| scratch.path().display().to_string()),
         };
-        match engine.exchange(&init).and_then(|offers| engine.declared(offers)) {
-            Ok(Offers { reinit, generations, .. }) => {
+        match engine.exchange(&init, vec![None], &mut |_| {}).and_then(|offers| engine.declared(offers)) {
+            Ok(Offers { reinit, generations, batches, .. }) => {
+                engine.batches = batches;
                 let process = engine.process.as_mut().expect("started");
                 process.reinit = reinit;
                 process.generations = generations && !FRESH_PROCESSES.load(Ordering::SeqCst);
@@ -395,36 +415,74 @@ impl ProcessEngine {
         Ok(offers)
     }
 
-    /// Sends one input and serves the engine until it is idle; returns
-    /// what that `idle` offered.
-    fn exchange(&mut self, message: &ToEngine) -> Result<Offers, Broke> {
+    /// Sends one line (an input, or the `inputs` of one instant, each with
+    /// what the proxy takes on when the engine reaches it) and serves the
+    /// engine until it is idle after the last; returns what that `idle`
+    /// offered.
+    fn exchange(
+        &mut self,
+        message: &ToEngine,
+        admits: Vec<Option<Admit>>,
+        taking: &mut dyn FnMut(usize),
+    ) -> Result<Offers, Broke> {
         jitter_before_delivery();
-        self.before_input()?;
+        self.before_input(admits.len() as u32)?;
         self.write(message)?;
-        for _ in 0..MAX_MESSAGES_PER_INPUT {
-            let message = self.read()?;
-            if let FromEngine::Idle { next_timer_ns, reinit, generations, capabilities, lacks } = message {
-                self.next_timer = next_timer_ns.map(|ns| self.origin + Duration::from_nanos(ns));
+        let last = admits.len() - 1;
+        for (at, admit) in admits.into_iter().enumerate() {
+            taking(at);
+            if let Some(admit) = admit {
+                self.admit(admit);
+            }
+            let offers = self.until_idle()?;
+            if at == last {
                 // What came with the `idle` is a violation now; what comes
                 // later, before the next input goes out (`before_input`).
                 let output = &self.process_mut().output;
                 output.expect_nothing_left(AFTER_IDLE).map_err(|fault| (fault.kind, fault.what))?;
-                return Ok(Offers { reinit, generations, capabilities, lacks });
+                return Ok(offers);
+            }
+        }
+        unreachable!("an exchange sends at least one input")
+    }
+
+    /// Serves the engine until its next `idle`.
+    fn until_idle(&mut self) -> Result<Offers, Broke> {
+        for _ in 0..MAX_MESSAGES_PER_INPUT {
+            let message = self.read()?;
+            if let FromEngine::Idle { next_timer_ns, reinit, generations, batches, capabilities, lacks } = message {
+                self.next_timer = next_timer_ns.map(|ns| self.origin + Duration::from_nanos(ns));
+                return Ok(Offers { reinit, generations, batches, capabilities, lacks });
             }
             self.serve(message)?;
         }
         Err((FaultKind::Busy, format!("{MAX_MESSAGES_PER_INPUT} messages for one input without going idle")))
     }
 
-    /// What must hold before an input goes out: the engine said nothing
+    /// What an input hands the proxy, from the moment the engine has it.
+    fn admit(&mut self, admit: Admit) {
+        match admit {
+            Admit::Connect(id, connection) => {
+                self.connections.insert(id, connection);
+            }
+            Admit::Disconnect(id) => {
+                self.connections.remove(&id);
+            }
+            Admit::Chat(chat, callback) => {
+                self.chats.insert(chat, callback);
+            }
+        }
+    }
+
+    /// What must hold before `inputs` more go out: the engine said nothing
     /// since its `idle`, and time is not standing still.
-    fn before_input(&mut self) -> Result<(), Broke> {
+    fn before_input(&mut self, inputs: u32) -> Result<(), Broke> {
         if self.process_mut().served {
             self.expect_quiet(AFTER_IDLE)?;
         }
         let now = sim_now();
         if self.instant.0 == now {
-            self.instant.1 += 1;
+            self.instant.1 += inputs;
             if self.instant.1 > MAX_INPUTS_PER_INSTANT {
                 let what = format!(
                     "{MAX_INPUTS_PER_INSTANT} inputs at {} ms of sim time, each setting off more work at the same \
@@ -434,7 +492,7 @@ impl ProcessEngine {
                 return Err((FaultKind::Busy, what));
             }
         } else {
-            self.instant = (now, 1);
+            self.instant = (now, inputs);
         }
         Ok(())
     }
@@ -451,9 +509,9 @@ impl ProcessEngine {
         let request = matches!(
             message,
             FromEngine::Commit { no_reply: false, .. }
-                | FromEngine::ModelRequest { .. }
+                | FromEngine::ModelRequest { call: None, .. }
                 | FromEngine::FaultPoint { .. }
-                | FromEngine::Post { .. }
+                | FromEngine::Post { post: None, .. }
                 | FromEngine::Exhausted { .. }
         );
         if request {
@@ -480,9 +538,12 @@ impl ProcessEngine {
                     self.connections.remove(&connection);
                 }
             }
-            FromEngine::ModelRequest { request } => {
+            FromEngine::ModelRequest { request, call: named } => {
                 let call = self.ports.model.start(request, self.sink.clone());
-                self.reply(ModelReply { call })?;
+                self.numbered(named, call, "model call", "next_call", |numbered| &mut numbered.call)?;
+                if named.is_none() {
+                    self.reply(ModelReply { call })?;
+                }
             }
             FromEngine::FaultPoint { site } => {
                 let fire = self.ports.faults.fire(site);
@@ -493,9 +554,12 @@ impl ProcessEngine {
                 self.ports.server_tools.start(&request_id, call, self.sink.clone())
             }
             FromEngine::Callback { chat, call } => self.callback(chat, call)?,
-            FromEngine::Post { delivery, text } => {
+            FromEngine::Post { delivery, text, post: named } => {
                 let post = self.ports.surface.post(&delivery, &text, self.sink.clone());
-                self.reply(PostReply { post })?;
+                self.numbered(named, post, "post", "next_post", |numbered| &mut numbered.post)?;
+                if named.is_none() {
+                    self.reply(PostReply { post })?;
+                }
             }
             FromEngine::Exhausted { context } => {
                 let reply = OutcomeReply::of(self.ports.observer.on_exhausted(&context), |error| error.0);
@@ -504,6 +568,31 @@ impl ProcessEngine {
             FromEngine::Observe { event } => self.ports.observer.observe(event),
         }
         Ok(())
+    }
+
+    /// Keeps the number the world gave a call or post (0: the engine is
+    /// already dead, and numbered nothing) for the next generation's `init`,
+    /// in a run whose numbers come in order; a number the engine named
+    /// itself is held to [`misnamed`].
+    fn numbered(
+        &self,
+        named: Option<u32>,
+        given: u32,
+        what: &str,
+        field: &str,
+        last: impl FnOnce(&mut Numbered) -> &mut u32,
+    ) -> Result<(), Broke> {
+        if given == 0 {
+            return Ok(());
+        }
+        let in_order = self.launcher.terms.in_order;
+        if in_order {
+            *last(&mut self.launcher.numbered.lock().expect("numbered lock")) = given;
+        }
+        match misnamed(in_order, named, given, what, field) {
+            Some(what) => Err((FaultKind::Protocol, what)),
+            None => Ok(()),
+        }
     }
 
     fn callback(&mut self, chat: u32, call: WireCallback) -> Result<(), Broke> {
@@ -602,20 +691,25 @@ fn is_reply(line: &[u8]) -> bool {
     serde_json::from_slice::<serde_json::Value>(line).is_ok_and(|value| value["type"] == "reply")
 }
 
-impl Engine for ProcessEngine {
-    fn deliver(&mut self, input: Input) {
-        if self.process.is_none() {
-            return; // broken: the run ends at its fault
-        }
-        let now_ns = now_ns();
+/// What the proxy takes on with an input, once the engine has it: a
+/// connection's end, a connection gone, a `chat()`'s callback.
+enum Admit {
+    Connect(u64, Box<dyn Connection>),
+    Disconnect(u64),
+    Chat(u32, Box<dyn StreamCallback>),
+}
+
+impl ProcessEngine {
+    /// The line for an input, and what the proxy takes on with it.
+    fn message(&mut self, input: Input, now_ns: u64) -> (ToEngine, Option<Admit>) {
         let message = match input {
             Input::Connect { connection_id, connection } => {
-                self.connections.insert(connection_id, connection);
-                ToEngine::Connect { now_ns, connection: connection_id }
+                let message = ToEngine::Connect { now_ns, connection: connection_id };
+                return (message, Some(Admit::Connect(connection_id, connection)));
             }
             Input::Disconnect { connection_id } => {
-                self.connections.remove(&connection_id);
-                ToEngine::Disconnect { now_ns, connection: connection_id }
+                let message = ToEngine::Disconnect { now_ns, connection: connection_id };
+                return (message, Some(Admit::Disconnect(connection_id)));
             }
             Input::ResumeRequest { connection_id } => ToEngine::ResumeRequest { now_ns, connection: connection_id },
             Input::ResumeAck { connection_id, request_id } => {
@@ -624,8 +718,8 @@ impl Engine for ProcessEngine {
             Input::UserMessage { text, options } => ToEngine::UserMessage { now_ns, text, options },
             Input::Chat { key, text, options, callback } => {
                 self.next_chat += 1;
-                self.chats.insert(self.next_chat, callback);
-                ToEngine::Chat { now_ns, chat: self.next_chat, key, text, options }
+                let message = ToEngine::Chat { now_ns, chat: self.next_chat, key, text, options };
+                return (message, Some(Admit::Chat(self.next_chat, callback)));
             }
             Input::Deliver { delivery_id, text } => ToEngine::Deliver { now_ns, delivery: delivery_id, text },
             Input::ToolResult { result, auto_continue } => ToEngine::ToolResult { now_ns, result, auto_continue },
@@ -648,7 +742,32 @@ impl Engine for ProcessEngine {
             }
             Input::Timer => ToEngine::Timer { now_ns },
         };
-        if let Err(broke) = self.exchange(&message) {
+        (message, None)
+    }
+}
+
+impl Engine for ProcessEngine {
+    fn deliver(&mut self, input: Input) {
+        self.deliver_batch(vec![input], &mut |_| {});
+    }
+
+    fn takes_batches(&self) -> bool {
+        self.batches
+    }
+
+    /// One line for the lot: one input alone, several in an `inputs`.
+    fn deliver_batch(&mut self, inputs: Vec<Input>, taking: &mut dyn FnMut(usize)) {
+        if self.process.is_none() || inputs.is_empty() {
+            return; // broken: the run ends at its fault
+        }
+        let now_ns = now_ns();
+        let (mut messages, admits): (Vec<_>, Vec<_>) =
+            inputs.into_iter().map(|input| self.message(input, now_ns)).unzip();
+        let message = match messages.len() {
+            1 => messages.pop().expect("one message"),
+            _ => ToEngine::Inputs { now_ns, inputs: messages },
+        };
+        if let Err(broke) = self.exchange(&message, admits, taking) {
             self.broke(broke);
         }
     }
@@ -682,4 +801,34 @@ impl Drop for ProcessEngine {
 
 fn now_ns() -> u64 {
     sim_now().as_nanos() as u64
+}
+
+/// What is wrong with the number an engine named its `what` (`field` in
+/// `init`), the world's number being `given`: in a run whose numbers come
+/// in order it must be the world's, and in one whose `init` gave none it
+/// may name none.
+fn misnamed(in_order: bool, named: Option<u32>, given: u32, what: &str, field: &str) -> Option<String> {
+    let named = named?;
+    if !in_order {
+        return Some(format!("it named its {what} {named}, but `init` gave no `{field}` (ask for its number)"));
+    }
+    (named != given).then(|| {
+        format!("it named its {what} {named}, but it is the run's {what} {given} (count from `init`'s `{field}`, one per {what})")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::misnamed;
+
+    #[test]
+    fn a_named_number_is_the_worlds_and_only_where_init_gave_one() {
+        assert_eq!(misnamed(true, None, 3, "post", "next_post"), None, "asked: nothing to hold it to");
+        assert_eq!(misnamed(true, Some(3), 3, "post", "next_post"), None);
+        let wrong = misnamed(true, Some(99), 1, "post", "next_post").expect("a wrong number");
+        assert!(wrong.contains("named its post 99, but it is the run's post 1"), "{wrong}");
+        assert_eq!(misnamed(false, None, 3, "model call", "next_call"), None);
+        let unasked = misnamed(false, Some(3), 3, "model call", "next_call").expect("named where init gave none");
+        assert!(unasked.contains("`init` gave no `next_call`"), "{unasked}");
+    }
 }

@@ -8,6 +8,7 @@
 //! on stdout and every request into a line and a wait for the reply.
 
 use std::io::{BufRead, Read as _, Write as _};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,6 +51,8 @@ pub fn serve(capabilities: &[Capability]) -> Result<(), String> {
             wall_base_ms,
             store_may_refuse,
             fault_sites,
+            next_call,
+            next_post,
             // The built-in engine keeps nothing on disk: a scratch directory
             // is for engines that do.
             scratch_dir: _,
@@ -68,9 +71,15 @@ pub fn serve(capabilities: &[Capability]) -> Result<(), String> {
         // does not redraw its predecessor's bits); the wall clock is the
         // harness's, anchored to `wall_base_ms` in `one_run`.
         let runtime = Runtime::with_seed_and_config(generation_seed(seed, generation), madsim::Config::default());
-        let run = RunTerms { store_may_refuse, fault_sites };
+        let in_order = next_call.is_some() && next_post.is_some();
+        let run = RunTerms { store_may_refuse, fault_sites, in_order };
         let clock = Clock { now_ns, wall_base_ms };
-        next = runtime.block_on(one_run(wire.clone(), clock, *config, *state, run, capabilities));
+        let numbers = Numbers {
+            call: AtomicU32::new(next_call.unwrap_or_default()),
+            post: AtomicU32::new(next_post.unwrap_or_default()),
+        };
+        let boot = Boot { config: *config, state: *state, run, numbers };
+        next = runtime.block_on(one_run(wire.clone(), clock, boot, capabilities));
     }
 }
 
@@ -81,21 +90,37 @@ struct Clock {
     wall_base_ms: u64,
 }
 
-/// One run: boot, then inputs until the next `init` (returned) or the end.
-async fn one_run(
-    wire: Wire,
-    clock: Clock,
+/// What an `init` boots the engine with.
+struct Boot {
     config: EngineConfig,
     state: DurableState,
     run: RunTerms,
-    capabilities: &[Capability],
-) -> Result<ToEngine, String> {
+    numbers: Numbers,
+}
+
+/// The numbers the run's next model call and post get, when `init` gave
+/// them (`RunTerms::in_order`): the engine names its own, and waits for no
+/// reply to learn them.
+struct Numbers {
+    call: AtomicU32,
+    post: AtomicU32,
+}
+
+impl Numbers {
+    fn take(counter: &AtomicU32) -> u32 {
+        counter.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// One run: boot, then inputs until the next `init` (returned) or the end.
+async fn one_run(wire: Wire, clock: Clock, boot: Boot, capabilities: &[Capability]) -> Result<ToEngine, String> {
+    let Boot { config, state, run, numbers } = boot;
     wire.unmute();
     #[allow(clippy::disallowed_methods)] // the simulated clock
     let origin = tokio::time::Instant::now();
     turnsim_engine::anchor_wall_ms(clock.wall_base_ms);
     advance(origin, clock.now_ns);
-    let ports = wire.ports(state, run);
+    let ports = wire.ports(state, run, numbers);
     let mut engine = turnsim_engine::session::boot(config, ports, InputSink::detached());
     // Every `init` builds a fresh engine on a fresh runtime (below), so this
     // process serves another run, or the next generation of this one.
@@ -103,6 +128,7 @@ async fn one_run(
         next_timer_ns: wire_time(origin, engine.next_timer()),
         reinit: true,
         generations: true,
+        batches: true,
         capabilities: Some(capabilities.iter().map(|capability| capability.name().to_string()).collect()),
         lacks: None,
     };
@@ -117,21 +143,30 @@ async fn one_run(
             drop(engine);
             return Ok(message);
         }
-        if let Some(now_ns) = message.now_ns() {
-            #[allow(clippy::disallowed_methods)] // the simulated clock
-            let current = tokio::time::Instant::now().saturating_duration_since(origin).as_nanos() as u64;
-            check_time(now_ns, current)?;
-            advance(origin, now_ns);
+        // The inputs of one instant, one by one, each answered by its own
+        // `idle`; all of it goes out in one write.
+        let inputs = match message {
+            ToEngine::Inputs { inputs, .. } => inputs,
+            message => vec![message],
+        };
+        for message in inputs {
+            if let Some(now_ns) = message.now_ns() {
+                #[allow(clippy::disallowed_methods)] // the simulated clock
+                let current = tokio::time::Instant::now().saturating_duration_since(origin).as_nanos() as u64;
+                check_time(now_ns, current)?;
+                advance(origin, now_ns);
+            }
+            let input = wire.input(message)?;
+            engine.deliver(input);
+            wire.write(&FromEngine::Idle {
+                next_timer_ns: wire_time(origin, engine.next_timer()),
+                reinit: false,
+                generations: false,
+                batches: false,
+                capabilities: None,
+                lacks: None,
+            });
         }
-        let input = wire.input(message)?;
-        engine.deliver(input);
-        wire.write(&FromEngine::Idle {
-            next_timer_ns: wire_time(origin, engine.next_timer()),
-            reinit: false,
-            generations: false,
-            capabilities: None,
-            lacks: None,
-        });
         wire.flush();
     }
 }
@@ -284,12 +319,13 @@ impl Wire {
             }
             ToEngine::Timer { .. } => Input::Timer,
             ToEngine::Init { .. } => return Err("init sent twice".into()),
+            ToEngine::Inputs { .. } => return Err("`inputs` inside `inputs`: a batch holds single inputs".into()),
             ToEngine::Reply { .. } => return Err("a reply with no request waiting".into()),
         })
     }
 
-    fn ports(&self, state: DurableState, run: RunTerms) -> Ports {
-        let port = Arc::new(WirePorts { wire: self.clone(), state: Mutex::new(Some(state)), run });
+    fn ports(&self, state: DurableState, run: RunTerms, numbers: Numbers) -> Ports {
+        let port = Arc::new(WirePorts { wire: self.clone(), state: Mutex::new(Some(state)), run, numbers });
         Ports {
             store: port.clone(),
             model: port.clone(),
@@ -312,6 +348,7 @@ struct WirePorts {
     /// What `init` gave, loaded once at boot.
     state: Mutex<Option<DurableState>>,
     run: RunTerms,
+    numbers: Numbers,
 }
 
 impl DurableStore for WirePorts {
@@ -334,9 +371,16 @@ impl DurableStore for WirePorts {
 }
 
 impl ModelProvider for WirePorts {
+    /// Named from `init`'s `next_call`, it goes out with the next flush;
+    /// asked for, it waits for its number.
     fn start(&self, request: ModelRequest, _sink: InputSink) -> u32 {
-        let reply: ModelReply = self.wire.request(&FromEngine::ModelRequest { request });
-        reply.call
+        if !self.run.in_order {
+            let reply: ModelReply = self.wire.request(&FromEngine::ModelRequest { request, call: None });
+            return reply.call;
+        }
+        let call = Numbers::take(&self.numbers.call);
+        self.wire.write(&FromEngine::ModelRequest { request, call: Some(call) });
+        call
     }
 
     fn cancel(&self, call: u32) {
@@ -362,10 +406,16 @@ impl Observer for WirePorts {
 }
 
 impl MessengerSurface for WirePorts {
+    /// Named from `init`'s `next_post`, as a model call is.
     fn post(&self, delivery_id: &str, text: &str, _sink: InputSink) -> u32 {
-        let post = FromEngine::Post { delivery: delivery_id.to_string(), text: text.to_string() };
-        let reply: PostReply = self.wire.request(&post);
-        reply.post
+        let (delivery, text) = (delivery_id.to_string(), text.to_string());
+        if !self.run.in_order {
+            let reply: PostReply = self.wire.request(&FromEngine::Post { delivery, text, post: None });
+            return reply.post;
+        }
+        let post = Numbers::take(&self.numbers.post);
+        self.wire.write(&FromEngine::Post { delivery, text, post: Some(post) });
+        post
     }
 }
 

@@ -237,7 +237,8 @@ impl World {
         };
         let max_events = scenario.scenario.max_events;
         let launcher = engine_command().map(|command| {
-            let terms = RunTerms { store_may_refuse, fault_sites: faults.sites_on() };
+            let in_order = interposer.is_none();
+            let terms = RunTerms { store_may_refuse, fault_sites: faults.sites_on(), in_order };
             Launcher::new(command, seed, config.clone(), terms, max_events, trace.clone())
         });
         let rust_engine = RUST_ENGINE.with(|engine| engine.borrow().clone());

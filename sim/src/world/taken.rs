@@ -82,6 +82,29 @@ impl Engine for Taken {
         self.engine.deliver(input);
     }
 
+    fn takes_batches(&self) -> bool {
+        self.engine.takes_batches()
+    }
+
+    /// Each input enters the history as the engine reaches it, unless its
+    /// process died at what the inputs before it set off: then, as one by
+    /// one, it took nothing more (what it still does reaches nothing).
+    fn deliver_batch(&mut self, inputs: Vec<Input>, taking: &mut dyn FnMut(usize)) {
+        if self.trace.engine_dead() {
+            return;
+        }
+        let mut crossed: Vec<Option<Boundary>> = inputs.iter().map(|input| boundary(input, &self.answers)).collect();
+        let trace = self.trace.clone();
+        self.engine.deliver_batch(inputs, &mut |at| {
+            if !trace.engine_dead() {
+                if let Some(crossed) = crossed[at].take() {
+                    trace.cross(crossed);
+                }
+            }
+            taking(at);
+        });
+    }
+
     fn next_timer(&self) -> Option<Instant> {
         self.engine.next_timer()
     }

@@ -97,6 +97,17 @@ def two_requests():
     time.sleep(600)
 
 
+def misnamed_post():
+    # Names its posts itself (no reply to wait for), but not as the world
+    # numbers them: the run's first post is 1.
+    boot()
+    for line in sys.stdin:
+        if '"type":"reply"' in line:
+            continue
+        say('{"type":"post","delivery":"d1","text":"hi","post":99}\n')
+        say(IDLE)
+
+
 def unasked_commit():
     # Commits without waiting for the reply on every input: allowed only
     # in a run whose store refuses nothing (`init` says so).

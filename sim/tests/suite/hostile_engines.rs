@@ -20,7 +20,7 @@ const PEAK_KIB: u64 = 400_000;
 const MAX_OUTPUT_BYTES: usize = 64 * 1024;
 
 /// (mode of hostile.py, the fault the report must name).
-const CORPUS: [(&str, &str); 13] = [
+const CORPUS: [(&str, &str); 14] = [
     ("livelock", "engine-busy"),
     ("partial-line", "engine-silent"),
     ("huge-line", "engine-flood"),
@@ -31,6 +31,7 @@ const CORPUS: [(&str, &str); 13] = [
     ("reply-back", "engine-protocol"),
     ("unknown-chat", "engine-protocol"),
     ("two-requests", "engine-protocol"),
+    ("misnamed-post", "engine-protocol"),
     ("stubborn", "engine-silent"),
     ("forks", "engine-silent"),
     ("stderr-flood", "engine-silent"),
@@ -283,6 +284,8 @@ mod served_engine {
             state: Box::new(DurableState::default()),
             store_may_refuse: true,
             fault_sites: Vec::new(),
+            next_call: Some(1),
+            next_post: Some(1),
             scratch_dir: None,
         })
     }
@@ -323,6 +326,21 @@ mod served_engine {
         let (code, _, stderr) = served(format!("{}{}", init(1_000, 1), line(&backwards)).as_bytes());
         assert_eq!(code, Some(2), "{stderr}");
         assert!(stderr.contains("time never goes back"), "{stderr}");
+    }
+
+    #[test]
+    fn the_inputs_of_one_instant_are_answered_one_idle_each() {
+        let connect = |connection| ToEngine::Connect { now_ns: 1_000, connection };
+        let batch = ToEngine::Inputs { now_ns: 1_000, inputs: vec![connect(1), connect(2)] };
+        let (code, stdout, stderr) = served(format!("{}{}", init(0, 1), line(&batch)).as_bytes());
+        assert_eq!(code, Some(0), "{stderr}");
+        let init_idle = stdout.lines().find(|line| line.contains(r#""type":"idle""#));
+        assert!(init_idle.is_some_and(|idle| idle.contains(r#""batches":true"#)), "{stdout}");
+        assert_eq!(stdout.matches(r#""type":"idle""#).count(), 3, "the init's and one per input:\n{stdout}");
+        let nested = ToEngine::Inputs { now_ns: 1_000, inputs: vec![batch] };
+        let (code, _, stderr) = served(format!("{}{}", init(0, 1), line(&nested)).as_bytes());
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("`inputs` inside `inputs`"), "{stderr}");
     }
 
     #[test]
