@@ -7,7 +7,10 @@
 // now. Requests (`commit`, `model_request`, `fault_point`, `post`,
 // `exhausted`) write their line and read the reply at once with a blocking
 // read: the harness sends nothing else in between, and nothing else is
-// written in between.
+// written in between. Model calls and posts are named from `init`'s
+// `next_call` and `next_post` when it gives them (no reply to wait for),
+// and the inputs of one instant come in one `inputs` line, each settled
+// and answered `idle` in turn, all of it written at once.
 // A process may serve several runs (`reinit`), and several generations of a
 // run (`generations`: an eviction starts the next one in place); a run or a
 // generation ends when the next `init` arrives, and nothing the old one
@@ -20,7 +23,7 @@ import { generationSeed } from "./random.mjs";
 import { Store } from "./store.mjs";
 import { ModelProxy } from "./model.mjs";
 
-export const PROTOCOL_VERSION = 6;
+export const PROTOCOL_VERSION = 7;
 
 /**
  * @typedef {object} Engine What an engine module gives `runEngine`: every
@@ -103,12 +106,14 @@ export class Host {
     /** The fault sites switched on for this run; no other fires (null: ask about every one). */
     this.faultSites = init.fault_sites ? new Set(init.fault_sites) : null;
     this.store = new Store(this, init.state);
-    this.model = new ModelProxy(this);
+    this.model = new ModelProxy(this, init.next_call ?? null);
     /** @type {Map<number, Connection>} open connections by id */
     this.connections = new Map();
     this._serverTools = new Map();
     /** Posts the surface has not answered yet, by number. */
     this._posts = new Map();
+    /** The number the next post gets, when `init` gave it (else each post asks). */
+    this._nextPost = init.next_post ?? null;
   }
 
   /** Simulated milliseconds since the run began. */
@@ -125,6 +130,12 @@ export class Host {
     if (reply === null) exitWith("stdin closed while a request waited for its reply");
     if (reply.type !== "reply") exitWith(`expected the reply to ${message.type}, got ${reply.type}`);
     return reply.value;
+  }
+
+  /** Writes a request that names its own number: no reply comes. */
+  named(message) {
+    if (this.retired) throw new RunOver();
+    this.wire.write(message);
   }
 
   /** Writes an effect (nothing once the run is over: the harness has moved on). */
@@ -158,7 +169,12 @@ export class Host {
    * refused it (nothing was shown).
    */
   post(delivery, text) {
-    const { post } = this.request({ type: "post", delivery, text });
+    let post;
+    if (this._nextPost === null) ({ post } = this.request({ type: "post", delivery, text }));
+    else {
+      post = this._nextPost++;
+      this.named({ type: "post", delivery, text, post });
+    }
     return new Promise((resolve, reject) => this._posts.set(post, { resolve, reject }));
   }
 
@@ -270,7 +286,7 @@ export async function runEngine(makeEngine, { reinit = false, module, moduleStat
       } else forgetGlobals();
     }
     const fresh = module !== undefined && instances < MAX_GENERATIONS;
-    const offers = { reinit: fresh || (reinit && !module), generations: fresh, capabilities };
+    const offers = { reinit: fresh || (reinit && !module), generations: fresh, batches: true, capabilities };
     message = await oneRun(wire, message, makeEngine, offers);
   }
 }
@@ -307,14 +323,21 @@ async function oneRun(wire, init, makeEngine, offers) {
   const host = new Host(wire, init);
   const engine = await makeEngine(host);
   await settle(host, () => engine.boot?.(), offers);
+  host.wire.flush();
   for (;;) {
     const message = readMessage(wire);
     if (message === null || message.type === "init") {
       host.retired = true;
       return message;
     }
-    clock.advanceTo(message.now_ns);
-    await settle(host, () => dispatch(host, engine, message));
+    // The inputs of one instant, each as if it came alone; one write for all.
+    const inputs = message.type === "inputs" ? message.inputs : [message];
+    for (const input of inputs) {
+      if (input.type === "inputs" || input.type === "init") exitWith(`${input.type} inside inputs`);
+      clock.advanceTo(input.now_ns);
+      await settle(host, () => dispatch(host, engine, input));
+    }
+    host.wire.flush();
   }
 }
 
@@ -375,7 +398,7 @@ function dispatch(host, engine, message) {
   }
 }
 
-/** Handles one input and everything it sets off, then reports idle. */
+/** Handles one input and everything it sets off, then reports idle (written at the next flush). */
 async function settle(host, handle, offers = null) {
   const handled = handle();
   // A handler's own promise is the engine's business; a rejection is a crash.
@@ -389,9 +412,9 @@ async function settle(host, handle, offers = null) {
   const idle = { type: "idle", next_timer_ns: clock.nextDueNs() };
   if (offers?.reinit) idle.reinit = true;
   if (offers?.generations) idle.generations = true;
+  if (offers?.batches) idle.batches = true;
   if (offers?.capabilities) idle.capabilities = offers.capabilities;
   host.effect(idle);
-  host.wire.flush();
 }
 
 /** The next message from the harness, or null once stdin closed. */

@@ -78,8 +78,10 @@ function httpError(end) {
 }
 
 export class ModelProxy {
-  constructor(host) {
+  constructor(host, nextCall = null) {
     this.host = host;
+    /** The number the next call gets, when `init` gave it (else each call asks). */
+    this._nextCall = nextCall;
     /** @type {Map<number, Call>} */
     this.calls = new Map();
     this.specificationVersion = "v4";
@@ -132,10 +134,17 @@ export class ModelProxy {
       // prompt's messages under made-up ids.
       messages: this.transcript ? this.transcript() : fromPrompt(options.prompt),
     };
-    const { call: number } = this.host.request({ type: "model_request", request });
+    const number = this._nextCall === null ? this.host.request({ type: "model_request", request }).call : this._name(request);
     const call = new Call(number);
     this.calls.set(number, call);
     return call;
+  }
+
+  /** A call named from `init`'s `next_call`: its request waits for no reply. */
+  _name(request) {
+    const number = this._nextCall++;
+    this.host.named({ type: "model_request", request, call: number });
+    return number;
   }
 
   /** The engine abandons a call: `model_cancel`, and its stream errors with `reason`. */

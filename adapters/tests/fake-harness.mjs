@@ -3,7 +3,9 @@
 // (commit: the store takes the writes unless told to refuse, and a commit
 // with `no_reply` in a run whose store refuses nothing is taken unanswered;
 // model_request: the next call number; fault_point: never fire; post: the
-// next post number, never answered; exhausted: the hook runs), records
+// next post number, never answered; exhausted: the hook runs; with `named`,
+// `init` gives the next numbers and a call or post that names its own is
+// checked against them, unanswered), records
 // every line the engine wrote, and turns the faults a
 // harness must catch into errors: a line that is not JSON, a message the
 // protocol does not have, and an exit or a closed stdout before `idle`.
@@ -14,7 +16,7 @@ import { createInterface } from "node:readline";
 import { apply } from "../node/store.mjs";
 
 /** The protocol version this harness speaks (`docs/protocol.md`). */
-const PROTOCOL_VERSION = 6;
+const PROTOCOL_VERSION = 7;
 
 const REQUESTS = new Set(["commit", "model_request", "fault_point", "post", "exhausted"]);
 const EFFECTS = new Set(["send", "model_cancel", "server_tool", "callback", "observe", "idle"]);
@@ -63,7 +65,7 @@ export function killAll() {
 
 export class FakeHarness {
   /** @param {string[]} argv the engine command, e.g. ["node", "engine.mjs"] */
-  constructor(argv, { refuseCommits = false, storeMayRefuse = true, faultSites = [] } = {}) {
+  constructor(argv, { refuseCommits = false, storeMayRefuse = true, faultSites = [], named = false } = {}) {
     this.child = spawn(argv[0], argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
     started.add(this.child);
     this.stderr = "";
@@ -93,6 +95,7 @@ export class FakeHarness {
     this.refuseCommits = refuseCommits;
     this.storeMayRefuse = storeMayRefuse || refuseCommits;
     this.faultSites = faultSites;
+    this.named = named;
     /** Every line the engine wrote, in order. */
     this.transcript = [];
   }
@@ -101,19 +104,48 @@ export class FakeHarness {
     this.store = structuredClone(state);
     this.store.extra ??= {};
     const terms = { store_may_refuse: this.storeMayRefuse, fault_sites: this.faultSites };
+    if (this.named) Object.assign(terms, { next_call: this.nextCall + 1, next_post: this.nextPost + 1 });
     return this.input({ type: "init", protocol: PROTOCOL_VERSION, seed, generation, wall_base_ms: wallBaseMs, config, state, ...terms });
   }
 
   /** Sends one input (with the current `now_ns`) and serves the engine until `idle`; returns its messages. */
   async input(message) {
     this.write({ ...message, now_ns: this.nowNs });
+    return this.untilIdle();
+  }
+
+  /** Sends the inputs of one instant in one `inputs` line; returns each one's messages, up to its `idle`. */
+  async inputs(messages) {
+    const inputs = messages.map((message) => ({ ...message, now_ns: this.nowNs }));
+    this.write({ type: "inputs", now_ns: this.nowNs, inputs });
+    const answers = [];
+    for (const _ of inputs) answers.push(await this.untilIdle());
+    return answers;
+  }
+
+  async untilIdle() {
     const messages = [];
     for (;;) {
       const next = await this.readMessage();
       messages.push(next);
       if (next.type === "idle") return messages;
       if (next.type === "commit" && next.no_reply) this.takeUnanswered(next);
+      else if (this.isNamed(next)) this.takeNamed(next);
       else if (REQUESTS.has(next.type)) this.write({ type: "reply", value: this.answer(next) });
+    }
+  }
+
+  isNamed(request) {
+    return (request.type === "model_request" && request.call !== undefined) || (request.type === "post" && request.post !== undefined);
+  }
+
+  /** A call or post that names its number: it must be the next one, and only where `init` gave the numbers. */
+  takeNamed(request) {
+    const [field, counter] = request.type === "post" ? ["post", "nextPost"] : ["call", "nextCall"];
+    if (!this.named) throw new EngineFault("engine-protocol", `a ${request.type} named ${request[field]} in a run whose init gave no numbers`);
+    this[counter] += 1;
+    if (request[field] !== this[counter]) {
+      throw new EngineFault("engine-protocol", `a ${request.type} named ${request[field]}, but it is number ${this[counter]}`);
     }
   }
 

@@ -22,7 +22,7 @@ const report = (messages) => JSON.parse(posts(messages)[0]);
 
 test("an engine with a module of its own declares generations", async () => {
   const harness = new FakeHarness(ENGINE);
-  assert.deepEqual(await harness.init({ seed: 3 }), [{ type: "idle", next_timer_ns: null, reinit: true, generations: true }]);
+  assert.deepEqual(await harness.init({ seed: 3 }), [{ type: "idle", next_timer_ns: null, reinit: true, generations: true, batches: true }]);
   await harness.close();
 });
 
@@ -38,7 +38,7 @@ test("nothing of a generation crosses into the next one in the same process", as
   // The eviction: the same process gets the next generation's init.
   harness.nowNs = 500e6;
   const booted = await harness.init({ seed: 3, generation: 2, state: harness.store });
-  assert.deepEqual(booted, [{ type: "idle", next_timer_ns: null, reinit: true, generations: true }], "the old timer is gone");
+  assert.deepEqual(booted, [{ type: "idle", next_timer_ns: null, reinit: true, generations: true, batches: true }], "the old timer is gone");
   // The old generation's server tool finishes: nobody is left to hear it.
   const late = await harness.input({ type: "server_tool_done", request_id: "r1", call_id: "tc-1", outcome: { Output: "x" } });
   assert.deepEqual(late, [{ type: "idle", next_timer_ns: null }], "late work of the old generation writes nothing");
@@ -78,14 +78,14 @@ const STATELESS = ["node", fileURLToPath(new URL("./fixtures/generations/statele
 
 test("an engine whose modules keep no state starts a generation in place on the modules it has, and nothing else crosses", async () => {
   const harness = new FakeHarness(STATELESS);
-  assert.deepEqual(await harness.init({ seed: 3 }), [{ type: "idle", next_timer_ns: null, reinit: true, generations: true }]);
+  assert.deepEqual(await harness.init({ seed: 3 }), [{ type: "idle", next_timer_ns: null, reinit: true, generations: true, batches: true }]);
   const first = report(await say(harness, "a"));
   assert.deepEqual(first, { generation: 1, seen: ["a"], evaluations: 1, timersFired: 0, globals: [] });
   assert.equal((await say(harness, "timer")).at(-1).next_timer_ns, 1e9, "the old generation's timer is pending");
 
   harness.nowNs = 500e6;
   const booted = await harness.init({ seed: 3, generation: 2, state: harness.store });
-  assert.deepEqual(booted, [{ type: "idle", next_timer_ns: null, reinit: true, generations: true }], "the old timer is gone");
+  assert.deepEqual(booted, [{ type: "idle", next_timer_ns: null, reinit: true, generations: true, batches: true }], "the old timer is gone");
   harness.nowNs = 2e9; // past the old timer's time
   const second = report(await say(harness, "b"));
   assert.deepEqual(second, { generation: 2, seen: ["b"], evaluations: 1, timersFired: 0, globals: [] }, "the old generation's global is gone");

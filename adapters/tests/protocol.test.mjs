@@ -29,14 +29,14 @@ async function say(harness, text, atNs) {
 test("init is answered with idle and no timer", async () => {
   const harness = new FakeHarness(PROBE);
   const messages = await harness.init();
-  assert.deepEqual(messages, [{ type: "idle", next_timer_ns: null, reinit: true }]);
+  assert.deepEqual(messages, [{ type: "idle", next_timer_ns: null, reinit: true, batches: true }]);
   assert.equal(await harness.close(), 0, "the engine exits cleanly when stdin closes");
 });
 
 test("capabilities given to runEngine are declared on the idle that answers init, and only there", async () => {
   const harness = new FakeHarness([...PROBE, "--capabilities=recovery,messenger"]);
   const messages = await harness.init();
-  assert.deepEqual(messages, [{ type: "idle", next_timer_ns: null, reinit: true, capabilities: ["recovery", "messenger"] }]);
+  assert.deepEqual(messages, [{ type: "idle", next_timer_ns: null, reinit: true, batches: true, capabilities: ["recovery", "messenger"] }]);
   assert.equal(idleOf(await say(harness, "chain")).capabilities, undefined, "a later idle declares nothing");
   await harness.close();
 });
@@ -101,7 +101,7 @@ test("randomness and ids come from the seed", async () => {
 test("a u64 seed beyond 2^53 is read exactly", async () => {
   const draw = async (seed) => {
     const harness = new FakeHarness(PROBE);
-    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":6,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
+    harness.writeRaw(`{"type":"init","now_ns":0,"protocol":7,"seed":${seed},"generation":1,"wall_base_ms":0,"config":{},"state":{}}\n`);
     await harness.readMessage();
     const [drawn] = posts(await say(harness, "random"));
     await harness.close();
@@ -170,6 +170,39 @@ test("post is answered with its number; the surface's answer comes later, as pos
   assert.deepEqual(posts(refused), ["refused: rate limited"], "a refused post rejects with the surface's error");
 });
 
+test("with next_post in init, a post names its number and waits for no reply", async () => {
+  const harness = new FakeHarness(PROBE, { named: true });
+  await harness.init();
+  const sent = await say(harness, "answered");
+  assert.deepEqual(
+    sent.filter((message) => message.type === "post"),
+    [{ type: "post", delivery: "probe", text: "first", post: 1 }],
+  );
+  assert.ok(!harness.transcript.some((line) => line.includes('"type":"reply"')), "nothing waited for a reply");
+  const answered = await harness.input({ type: "post_done", post: 1, delivery: "probe", ok: true });
+  assert.deepEqual(answered.filter((message) => message.type === "post").map((message) => message.post), [2]);
+});
+
+test("the inputs of one instant in one line: each settled and answered idle in turn, in one write", async () => {
+  const harness = await probe();
+  const command = (text) => ({ type: "user_message", text, options: { stall_timeout_ms: null } });
+  const answers = await harness.inputs([command("chain"), command("time"), command("timer 5")]);
+  assert.deepEqual(answers.map(posts), [["chain done"], [`${1_700_000_000_000} 0 ${new Date(1_700_000_000_000).toISOString()}`], []]);
+  assert.deepEqual(answers.map(idleOf), [
+    { type: "idle", next_timer_ns: null },
+    { type: "idle", next_timer_ns: null },
+    { type: "idle", next_timer_ns: 5_000_000 },
+  ]);
+  assert.ok(await harness.silentFor(50), "nothing after the last idle");
+});
+
+test("inputs inside inputs is a protocol error", async () => {
+  const harness = await probe();
+  harness.write({ type: "inputs", now_ns: 0, inputs: [{ type: "inputs", now_ns: 0, inputs: [] }] });
+  assert.equal(await harness.close(), 2);
+  assert.match(harness.stderr, /inputs inside inputs/);
+});
+
 test("garbage on stdout is detected as a protocol fault", async () => {
   const harness = await probe();
   await assert.rejects(say(harness, "garbage"), (error) => error instanceof EngineFault && error.kind === "engine-protocol");
@@ -198,11 +231,11 @@ test("a reused process starts each run afresh: clock, timers, generator", async 
 
   const reused = new FakeHarness(PROBE);
   const offered = await reused.init({ seed: 9 });
-  assert.deepEqual(offered, [{ type: "idle", next_timer_ns: null, reinit: true }], "the probe offers reuse on the idle that answers init");
+  assert.deepEqual(offered, [{ type: "idle", next_timer_ns: null, reinit: true, batches: true }], "the probe offers reuse on the idle that answers init");
   await say(reused, "random");
   assert.equal(idleOf(await say(reused, "timer 5000", 1e9)).next_timer_ns, 6e9);
   reused.nowNs = 0;
-  assert.deepEqual(await reused.init({ seed: 5 }), [{ type: "idle", next_timer_ns: null, reinit: true }], "the old run's timer is gone");
+  assert.deepEqual(await reused.init({ seed: 5 }), [{ type: "idle", next_timer_ns: null, reinit: true, batches: true }], "the old run's timer is gone");
   assert.deepEqual(posts(await say(reused, "random")), [expected], "the second run draws what a fresh process with its seed draws");
   assert.deepEqual(posts(await say(reused, "time")), [`1700000000000 0 ${new Date(1_700_000_000_000).toISOString()}`]);
   await reused.close();

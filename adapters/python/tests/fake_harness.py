@@ -3,7 +3,9 @@ protocol as turnsim does. It answers requests the moment they come (commit:
 the store takes the writes unless told to refuse, and a commit with
 `no_reply` is taken unanswered where the store refuses nothing;
 model_request: the next call number; fault_point: fire at the sites it is
-told to; post: the next post number; exhausted: the hook runs), records
+told to; post: the next post number; exhausted: the hook runs; a call or
+post the engine named itself, from `init`'s `next_call` and `next_post`,
+is taken unanswered and its number checked), records
 every line the engine wrote, and turns the faults a harness must catch into
 `EngineFault`: a line that is not JSON, a message the protocol does not
 have, an exit or a closed stdout before `idle`, a silence past the limit.
@@ -17,7 +19,7 @@ import sys
 import tempfile
 import time
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 REQUESTS = {"commit", "model_request", "fault_point", "post", "exhausted"}
 EFFECTS = {"send", "model_cancel", "server_tool", "callback", "observe", "idle"}
 SILENCE_LIMIT_S = 30
@@ -57,16 +59,29 @@ class FakeHarness:
         self.transcript = []  # every line the engine wrote
 
     def init(self, *, seed=0, generation=1, config=None, state=None, wall_base_ms=1_700_000_000_000,
-             fault_sites=None):
+             fault_sites=None, named=False):
+        """Starts a run; with `named`, the engine names its calls and posts (from 1)."""
         message = {"type": "init", "protocol": PROTOCOL_VERSION, "seed": seed, "generation": generation,
                    "wall_base_ms": wall_base_ms, "config": config or {}, "state": state or EMPTY_STATE,
                    "store_may_refuse": self.store_may_refuse,
                    "fault_sites": sorted(self.fire_sites) if fault_sites is None else fault_sites}
+        if named:
+            message.update(next_call=self.next_call + 1, next_post=self.next_post + 1)
         return self.input(message)
 
     def input(self, message):
         """Sends one input (with the current `now_ns`) and serves the engine until `idle`; its messages."""
         self.write({**message, "now_ns": self.now_ns})
+        return self.until_idle()
+
+    def inputs(self, messages):
+        """Sends the inputs of one instant in one `inputs` line; the messages up to each one's idle."""
+        stamped = [{**message, "now_ns": self.now_ns} for message in messages]
+        self.write({"type": "inputs", "now_ns": self.now_ns, "inputs": stamped})
+        return [self.until_idle() for _ in messages]
+
+    def until_idle(self):
+        """Serves the engine until `idle`; its messages."""
         messages = []
         while True:
             reply = self.read_message()
@@ -75,8 +90,18 @@ class FakeHarness:
                 return messages
             if reply["type"] == "commit" and reply.get("no_reply"):
                 self._take_unanswered(reply)
+            elif reply["type"] == "model_request" and "call" in reply:
+                self.next_call = self._take_named("call", reply["call"], self.next_call)
+            elif reply["type"] == "post" and "post" in reply:
+                self.next_post = self._take_named("post", reply["post"], self.next_post)
             elif reply["type"] in REQUESTS:
                 self.write({"type": "reply", "value": self._answer(reply)})
+
+    @staticmethod
+    def _take_named(what, number, last):
+        if number != last + 1:
+            raise EngineFault("engine-protocol", f"it named its {what} {number}, but it is the run's {what} {last + 1}")
+        return number
 
     def timer(self, now_ns):
         self.now_ns = now_ns

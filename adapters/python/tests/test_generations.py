@@ -28,7 +28,8 @@ def test_nothing_of_a_generation_crosses_into_the_next_one(harness):
 
     probe.now_ns = 500_000_000
     booted = probe.init(seed=3, generation=2)
-    assert booted == [{"type": "idle", "next_timer_ns": None, "reinit": True, "generations": True}], "no old timer"
+    assert booted == [{"type": "idle", "next_timer_ns": None, "batches": True, "reinit": True,
+                       "generations": True}], "no old timer"
     late = probe.input({"type": "server_tool_done", "request_id": "r9", "call_id": "late", "outcome": {"Output": 1}})
     assert late == [{"type": "idle", "next_timer_ns": None}], "the old generation's late work writes nothing"
     probe.now_ns = 2_000_000_000

@@ -20,9 +20,9 @@ def say(harness, text):
 
 def test_init_is_answered_idle_with_the_offers(harness):
     plain = harness(PROBE)
-    assert plain.init() == [{"type": "idle", "next_timer_ns": None}]
+    assert plain.init() == [{"type": "idle", "next_timer_ns": None, "batches": True}]
     forked = harness(PROBE, env={"PROBE_OPTIONS": json.dumps({"fork": True, "capabilities": ["messenger"]})})
-    assert forked.init() == [{"type": "idle", "next_timer_ns": None, "reinit": True, "generations": True,
+    assert forked.init() == [{"type": "idle", "next_timer_ns": None, "batches": True, "reinit": True, "generations": True,
                               "capabilities": ["messenger"]}]
     assert say(forked, "clock")[-1] == {"type": "idle", "next_timer_ns": None}, "offers go on init's idle only"
 
@@ -96,6 +96,49 @@ def test_a_model_call_streams_until_finish_and_ends_as_the_provider_ends_it(harn
     say(probe, "model")
     failed = probe.input({"type": "model_end", "call": 3, "end": {"kind": "http", "status": 503, "message": "busy"}})
     assert posts(failed)[0] == {"chunks": [], "ended": "ModelHttpError", "message": "provider error 503: busy"}
+
+
+def test_the_inputs_of_one_instant_are_answered_one_idle_each(harness):
+    probe = harness(PROBE, fire_sites=["late-alarm"])
+    probe.init()
+    answers = probe.inputs([{"type": "user_message", "text": text, "options": {}}
+                            for text in ("fault late-alarm", "tool tc-1", "random")])
+    assert [[message["type"] for message in answer] for answer in answers] == [
+        ["fault_point", "post", "idle"], ["server_tool", "idle"], ["post", "idle"]], "a request inside a batch is answered"
+    assert probe.silent_for(0.05), "nothing may be written after the last idle"
+    alone = harness(PROBE, fire_sites=["late-alarm"])
+    alone.init()
+    assert [say(alone, text) for text in ("fault late-alarm", "tool tc-1", "random")] == answers, \
+        "an input in a batch is handled as if it came alone"
+
+
+@pytest.mark.parametrize("inner, complaint", [
+    ([], "inputs without any input"),
+    ([{"type": "inputs", "inputs": []}], "inputs inside inputs"),
+    ([{"type": "init", "protocol": 7}], "init inside inputs"),
+])
+def test_a_batch_that_is_no_batch_ends_the_process_with_exit_2(harness, inner, complaint):
+    probe = harness(PROBE)
+    probe.init()
+    probe.write({"type": "inputs", "now_ns": 0, "inputs": inner})
+    with pytest.raises(EngineFault, match="engine-crashed"):
+        probe.read_message()
+    assert probe.process.wait() == 2
+    assert complaint in probe.stderr()
+
+
+def test_calls_and_posts_named_from_init_wait_for_no_reply(harness):
+    probe = harness(PROBE)
+    probe.next_call, probe.next_post = 6, 40
+    probe.init(named=True)
+    started = say(probe, "model")
+    assert started[0]["type"] == "model_request" and started[0]["call"] == 7
+    assert probe.input({"type": "model_end", "call": 7, "end": {"kind": "closed"}})[0] == {
+        "type": "post", "delivery": "probe", "text": json.dumps({"chunks": [], "ended": "closed"}), "post": 41}
+    assert say(probe, "model")[0]["call"] == 8, "one number per call, in order"
+    asked = harness(PROBE)
+    asked.init()
+    assert "call" not in say(asked, "model")[0], "without next_call the engine asks"
 
 
 def test_the_same_inputs_give_the_same_lines_byte_for_byte(harness):

@@ -1,16 +1,21 @@
-"""The protocol loop (docs/protocol.md, version 6) and the harness's side
+"""The protocol loop (docs/protocol.md, version 7) and the harness's side
 of the pipe as an engine sees it: the `Host`.
 
 One input at a time: the virtual loop runs the engine's work until nothing
 is runnable, then `idle` goes out with the earliest timer, the next input is
 read with a blocking read, the clock moves to its `now_ns` and the input is
-dispatched. Requests (`commit`, `model_request`, `fault_point`, `post`,
+dispatched. The inputs of one instant may come in one `inputs` line: each is
+dispatched and settled in turn, answered by its own `idle`, and all of it is
+written at once. Requests (`commit`, `model_request`, `fault_point`, `post`,
 `exhausted`) write their line and read the reply at once, so the harness
-sends nothing else in between. Effects wait in a buffer until the next
-request or `idle` and go out in one write.
+sends nothing else in between; model calls and posts are named from
+`init`'s `next_call` and `next_post` when it gives them, and wait for no
+reply. Effects wait in a buffer until the next request or the last `idle`
+and go out in one write.
 """
 
 import asyncio
+import collections
 import inspect
 import os
 import sys
@@ -22,7 +27,7 @@ from .model import ModelProxy
 from .store import Store
 from .wire import Wire, exit_with
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 
 # The capabilities of the protocol's vocabulary (docs/protocol.md#capabilities).
 CAPABILITIES = ("recovery", "messenger", "provider-retries", "store-refusal-fails-turn", "dangling-call-repair",
@@ -111,10 +116,12 @@ class Host:
         sites = init.get("fault_sites")
         self.fault_sites = None if sites is None else set(sites)
         self.store = Store(self, init.get("state"))
-        self.model = ModelProxy(self)
+        self.model = ModelProxy(self, init.get("next_call"))
         self.connections = {}
         self._server_tools = {}
         self._posts = {}
+        # The number the next post gets, when `init` gave it (else each post asks).
+        self._next_post = init.get("next_post")
         self.retired = False
 
     def now_ms(self):
@@ -133,6 +140,12 @@ class Host:
         if reply.get("type") != "reply":
             exit_with(f"expected the reply to {message['type']}, got {reply.get('type')}")
         return reply.get("value")
+
+    def named(self, message):
+        """Writes a request that names its own number: no reply comes."""
+        if self.retired:
+            raise _RunOver()
+        self._wire.write(message)
 
     def effect(self, message):
         """Queues an effect (nothing once the run is over: the harness has moved on)."""
@@ -162,7 +175,12 @@ class Host:
         """Posts `text` for `delivery`; returns when the surface answers
         (maybe much later: other inputs are handled meanwhile); raises
         `PostRefused` when it refused the post."""
-        number = self.request({"type": "post", "delivery": delivery, "text": text})["post"]
+        if self._next_post is None:
+            number = self.request({"type": "post", "delivery": delivery, "text": text})["post"]
+        else:
+            number = self._next_post
+            self._next_post += 1
+            self.named({"type": "post", "delivery": delivery, "text": text, "post": number})
         future = asyncio.get_running_loop().create_future()
         self._posts[number] = future
         await future
@@ -274,6 +292,8 @@ class _Run:
         self.host = None
         self.engine = None
         self.following = None
+        # The rest of an `inputs` line: each waits for the idle of the one before.
+        self.batched = collections.deque()
 
     def serve(self):
         """Serves the run; returns the message that ended it (the next `init`, or None)."""
@@ -310,14 +330,31 @@ class _Run:
             idle.update(self.offers)
             self.offers = None
         self.host.effect(idle)
+        message = self.batched.popleft() if self.batched else self._read()
+        sandbox.clock.advance_to(message.get("now_ns"))
+        asyncio.get_event_loop().call_soon(self._dispatch, message)
+
+    def _read(self):
+        """The next input from the harness, after writing everything so far."""
         self.wire.flush()
         message = self.wire.read_message()
         if message is None or message.get("type") == "init":
             self.host.retired = True
             self.following = message
             raise _RunOver()
-        sandbox.clock.advance_to(message.get("now_ns"))
-        asyncio.get_event_loop().call_soon(self._dispatch, message)
+        if message.get("type") != "inputs":
+            return message
+        inputs = message.get("inputs")
+        if not isinstance(inputs, list) or not inputs:
+            exit_with("inputs without any input: a batch holds one or more")
+        for input_ in inputs:
+            kind = input_.get("type") if isinstance(input_, dict) else None
+            if kind in ("inputs", "init"):
+                exit_with(f"{kind} inside inputs: a batch holds single inputs")
+            if not isinstance(input_, dict):
+                exit_with("inputs holds something that is not a message")
+        self.batched.extend(inputs[1:])
+        return inputs[0]
 
     def _dispatch(self, message):
         kind = message.get("type")
@@ -358,7 +395,7 @@ def run_engine(make_engine, *, capabilities=None, fork=False):
     `generations`. Without it a process serves one run's generation: the
     harness starts a new process for each.
     """
-    offers = {}
+    offers = {"batches": True}
     if fork:
         offers.update(reinit=True, generations=True)
     if capabilities is not None:

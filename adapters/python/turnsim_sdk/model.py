@@ -83,13 +83,20 @@ def _end_error(end):
 
 
 class ModelProxy:
-    def __init__(self, host):
+    def __init__(self, host, next_call=None):
         self._host = host
         self._calls = {}
+        # The number the next call gets, when `init` gave it (else each call asks).
+        self._next_call = next_call
 
     def stream(self, request):
         """Starts a model call for `request` (the protocol's `ModelRequest`)."""
-        number = self._host.request({"type": "model_request", "request": request})["call"]
+        if self._next_call is None:
+            number = self._host.request({"type": "model_request", "request": request})["call"]
+        else:
+            number = self._next_call
+            self._next_call += 1
+            self._host.named({"type": "model_request", "request": request, "call": number})
         call = ModelCall(self, number)
         self._calls[number] = call
         return call
