@@ -2,7 +2,8 @@
 //! (`adapters/node/examples/noop.mjs`), fed the very lines a Node engine
 //! was sent in runs of a scenario (its `init`s and every input, the
 //! replies to its own requests left out: the no-op engine asks nothing).
-//! Each line is answered `idle`, so a run costs the floor what the same
+//! Each input is answered `idle` (an `inputs` line one per input it holds),
+//! so a run costs the floor what the same
 //! story's round trips cost any engine on the SDK before it does anything:
 //! the pipe, the JSON, the SDK's dispatch, a generation's reset.
 
@@ -15,9 +16,30 @@ use turnsim_engine::RegressionSet;
 use super::wall_now;
 use crate::scenario::ScenarioFile;
 
+/// A line the engine was sent, and how many `idle`s answer it.
+pub struct Line {
+    text: String,
+    idles: usize,
+}
+
+impl Line {
+    fn of(text: String) -> Self {
+        let batch = text.starts_with("{\"type\":\"inputs\"");
+        let idles = if batch {
+            serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|value| value["inputs"].as_array().map(Vec::len))
+                .unwrap_or(1)
+        } else {
+            1
+        };
+        Self { text, idles }
+    }
+}
+
 /// The lines the engine `command` is sent in runs of `file`, one list per
 /// seed of `seeds`.
-pub fn inputs(command: &str, file: &ScenarioFile, seeds: u64) -> Vec<Vec<String>> {
+pub fn inputs(command: &str, file: &ScenarioFile, seeds: u64) -> Vec<Vec<Line>> {
     crate::world::use_engine_command(Some(command.to_string()));
     let runs = std::thread::scope(|scope| {
         scope
@@ -25,7 +47,9 @@ pub fn inputs(command: &str, file: &ScenarioFile, seeds: u64) -> Vec<Vec<String>
                 (0..seeds)
                     .map(|seed| {
                         let regressions = RegressionSet::default();
-                        crate::protocol::proxy::tapping_inputs(|| crate::world::run(file, seed, &regressions)).1
+                        let tapped =
+                            crate::protocol::proxy::tapping_inputs(|| crate::world::run(file, seed, &regressions)).1;
+                        tapped.into_iter().map(Line::of).collect()
                     })
                     .collect()
             })
@@ -59,17 +83,18 @@ impl Floor {
     }
 
     /// Sends one run's lines, each answered before the next goes out.
-    fn run(&mut self, lines: &[String]) -> Result<(), String> {
+    fn run(&mut self, lines: &[Line]) -> Result<(), String> {
         let mut answer = String::new();
         for line in lines {
-            self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush()).map_err(|e| e.to_string())?;
-            loop {
+            self.stdin.write_all(line.text.as_bytes()).and_then(|()| self.stdin.flush()).map_err(|e| e.to_string())?;
+            let mut idles = 0;
+            while idles < line.idles {
                 answer.clear();
                 if self.stdout.read_line(&mut answer).map_err(|e| e.to_string())? == 0 {
                     return Err("the Node floor engine exited".to_string());
                 }
                 if answer.contains("\"type\":\"idle\"") {
-                    break;
+                    idles += 1;
                 }
             }
         }
@@ -86,7 +111,7 @@ impl Drop for Floor {
 
 /// Runs per second (wall clock) of the floor engine `command` over `runs`
 /// in turn, for about `round_time` (after one run to load it).
-pub fn rate(command: &str, runs: &[Vec<String>], round_time: Duration) -> Result<f64, String> {
+pub fn rate(command: &str, runs: &[Vec<Line>], round_time: Duration) -> Result<f64, String> {
     let mut floor = Floor::start(command)?;
     floor.run(&runs[0])?;
     let started = wall_now();
