@@ -332,6 +332,7 @@ async function oneRun(wire, init, makeEngine, offers) {
     }
     // The inputs of one instant, each as if it came alone; one write for all.
     const inputs = message.type === "inputs" ? message.inputs : [message];
+    if (!Array.isArray(inputs) || inputs.length === 0) exitWith("inputs without any input: a batch holds one or more");
     for (const input of inputs) {
       if (input.type === "inputs" || input.type === "init") exitWith(`${input.type} inside inputs`);
       clock.advanceTo(input.now_ns);

@@ -203,6 +203,13 @@ test("inputs inside inputs is a protocol error", async () => {
   assert.match(harness.stderr, /inputs inside inputs/);
 });
 
+test("a batch without any input is a protocol error", async () => {
+  const harness = await probe();
+  harness.write({ type: "inputs", now_ns: 0, inputs: [] });
+  assert.equal(await harness.close(), 2);
+  assert.match(harness.stderr, /inputs without any input/);
+});
+
 test("garbage on stdout is detected as a protocol fault", async () => {
   const harness = await probe();
   await assert.rejects(say(harness, "garbage"), (error) => error instanceof EngineFault && error.kind === "engine-protocol");
