@@ -55,6 +55,7 @@ class FakeHarness:
         self.fire_sites = set(fire_sites)
         self.next_call = 0
         self.next_post = 0
+        self.named = False  # whether `init` gave the engine the next numbers
         self.commits = []  # every batch the store took
         self.transcript = []  # every line the engine wrote
 
@@ -65,6 +66,7 @@ class FakeHarness:
                    "wall_base_ms": wall_base_ms, "config": config or {}, "state": state or EMPTY_STATE,
                    "store_may_refuse": self.store_may_refuse,
                    "fault_sites": sorted(self.fire_sites) if fault_sites is None else fault_sites}
+        self.named = named
         if named:
             message.update(next_call=self.next_call + 1, next_post=self.next_post + 1)
         return self.input(message)
@@ -97,8 +99,9 @@ class FakeHarness:
             elif reply["type"] in REQUESTS:
                 self.write({"type": "reply", "value": self._answer(reply)})
 
-    @staticmethod
-    def _take_named(what, number, last):
+    def _take_named(self, what, number, last):
+        if not self.named:
+            raise EngineFault("engine-protocol", f"it named its {what} {number}, but `init` gave no numbers")
         if number != last + 1:
             raise EngineFault("engine-protocol", f"it named its {what} {number}, but it is the run's {what} {last + 1}")
         return number

@@ -112,21 +112,6 @@ def test_the_inputs_of_one_instant_are_answered_one_idle_each(harness):
         "an input in a batch is handled as if it came alone"
 
 
-@pytest.mark.parametrize("inner, complaint", [
-    ([], "inputs without any input"),
-    ([{"type": "inputs", "inputs": []}], "inputs inside inputs"),
-    ([{"type": "init", "protocol": 7}], "init inside inputs"),
-])
-def test_a_batch_that_is_no_batch_ends_the_process_with_exit_2(harness, inner, complaint):
-    probe = harness(PROBE)
-    probe.init()
-    probe.write({"type": "inputs", "now_ns": 0, "inputs": inner})
-    with pytest.raises(EngineFault, match="engine-crashed"):
-        probe.read_message()
-    assert probe.process.wait() == 2
-    assert complaint in probe.stderr()
-
-
 def test_calls_and_posts_named_from_init_wait_for_no_reply(harness):
     probe = harness(PROBE)
     probe.next_call, probe.next_post = 6, 40
@@ -161,6 +146,10 @@ def test_the_same_inputs_give_the_same_lines_byte_for_byte(harness):
     ('{"type":"reply","value":null}\n', "a reply with no request waiting"),
     ('{"type":"teleport","now_ns":0}\n', "a message the protocol does not have: teleport"),
     ('[1, 2]\n', "not a message"),
+    ('{"type":"inputs","now_ns":0,"inputs":[]}\n', "inputs without any input"),
+    ('{"type":"inputs","now_ns":0,"inputs":[{"type":"inputs","now_ns":0,"inputs":[]}]}\n', "inputs inside inputs"),
+    ('{"type":"inputs","now_ns":0,"inputs":[{"type":"init","protocol":7}]}\n', "init inside inputs"),
+    ('{"type":"inputs","now_ns":0,"inputs":[3]}\n', "not a message"),
 ])
 def test_garbage_from_the_harness_ends_the_process_with_exit_2(harness, line, complaint):
     probe = harness(PROBE)

@@ -348,11 +348,10 @@ class _Run:
         if not isinstance(inputs, list) or not inputs:
             exit_with("inputs without any input: a batch holds one or more")
         for input_ in inputs:
-            kind = input_.get("type") if isinstance(input_, dict) else None
-            if kind in ("inputs", "init"):
-                exit_with(f"{kind} inside inputs: a batch holds single inputs")
             if not isinstance(input_, dict):
                 exit_with("inputs holds something that is not a message")
+            if input_.get("type") in ("inputs", "init"):
+                exit_with(f"{input_['type']} inside inputs: a batch holds single inputs")
         self.batched.extend(inputs[1:])
         return inputs[0]
 

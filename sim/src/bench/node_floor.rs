@@ -14,32 +14,12 @@ use std::time::Duration;
 use turnsim_engine::RegressionSet;
 
 use super::wall_now;
+use crate::protocol::proxy::Tapped;
 use crate::scenario::ScenarioFile;
-
-/// A line the engine was sent, and how many `idle`s answer it.
-pub struct Line {
-    text: String,
-    idles: usize,
-}
-
-impl Line {
-    fn of(text: String) -> Self {
-        let batch = text.starts_with("{\"type\":\"inputs\"");
-        let idles = if batch {
-            serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|value| value["inputs"].as_array().map(Vec::len))
-                .unwrap_or(1)
-        } else {
-            1
-        };
-        Self { text, idles }
-    }
-}
 
 /// The lines the engine `command` is sent in runs of `file`, one list per
 /// seed of `seeds`.
-pub fn inputs(command: &str, file: &ScenarioFile, seeds: u64) -> Vec<Vec<Line>> {
+pub fn inputs(command: &str, file: &ScenarioFile, seeds: u64) -> Vec<Vec<Tapped>> {
     crate::world::use_engine_command(Some(command.to_string()));
     let runs = std::thread::scope(|scope| {
         scope
@@ -47,9 +27,7 @@ pub fn inputs(command: &str, file: &ScenarioFile, seeds: u64) -> Vec<Vec<Line>> 
                 (0..seeds)
                     .map(|seed| {
                         let regressions = RegressionSet::default();
-                        let tapped =
-                            crate::protocol::proxy::tapping_inputs(|| crate::world::run(file, seed, &regressions)).1;
-                        tapped.into_iter().map(Line::of).collect()
+                        crate::protocol::proxy::tapping_inputs(|| crate::world::run(file, seed, &regressions)).1
                     })
                     .collect()
             })
@@ -83,7 +61,7 @@ impl Floor {
     }
 
     /// Sends one run's lines, each answered before the next goes out.
-    fn run(&mut self, lines: &[Line]) -> Result<(), String> {
+    fn run(&mut self, lines: &[Tapped]) -> Result<(), String> {
         let mut answer = String::new();
         for line in lines {
             self.stdin.write_all(line.text.as_bytes()).and_then(|()| self.stdin.flush()).map_err(|e| e.to_string())?;
@@ -111,7 +89,7 @@ impl Drop for Floor {
 
 /// Runs per second (wall clock) of the floor engine `command` over `runs`
 /// in turn, for about `round_time` (after one run to load it).
-pub fn rate(command: &str, runs: &[Vec<Line>], round_time: Duration) -> Result<f64, String> {
+pub fn rate(command: &str, runs: &[Vec<Tapped>], round_time: Duration) -> Result<f64, String> {
     let mut floor = Floor::start(command)?;
     floor.run(&runs[0])?;
     let started = wall_now();

@@ -329,6 +329,7 @@ const BEFORE_REPLY: &str = "it wrote again before its request was answered (one 
 type Broke = (FaultKind, String);
 
 /// What an engine offered on the `idle` that answered its `init`.
+#[derive(Default)]
 struct Offers {
     reinit: bool,
     generations: bool,
@@ -428,22 +429,19 @@ impl ProcessEngine {
         jitter_before_delivery();
         self.before_input(admits.len() as u32)?;
         self.write(message)?;
-        let last = admits.len() - 1;
+        let mut offers = Offers::default();
         for (at, admit) in admits.into_iter().enumerate() {
             taking(at);
             if let Some(admit) = admit {
                 self.admit(admit);
             }
-            let offers = self.until_idle()?;
-            if at == last {
-                // What came with the `idle` is a violation now; what comes
-                // later, before the next input goes out (`before_input`).
-                let output = &self.process_mut().output;
-                output.expect_nothing_left(AFTER_IDLE).map_err(|fault| (fault.kind, fault.what))?;
-                return Ok(offers);
-            }
+            offers = self.until_idle()?;
         }
-        unreachable!("an exchange sends at least one input")
+        // What came with the last `idle` is a violation now; what comes
+        // later, before the next input goes out (`before_input`).
+        let output = &self.process_mut().output;
+        output.expect_nothing_left(AFTER_IDLE).map_err(|fault| (fault.kind, fault.what))?;
+        Ok(offers)
     }
 
     /// Serves the engine until its next `idle`.
@@ -625,7 +623,12 @@ impl ProcessEngine {
 
     fn write(&mut self, message: &ToEngine) -> Result<(), Broke> {
         if !matches!(message, ToEngine::Reply { .. }) {
-            INPUT_TAP.with(|tap| tap.borrow_mut().as_mut().map(|lines| lines.push(line(message))));
+            let idles = match message {
+                ToEngine::Inputs { inputs, .. } => inputs.len(),
+                _ => 1,
+            };
+            INPUT_TAP
+                .with(|tap| tap.borrow_mut().as_mut().map(|lines| lines.push(Tapped { text: line(message), idles })));
         }
         let writer = &mut self.process_mut().writer;
         let sent = writer.write_all(line(message).as_bytes()).and_then(|()| writer.flush());
@@ -674,13 +677,20 @@ impl ProcessEngine {
 
 thread_local! {
     // While set, every line but a reply this thread writes to an engine.
-    static INPUT_TAP: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+    static INPUT_TAP: std::cell::RefCell<Option<Vec<Tapped>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A line the harness wrote to an engine, and how many `idle`s answer it
+/// (one per input an `inputs` line holds).
+pub struct Tapped {
+    pub text: String,
+    pub idles: usize,
 }
 
 /// Runs `runs`, returning with its result every line but the replies the
 /// harness wrote to engine processes from this thread (`init`s and inputs,
 /// in order): what `bench` feeds the Node floor.
-pub fn tapping_inputs<T>(runs: impl FnOnce() -> T) -> (T, Vec<String>) {
+pub fn tapping_inputs<T>(runs: impl FnOnce() -> T) -> (T, Vec<Tapped>) {
     INPUT_TAP.with(|tap| *tap.borrow_mut() = Some(Vec::new()));
     let result = runs();
     (result, INPUT_TAP.with(|tap| tap.borrow_mut().take()).unwrap_or_default())
@@ -758,7 +768,7 @@ impl Engine for ProcessEngine {
     /// One line for the lot: one input alone, several in an `inputs`.
     fn deliver_batch(&mut self, inputs: Vec<Input>, taking: &mut dyn FnMut(usize)) {
         if self.process.is_none() || inputs.is_empty() {
-            return; // broken: the run ends at its fault
+            return; // broken (the run ends at its fault), or nothing to send
         }
         let now_ns = now_ns();
         let (mut messages, admits): (Vec<_>, Vec<_>) =

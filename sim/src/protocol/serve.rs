@@ -106,12 +106,6 @@ struct Numbers {
     post: AtomicU32,
 }
 
-impl Numbers {
-    fn take(counter: &AtomicU32) -> u32 {
-        counter.fetch_add(1, Ordering::Relaxed)
-    }
-}
-
 /// One run: boot, then inputs until the next `init` (returned) or the end.
 async fn one_run(wire: Wire, clock: Clock, boot: Boot, capabilities: &[Capability]) -> Result<ToEngine, String> {
     let Boot { config, state, run, numbers } = boot;
@@ -378,7 +372,7 @@ impl ModelProvider for WirePorts {
             let reply: ModelReply = self.wire.request(&FromEngine::ModelRequest { request, call: None });
             return reply.call;
         }
-        let call = Numbers::take(&self.numbers.call);
+        let call = self.numbers.call.fetch_add(1, Ordering::Relaxed);
         self.wire.write(&FromEngine::ModelRequest { request, call: Some(call) });
         call
     }
@@ -413,7 +407,7 @@ impl MessengerSurface for WirePorts {
             let reply: PostReply = self.wire.request(&FromEngine::Post { delivery, text, post: None });
             return reply.post;
         }
-        let post = Numbers::take(&self.numbers.post);
+        let post = self.numbers.post.fetch_add(1, Ordering::Relaxed);
         self.wire.write(&FromEngine::Post { delivery, text, post: Some(post) });
         post
     }
