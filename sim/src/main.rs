@@ -202,7 +202,10 @@ enum Command {
         check: Option<PathBuf>,
         /// Instead of the figures: each part of a run (the simulation, each
         /// check) timed per traced event, on the standard scenario and on the
-        /// growth shapes, short and long.
+        /// growth shapes, short and long; and a standard run over the
+        /// protocol (against --engine-cmd, or the built-in engine served)
+        /// split into the harness's own work, writing inputs, waiting for
+        /// the engine and taking its lines.
         #[arg(long, conflicts_with = "check")]
         by_part: bool,
         /// Instead of the figures: the growth figures counted in
@@ -291,7 +294,9 @@ fn main() -> ExitCode {
             }
         }
         Command::Adversary(args) => turnsim::adversary::cli::run(args),
-        Command::Bench { by_part: true, format, scenarios, .. } => cli::bench::by_part(&scenarios, format),
+        Command::Bench { by_part: true, format, scenarios, .. } => {
+            cli::bench::by_part(&scenarios, arguments.engine_cmd, format)
+        }
         Command::Bench { instructions: true, quadratic_check, format, .. } => {
             cli::bench::instructions(quadratic_check, format)
         }

@@ -21,6 +21,7 @@ use serde::Serialize;
 use turnsim_engine::RegressionSet;
 
 use super::growth::{step_chain, thread_cpu_time, wide_batch};
+use super::protocol_parts::{self, ProtocolCost};
 use super::{BATCH_NARROW, BATCH_WIDE, STEP_CHAIN_LONG, STEP_CHAIN_SHORT};
 use crate::check::{expect, invariants, landed, CheckInput};
 use crate::scenario::ScenarioFile;
@@ -69,18 +70,22 @@ pub struct ScenarioCost {
 #[derive(Debug, Serialize)]
 pub struct ByPart {
     pub standard: ScenarioCost,
+    /// The standard scenario against the engine `engine` starts.
+    pub protocol: ProtocolCost,
     pub growth: Vec<Breakdown>,
 }
 
-/// The standard scenario's parts, then both growth shapes.
-pub fn measure(standard: &ScenarioFile) -> ByPart {
+/// The standard scenario's parts, in-process and against the engine
+/// `engine` starts, then both growth shapes.
+pub fn measure(standard: &ScenarioFile, engine: &str) -> ByPart {
     let (parts, events, runs) = per_event_counted(standard);
+    let protocol = protocol_parts::measure(engine, standard);
     let standard = ScenarioCost {
         scenario: standard.scenario.name.clone(),
         events_per_run: events as f64 / runs.max(1) as f64,
         parts,
     };
-    ByPart { standard, growth: growth_shapes() }
+    ByPart { standard, protocol, growth: growth_shapes() }
 }
 
 /// The checks' share of a standard run's CPU time: everything but the
@@ -225,6 +230,7 @@ fn clock_read_cost() -> Duration {
 
 pub fn text(by_part: &ByPart) -> String {
     let mut text = standard_text(&by_part.standard);
+    text.push_str(&protocol_parts::text(&by_part.protocol));
     for breakdown in &by_part.growth {
         text.push_str(&format!("{}\n", breakdown.shape));
         text.push_str(&format!("  {:<26} {:>10} {:>10} {:>8}\n", "part", "short", "long", "growth"));

@@ -9,6 +9,7 @@ pub mod breakdown;
 pub mod growth;
 pub mod instructions;
 pub mod node_floor;
+pub mod protocol_parts;
 pub mod ratios;
 
 use std::path::Path;
@@ -133,7 +134,7 @@ pub fn run(scenarios_dir: &Path, engine_cmd: Option<String>) -> Result<BenchRepo
         regressions: RegressionSet::default(),
     }
     .runs() as usize;
-    let served = std::env::current_exe().map(|exe| format!("'{}' engine", exe.display())).ok();
+    let served = served_engine().ok();
     let over_protocol_judged = |command: Option<String>, file: &ScenarioFile, judged: bool| {
         let command = command?;
         crate::world::use_engine_command(Some(command));
@@ -318,6 +319,12 @@ pub fn median(rounds: usize, mut measure: impl FnMut() -> f64) -> f64 {
     let mut values: Vec<f64> = (0..rounds).map(|_| measure()).collect();
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// The command that serves the built-in engine over the protocol: this
+/// binary's `engine`.
+pub fn served_engine() -> std::io::Result<String> {
+    std::env::current_exe().map(|exe| format!("'{}' engine", exe.display()))
 }
 
 /// Wall-clock, for timing batches of runs from outside the simulation.

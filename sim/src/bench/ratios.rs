@@ -52,9 +52,7 @@ pub fn measure(scenarios_dir: &Path) -> Result<Ratios, ScenarioError> {
     let no_eviction = load_scenario(&scenarios_dir.join(NO_EVICTION_SCENARIO))?;
     let floor_ratio = measure_floor(&standard, ROUNDS).ratio;
     let checks_share = breakdown::checks_share(&standard);
-    let served = std::env::current_exe()
-        .map(|exe| format!("'{}' engine", exe.display()))
-        .map_err(|error| ScenarioError::new(Path::new("turnsim"), error.to_string()))?;
+    let served = super::served_engine().map_err(|error| ScenarioError::new(Path::new("turnsim"), error.to_string()))?;
     let protocol_ratio = median(ROUNDS, || {
         let in_process = seeded_rate(&standard).0;
         over_protocol(&served, &standard, true) / in_process

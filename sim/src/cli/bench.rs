@@ -69,10 +69,17 @@ pub fn instructions(quadratic: bool, format: ReplayFormat) -> Result<ExitCode, S
     Ok(ExitCode::FAILURE)
 }
 
-/// `turnsim bench --by-part`: each part of a run's cost, and its growth.
-pub fn by_part(scenarios: &Path, format: ReplayFormat) -> Result<ExitCode, ScenarioError> {
+/// `turnsim bench --by-part`: each part of a run's cost, in-process and
+/// against `engine_cmd` (the built-in engine served when none), and its
+/// growth.
+pub fn by_part(scenarios: &Path, engine_cmd: Option<String>, format: ReplayFormat) -> Result<ExitCode, ScenarioError> {
     let standard = crate::scenario::load_scenario(&scenarios.join(crate::bench::STANDARD_SCENARIO))?;
-    let by_part = crate::bench::breakdown::measure(&standard);
+    let engine = match engine_cmd {
+        Some(command) => command,
+        None => crate::bench::served_engine()
+            .map_err(|error| ScenarioError::new(Path::new("turnsim"), error.to_string()))?,
+    };
+    let by_part = crate::bench::breakdown::measure(&standard, &engine);
     match format {
         ReplayFormat::Json => outln!("{}", serde_json::to_string_pretty(&by_part).expect("serialises")),
         _ => output::emit(&crate::bench::breakdown::text(&by_part)),

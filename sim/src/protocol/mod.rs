@@ -10,6 +10,7 @@ pub mod output;
 pub mod proxy;
 pub mod seeding;
 pub mod serve;
+pub mod timing;
 
 use serde::{Deserialize, Serialize};
 use turnsim_engine::durable::{DurableState, Write};

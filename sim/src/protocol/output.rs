@@ -9,6 +9,7 @@ use std::process::{ChildStderr, ChildStdout};
 use std::time::Duration;
 
 use super::fault::{shown, FaultKind};
+use super::timing::{Part, Stopwatch};
 
 /// Bytes of the engine's stderr kept to show with a failure.
 pub const STDERR_TAIL: usize = 4_000;
@@ -130,11 +131,13 @@ impl EngineOutput {
             if self.pending.len() > limits.line_bytes {
                 return Err(Self::too_long(&self.pending, limits));
             }
+            let waiting = Stopwatch::start();
             if !super::spin_until_readable(self.stdout.as_raw_fd()) {
                 let deadline = *deadline.get_or_insert_with(|| real_now() + limits.silence);
                 self.wait(deadline, limits)?;
             }
             self.read_stdout(limits)?;
+            waiting.stop(Part::Waiting);
         }
     }
 

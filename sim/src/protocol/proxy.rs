@@ -25,6 +25,7 @@ use turnsim_engine::{Engine, EngineConfig, Input, InputSink, ModelEvent};
 use super::fault::{shown, EngineFault, FaultKind};
 use super::group::{Group, Stop};
 use super::output::{EngineOutput, Limits};
+use super::timing::{Part, Stopwatch};
 use super::{
     line, FaultReply, FromEngine, ModelReply, OutcomeReply, PostReply, RunTerms, ToEngine, WireCallback, WireEnd,
     PROTOCOL_VERSION,
@@ -427,8 +428,11 @@ impl ProcessEngine {
         taking: &mut dyn FnMut(usize),
     ) -> Result<Offers, Broke> {
         jitter_before_delivery();
+        let writing = Stopwatch::start();
         self.before_input(admits.len() as u32)?;
         self.write(message)?;
+        writing.stop(Part::Writing);
+        let exchanging = Stopwatch::start();
         let mut offers = Offers::default();
         for (at, admit) in admits.into_iter().enumerate() {
             taking(at);
@@ -441,6 +445,7 @@ impl ProcessEngine {
         // later, before the next input goes out (`before_input`).
         let output = &self.process_mut().output;
         output.expect_nothing_left(AFTER_IDLE).map_err(|fault| (fault.kind, fault.what))?;
+        exchanging.stop(Part::Exchanging);
         Ok(offers)
     }
 

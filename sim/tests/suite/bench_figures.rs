@@ -101,3 +101,48 @@ mod growth {
         assert_eq!(sent.count(), 5);
     }
 }
+
+mod protocol_parts {
+    use std::process::Command;
+
+    use crate::common::workspace_root;
+
+    /// `--by-part` over the protocol counts one exchange for each line the
+    /// engine was sent (the lines tee'd on their way to it, less the run
+    /// that starts the process: the same seed as the first timed run), and
+    /// its parts add up to the run.
+    #[test]
+    fn the_protocol_split_counts_each_line_the_engine_is_sent() {
+        let sent = std::env::temp_dir().join(format!("turnsim-protocol-parts-{}.ndjson", std::process::id()));
+        let _ = std::fs::remove_file(&sent);
+        let engine = format!("tee -a '{}' | '{}' engine", sent.display(), env!("CARGO_BIN_EXE_turnsim"));
+        let output = Command::new(env!("CARGO_BIN_EXE_turnsim"))
+            .args(["bench", "--by-part", "--format", "json", "--engine-cmd", &engine])
+            .current_dir(workspace_root())
+            .output()
+            .expect("run turnsim bench");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let by_part: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+        let protocol = &by_part["protocol"];
+        let runs = protocol["runs"].as_u64().expect("runs");
+        assert!(runs > 1, "{protocol}");
+        assert_eq!(protocol["failed_runs"], 0, "{protocol}");
+        let lines: Vec<String> =
+            std::fs::read_to_string(&sent).expect("lines sent").lines().map(String::from).collect();
+        let _ = std::fs::remove_file(&sent);
+        let starts: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, line)| line.starts_with(r#"{"type":"init""#) && line.contains(r#""generation":1,"#))
+            .map(|(at, _)| at)
+            .collect();
+        assert_eq!(starts.len() as u64, runs + 1, "one first generation a run, the start-up run's too");
+        let timed = (lines.len() - starts[1]) as f64;
+        let exchanges = protocol["exchanges_per_run"].as_f64().expect("exchanges") * runs as f64;
+        assert!((exchanges - timed).abs() < 0.5, "{exchanges} exchanges counted, {timed} lines sent");
+        let parts = protocol["parts"].as_array().expect("parts");
+        let names: Vec<&str> = parts.iter().map(|part| part[0].as_str().expect("name")).collect();
+        assert_eq!(names, ["the world and the checks", "writing inputs", "waiting for the engine", "taking its lines"]);
+        assert!(parts.iter().all(|part| part[1].as_f64().expect("us") > 0.0), "{protocol}");
+    }
+}
